@@ -1,0 +1,81 @@
+//! Command-line types (clap derive). Nothing below `main` sees these: each command turns
+//! them into its own validated configuration first.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rocetap",
+    version,
+    about = "RoCE v2 packet capture and analyzer",
+    long_about = "rocetap decodes and analyzes RoCE (RDMA over Converged Ethernet) traffic: the \
+InfiniBand transport headers in UDP/4791, every queue pair's PSNs, NAKs, retransmissions, \
+ECN marks and CNPs.",
+    after_help = "Examples:\n  rocetap decode samples/clean-rc.pcap\n  rocetap decode -r trace.pcapng --format csv > frames.csv\n  ibdump -w - | rocetap decode -r -\n\nExit codes: 0 ok, 1 findings (a --fail-on rule failed), 2 error."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Decode every frame: one summary line each, or every field as CSV / JSON.
+    #[command(
+        after_help = "Examples:\n  rocetap decode trace.pcap\n  rocetap decode trace.pcap --format csv | head\n  tcpdump -w - -i eth0 udp port 4791 | rocetap decode -r -\n\nCSV columns and JSON keys use Wireshark field names (infiniband.bth.psn, ...)."
+    )]
+    Decode(DecodeArgs),
+}
+
+/// Where frames come from: files (or stdin with `-`).
+#[derive(Args, Debug, Clone)]
+pub struct Sources {
+    /// Read a pcap or pcapng file; `-` reads standard input. Repeatable.
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    pub read: Vec<PathBuf>,
+    /// Files to read (same as -r).
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+impl Sources {
+    pub fn all(&self) -> Vec<PathBuf> {
+        self.read.iter().chain(self.files.iter()).cloned().collect()
+    }
+}
+
+/// Options every decoding command shares.
+#[derive(Args, Debug, Clone)]
+pub struct DecodeOpts {
+    /// UDP destination port that carries RoCE v2.
+    #[arg(long, value_name = "PORT", default_value_t = 4791)]
+    pub roce_port: u16,
+    /// Do not compute the ICRC (faster; the status column says "absent").
+    #[arg(long)]
+    pub no_icrc: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeFormat {
+    Text,
+    Csv,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct DecodeArgs {
+    #[command(flatten)]
+    pub sources: Sources,
+    #[command(flatten)]
+    pub opts: DecodeOpts,
+    /// Output format.
+    #[arg(long, short = 'F', value_enum, default_value_t = DecodeFormat::Text)]
+    pub format: DecodeFormat,
+    /// Stop after this many frames.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// No progress indication on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}

@@ -1,0 +1,48 @@
+//! The error type at the edge of the program: one line of what failed and why, an
+//! optional hint line, and the exit code it maps to.
+
+use std::fmt;
+
+/// Exit codes shared by every subcommand.
+pub mod exit {
+    /// Ran and found nothing that a rule or check rejects.
+    pub const OK: i32 = 0;
+    /// Findings: a `--fail-on` rule failed, netcheck found a problem.
+    #[allow(dead_code)] // used by analyze --fail-on
+    pub const FINDINGS: i32 = 1;
+    /// Bad arguments, unreadable input, missing privilege, write failure.
+    pub const ERROR: i32 = 2;
+}
+
+/// A failure to report as `rocetap: <what>: <why>` (+ `hint: ...`), exit 2.
+#[derive(Debug)]
+pub struct Failure {
+    pub what: String,
+    pub hint: Option<String>,
+}
+
+impl Failure {
+    pub fn new(what: impl Into<String>) -> Self {
+        Failure {
+            what: what.into(),
+            hint: None,
+        }
+    }
+    pub fn hint(mut self, h: impl Into<String>) -> Self {
+        self.hint = Some(h.into());
+        self
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// True when an I/O error means the reader of our output went away (`| head`).
+pub fn is_broken_pipe(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::BrokenPipe
+}

@@ -1,0 +1,28 @@
+//! rocetap: parse the command line, run the command, map the result to an exit code.
+
+mod capture;
+mod cli;
+mod decode;
+mod error;
+mod report;
+mod source;
+
+use clap::Parser;
+use error::{exit, Failure};
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let result: Result<i32, Failure> = match cli.command {
+        cli::Command::Decode(a) => decode::run(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(f) => {
+            eprintln!("rocetap: {}", f.what);
+            if let Some(h) = f.hint {
+                eprintln!("hint: {h}");
+            }
+            std::process::exit(exit::ERROR);
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! Output: per-frame fields and summaries for `decode`, and (from the analyzer on) the
+//! analysis reports. Nothing here reads packets or touches the terminal.
+
+pub mod fields;
+pub mod summary;
