@@ -493,7 +493,7 @@ pub fn decode(link: LinkType, frame: &[u8], orig_len: u32, cfg: &Config) -> Deco
     let mut d = Decoded::new(link, frame.len(), orig_len);
     let cx = Cx {
         frame,
-        cut: (frame.len() as u64) < u64::from(orig_len),
+        cut: core::cell::Cell::new((frame.len() as u64) < u64::from(orig_len)),
         cfg,
     };
     d.stop = cx.link(&mut d, link);
@@ -502,7 +502,11 @@ pub fn decode(link: LinkType, frame: &[u8], orig_len: u32, cfg: &Config) -> Deco
 
 struct Cx<'a, 'c> {
     frame: &'a [u8],
-    cut: bool,
+    /// The frame is shorter than the packet: the capture's snaplen cut it. Set from the
+    /// record's wire length, or later when a length field (IP total length, GRH PayLen,
+    /// LRH PktLen) claims more than was captured — some capture paths (the mlx5 sniffer)
+    /// record the cut length as the wire length.
+    cut: core::cell::Cell<bool>,
     cfg: &'c Config,
 }
 
@@ -541,18 +545,30 @@ impl<'a> Cx<'a, '_> {
         self.frame.get(off..).unwrap_or(&[])
     }
 
+    /// A network-layer length field says the packet ends at `end`: when that is beyond
+    /// the captured bytes, the capture cut the frame.
+    fn note_declared_end(&self, end: usize) {
+        if end > self.frame.len() {
+            self.cut.set(true);
+        }
+    }
+
     /// Maps a header parse error at `off` to a stop.
     fn fail(&self, e: Error, layer: Layer, off: usize) -> Stop {
         match e {
-            Error::Truncated { .. } if self.cut => Stop {
+            Error::Truncated { .. } if self.cut.get() => Stop {
                 kind: StopKind::Truncated,
                 layer,
                 offset: self.frame.len() as u32,
                 why: "cut by the capture snaplen",
             },
-            Error::Truncated { .. } => malformed(layer, off, "frame ends inside the header"),
-            Error::Malformed(w) => malformed(layer, off, w),
-            Error::Unsupported(w) => unsupported(layer, off, w),
+            Error::Truncated { .. } => malformed(
+                layer,
+                off.min(self.frame.len()),
+                "frame ends inside the header",
+            ),
+            Error::Malformed(w) => malformed(layer, off.min(self.frame.len()), w),
+            Error::Unsupported(w) => unsupported(layer, off.min(self.frame.len()), w),
         }
     }
 
@@ -688,6 +704,7 @@ impl<'a> Cx<'a, '_> {
         };
         d.ip = Some(s.repr);
         let ip_end = off + s.repr.total_len as usize;
+        self.note_declared_end(ip_end);
         let l4 = off + s.payload_offset;
         if s.repr.fragmented {
             return unsupported(Layer::Ip, l4, "IP fragment");
@@ -745,6 +762,7 @@ impl<'a> Cx<'a, '_> {
         }
         let bth = off + ib::grh::LEN;
         let end = bth + usize::from(g.pay_len);
+        self.note_declared_end(end);
         let grh = &self.frame[off..bth];
         self.transport(d, RoceVersion::V1, bth, end, IcrcCtx::V1 { grh })
     }
@@ -756,6 +774,7 @@ impl<'a> Cx<'a, '_> {
         };
         d.lrh = Some(l);
         let end = off + usize::from(l.pkt_len) * 4;
+        self.note_declared_end(end);
         let lrh = &self.frame[off..off + ib::lrh::LEN];
         match l.lnh {
             2 => self.transport(
@@ -877,7 +896,7 @@ impl<'a> Cx<'a, '_> {
             return malformed(Layer::Payload, p, "payload on an opcode that carries none");
         }
         if end > self.frame.len() {
-            if self.cut {
+            if self.cut.get() {
                 return Stop {
                     kind: StopKind::Truncated,
                     layer: if self.frame.len() < icrc_off {

@@ -1,0 +1,93 @@
+//! Shared helpers for the integration tests: the binary, `../shared`, and tools.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rocetap")
+}
+
+pub fn rocetap(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run rocetap")
+}
+
+/// True when running under CI, where every prerequisite must be present.
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")
+}
+
+/// Prints why a test is skipped — or fails under CI, where it must run.
+pub fn skip(why: &str) {
+    if in_ci() {
+        panic!("cannot run under CI: {why}");
+    }
+    eprintln!("SKIP: {why}");
+}
+
+/// `../shared/captures` beside the repository.
+pub fn captures_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/captures");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        skip(&format!(
+            "{} not found (the shared captures live beside the repository)",
+            dir.display()
+        ));
+        None
+    }
+}
+
+/// Every capture file under `captures/public` and `captures/reference`.
+pub fn capture_files() -> Vec<PathBuf> {
+    let Some(dir) = captures_dir() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for sub in ["public", "reference"] {
+        for e in std::fs::read_dir(dir.join(sub))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let p = e.path();
+            let n = p.to_string_lossy().to_string();
+            if !(n.ends_with(".md") || n.ends_with(".json")) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// True when `tool --version` runs.
+pub fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Parses a CSV document with a header row into (header, rows).
+pub fn parse_csv(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut r = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(text.as_bytes());
+    let header = r
+        .headers()
+        .expect("csv header")
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let rows = r
+        .records()
+        .map(|x| x.expect("csv row").iter().map(str::to_string).collect())
+        .collect();
+    (header, rows)
+}
