@@ -8,7 +8,7 @@ use crate::cli::{DecodeArgs, DecodeFormat};
 use crate::error::{exit, is_broken_pipe, Failure};
 use crate::report::fields::{Ctx, FIELDS};
 use crate::report::summary;
-use crate::source::{open, Progress};
+use crate::source::{open, Opened, Progress};
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 
@@ -26,7 +26,7 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
     let plain = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     // CSV goes through the csv crate (quoting); the other formats write directly.
     let mut sink = match a.format {
-        DecodeFormat::Csv => Sink::Csv(csv::WriterBuilder::new().from_writer(plain)),
+        DecodeFormat::Csv => Sink::Csv(Box::new(csv::WriterBuilder::new().from_writer(plain))),
         _ => Sink::Plain(plain),
     };
     let mut number = 0u64;
@@ -50,9 +50,9 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
         if number >= limit {
             break;
         }
-        let (input, name, size) = open(path)?;
+        let Opened { reader, name, size } = open(path)?;
         let mut progress = Progress::new(&name, size, a.quiet);
-        let r = for_each_frame(input, |f: &Frame<'_>| {
+        let r = for_each_frame(reader, |f: &Frame<'_>| {
             number += 1;
             let d = dissectors::decode(f.link, f.data, f.orig_len, &cfg);
             let first = *first_ts.get_or_insert(f.ts_ns);
@@ -171,7 +171,7 @@ type Out<'a> = io::BufWriter<io::StdoutLock<'a>>;
 
 enum Sink<'a> {
     Plain(Out<'a>),
-    Csv(csv::Writer<Out<'a>>),
+    Csv(Box<csv::Writer<Out<'a>>>),
 }
 
 impl Sink<'_> {

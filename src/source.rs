@@ -7,10 +7,23 @@ use std::io::{self, IsTerminal, Read};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Opens a capture for reading: returns the stream, a display name and its size if known.
-pub fn open(path: &Path) -> Result<(Box<dyn Read + Send>, String, Option<u64>), Failure> {
+/// An opened input.
+pub struct Opened {
+    pub reader: Box<dyn Read + Send>,
+    /// Name for messages ("stdin" for `-`).
+    pub name: String,
+    /// Size in bytes, when known.
+    pub size: Option<u64>,
+}
+
+/// Opens a capture for reading (`-` is standard input).
+pub fn open(path: &Path) -> Result<Opened, Failure> {
     if path.as_os_str() == "-" {
-        return Ok((Box::new(io::stdin()), "stdin".to_string(), None));
+        return Ok(Opened {
+            reader: Box::new(io::stdin()),
+            name: "stdin".to_string(),
+            size: None,
+        });
     }
     let name = path.display().to_string();
     let f = File::open(path).map_err(|e| Failure::new(format!("reading {name}: {e}")))?;
@@ -20,7 +33,11 @@ pub fn open(path: &Path) -> Result<(Box<dyn Read + Send>, String, Option<u64>), 
     if meta.is_dir() {
         return Err(Failure::new(format!("reading {name}: is a directory")));
     }
-    Ok((Box::new(f), name, Some(meta.len())))
+    Ok(Opened {
+        reader: Box::new(f),
+        name,
+        size: Some(meta.len()),
+    })
 }
 
 /// A progress line on stderr, only when stderr is a terminal; checks the clock once
