@@ -35,9 +35,20 @@ fn frame(opcode: u8, ext: &[u8], payload: usize) -> Vec<u8> {
         fragmented: false,
     };
     let mut f = vec![0u8; 14 + 20 + udp_len];
-    EthernetRepr { dst: [2; 6], src: [4; 6], ethertype: 0x0800 }.emit(&mut f);
+    EthernetRepr {
+        dst: [2; 6],
+        src: [4; 6],
+        ethertype: 0x0800,
+    }
+    .emit(&mut f);
     ip.emit(udp_len, &mut f[14..]);
-    UdpRepr { src_port: 0xc000, dst_port: 4791, length: udp_len as u16, checksum: 0 }.emit(&mut f[34..]);
+    UdpRepr {
+        src_port: 0xc000,
+        dst_port: 4791,
+        length: udp_len as u16,
+        checksum: 0,
+    }
+    .emit(&mut f[34..]);
     f[42..42 + t.len()].copy_from_slice(&t);
     let crc = icrc::roce_v2(&f[14..34], &f[34..42 + t.len()]);
     let n = f.len();
@@ -47,9 +58,18 @@ fn frame(opcode: u8, ext: &[u8], payload: usize) -> Vec<u8> {
 
 fn bench(c: &mut Criterion) {
     let mut reth = [0u8; 16];
-    RethRepr { va: 0x7f00_0000_0000, rkey: 0x1234, dma_len: 65536 }.emit(&mut reth);
+    RethRepr {
+        va: 0x7f00_0000_0000,
+        rkey: 0x1234,
+        dma_len: 65536,
+    }
+    .emit(&mut reth);
     let mut aeth = [0u8; 4];
-    AethRepr { syndrome: 0x1f, msn: Msn(5) }.emit(&mut aeth);
+    AethRepr {
+        syndrome: 0x1f,
+        msn: Msn(5),
+    }
+    .emit(&mut aeth);
     let cases = [
         ("write_middle_1024", frame(0x07, &[], 1024)),
         ("ack", frame(0x11, &aeth, 0)),
@@ -61,7 +81,10 @@ fn bench(c: &mut Criterion) {
         let d = decode(LinkType::Ethernet, f, f.len() as u32, &Config::default());
         assert_eq!(d.roce.unwrap().icrc, IcrcStatus::Ok, "{name}");
         for icrc in [true, false] {
-            let cfg = Config { roce_port: 4791, check_icrc: icrc };
+            let cfg = Config {
+                roce_port: 4791,
+                check_icrc: icrc,
+            };
             let label = format!("{name}/{}", if icrc { "icrc" } else { "no_icrc" });
             g.bench_function(label, |b| {
                 b.iter(|| decode(LinkType::Ethernet, black_box(f), f.len() as u32, &cfg))
@@ -71,7 +94,14 @@ fn bench(c: &mut Criterion) {
     let f = &cases[0].1;
     let cut = &f[..128];
     g.bench_function("write_middle_snaplen128", |b| {
-        b.iter(|| decode(LinkType::Ethernet, black_box(cut), f.len() as u32, &Config::default()))
+        b.iter(|| {
+            decode(
+                LinkType::Ethernet,
+                black_box(cut),
+                f.len() as u32,
+                &Config::default(),
+            )
+        })
     });
     g.finish();
 }

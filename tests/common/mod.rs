@@ -91,3 +91,43 @@ pub fn parse_csv(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
         .collect();
     (header, rows)
 }
+
+/// A classic pcap (µs, Ethernet) holding `frames`.
+pub fn pcap_bytes(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    v.extend_from_slice(&2u16.to_le_bytes());
+    v.extend_from_slice(&4u16.to_le_bytes());
+    v.extend_from_slice(&[0u8; 8]);
+    v.extend_from_slice(&65535u32.to_le_bytes());
+    v.extend_from_slice(&1u32.to_le_bytes());
+    for (i, f) in frames.iter().enumerate() {
+        v.extend_from_slice(&(1_700_000_000u32 + i as u32).to_le_bytes());
+        v.extend_from_slice(&(i as u32 * 10).to_le_bytes());
+        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        v.extend_from_slice(f);
+    }
+    v
+}
+
+/// A scratch directory unique to one test, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("rocetap-test-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
