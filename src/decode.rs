@@ -2,13 +2,12 @@
 //! as CSV / JSON. A damaged input still prints every frame before the damage, then
 //! fails with one line (exit 2).
 
-use crate::capture::file::{for_each_frame, ReadError};
 use crate::capture::Frame;
 use crate::cli::{DecodeArgs, DecodeFormat};
 use crate::error::{exit, is_broken_pipe, Failure};
 use crate::report::fields::{Ctx, FIELDS};
 use crate::report::summary;
-use crate::source::{open, Opened, Progress};
+use crate::source::for_each_frame_of;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 
@@ -46,73 +45,64 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
         DecodeFormat::Text => {}
     }
     let mut fields: Vec<String> = vec![String::new(); FIELDS.len()];
-    for path in &paths {
+    let run = for_each_frame_of(&paths, a.quiet, |f: &Frame<'_>| {
+        number += 1;
+        let d = dissectors::decode(f.link, f.data, f.orig_len, &cfg);
+        let first = *first_ts.get_or_insert(f.ts_ns);
+        let c = Ctx {
+            number,
+            frame: f,
+            first_ts: first,
+            d: &d,
+        };
+        let res = match a.format {
+            DecodeFormat::Text => {
+                line.clear();
+                text_line(&c, &mut line);
+                sink.write_all(line.as_bytes())
+            }
+            DecodeFormat::Csv => {
+                for (i, (_, ex)) in FIELDS.iter().enumerate() {
+                    fields[i].clear();
+                    if let Some(v) = ex(&c) {
+                        v.write_to(&mut fields[i]);
+                    }
+                }
+                sink.record(&fields)
+            }
+            DecodeFormat::Json => {
+                let mut m = serde_json::Map::new();
+                for (name, ex) in FIELDS {
+                    if let Some(v) = ex(&c) {
+                        m.insert((*name).to_string(), v.to_json());
+                    }
+                }
+                if number > 1 {
+                    line.push(',');
+                }
+                line.push('\n');
+                line.push_str(&serde_json::Value::Object(m).to_string());
+                let r = sink.write_all(line.as_bytes());
+                line.clear();
+                r
+            }
+        };
+        if let Err(e) = res {
+            io_err = Some(e);
+            return ControlFlow::Break(());
+        }
         if number >= limit {
-            break;
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
         }
-        let Opened { reader, name, size } = open(path)?;
-        let mut progress = Progress::new(&name, size, a.quiet);
-        let r = for_each_frame(reader, |f: &Frame<'_>| {
-            number += 1;
-            let d = dissectors::decode(f.link, f.data, f.orig_len, &cfg);
-            let first = *first_ts.get_or_insert(f.ts_ns);
-            let c = Ctx {
-                number,
-                frame: f,
-                first_ts: first,
-                d: &d,
-            };
-            let res = match a.format {
-                DecodeFormat::Text => {
-                    line.clear();
-                    text_line(&c, &mut line);
-                    sink.write_all(line.as_bytes())
-                }
-                DecodeFormat::Csv => {
-                    for (i, (_, ex)) in FIELDS.iter().enumerate() {
-                        fields[i].clear();
-                        if let Some(v) = ex(&c) {
-                            v.write_to(&mut fields[i]);
-                        }
-                    }
-                    sink.record(&fields)
-                }
-                DecodeFormat::Json => {
-                    let mut m = serde_json::Map::new();
-                    for (name, ex) in FIELDS {
-                        if let Some(v) = ex(&c) {
-                            m.insert((*name).to_string(), v.to_json());
-                        }
-                    }
-                    if number > 1 {
-                        line.push(',');
-                    }
-                    line.push('\n');
-                    line.push_str(&serde_json::Value::Object(m).to_string());
-                    let r = sink.write_all(line.as_bytes());
-                    line.clear();
-                    r
-                }
-            };
-            if let Err(e) = res {
-                io_err = Some(e);
-                return ControlFlow::Break(());
-            }
-            progress.tick(f.data.len());
-            if number >= limit {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        });
-        progress.done();
-        if let Some(e) = io_err.take() {
-            return write_failure(e);
-        }
-        if let Err(e) = r {
-            let _ = sink.flush();
-            return Err(read_failure(&name, e));
-        }
+    });
+    if let Some(e) = io_err.take() {
+        return write_failure(e);
+    }
+    if let Err(f) = run {
+        let _ = sink.flush();
+        return Err(f);
     }
     if a.format == DecodeFormat::Json {
         line.push_str("\n]}\n");
@@ -154,16 +144,6 @@ fn write_failure(e: io::Error) -> Result<i32, Failure> {
         Ok(exit::OK)
     } else {
         Err(Failure::new(format!("writing output: {e}")))
-    }
-}
-
-pub fn read_failure(name: &str, e: ReadError) -> Failure {
-    let f = Failure::new(format!("reading {name}: {e}"));
-    match e {
-        ReadError::NotACapture | ReadError::Empty => {
-            f.hint("rocetap reads pcap and pcapng; convert other formats with editcap")
-        }
-        _ => f,
     }
 }
 

@@ -1,9 +1,12 @@
 //! Opening inputs by name (`-` is stdin) and showing progress on stderr for long reads
 //! when stderr is a terminal.
 
+use crate::capture::file::{ReadError, Reader};
+use crate::capture::Frame;
 use crate::error::Failure;
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -103,5 +106,116 @@ impl Progress {
             );
             self.shown = false;
         }
+    }
+}
+
+/// Reads every frame of every input, merged in timestamp order when there are several
+/// (ties keep the order of the inputs), and hands each to `f`; `frame.source` says which
+/// input it came from. One input is read without copying; several are merged through
+/// one reusable buffer per input. A damaged input stops the run with an error naming it,
+/// after every frame before the damage was delivered.
+pub fn for_each_frame_of<F>(
+    paths: &[std::path::PathBuf],
+    quiet: bool,
+    mut f: F,
+) -> Result<(), Failure>
+where
+    F: FnMut(&Frame<'_>) -> ControlFlow<()>,
+{
+    if paths.len() == 1 {
+        let Opened { reader, name, size } = open(&paths[0])?;
+        let mut progress = Progress::new(&name, size, quiet);
+        let mut r = Reader::new(reader).map_err(|e| read_failure(&name, e))?;
+        loop {
+            let step = r.next_with(|fr| {
+                progress.tick(fr.data.len());
+                f(fr)
+            });
+            match step {
+                Ok(Some(ControlFlow::Continue(()))) => {}
+                Ok(_) => break,
+                Err(e) => {
+                    progress.done();
+                    return Err(read_failure(&name, e));
+                }
+            }
+        }
+        progress.done();
+        return Ok(());
+    }
+    struct Slot<'r> {
+        reader: Reader<'r>,
+        name: String,
+        buf: Vec<u8>,
+        head: Option<Frame<'static>>,
+    }
+    let mut slots = Vec::with_capacity(paths.len());
+    for p in paths {
+        let Opened { reader, name, .. } = open(p)?;
+        let reader = Reader::new(reader).map_err(|e| read_failure(&name, e))?;
+        slots.push(Slot {
+            reader,
+            name,
+            buf: Vec::new(),
+            head: None,
+        });
+    }
+    let total: Option<u64> = None;
+    let mut progress = Progress::new("inputs", total, quiet);
+    // Fills `slot.head` with the next frame (metadata only; bytes live in `slot.buf`).
+    fn pull(slot: &mut Slot<'_>, source: u32) -> Result<(), Failure> {
+        let buf = &mut slot.buf;
+        let got = slot
+            .reader
+            .next_with(|fr| {
+                buf.clear();
+                buf.extend_from_slice(fr.data);
+                Frame {
+                    data: &[],
+                    source,
+                    ..*fr
+                }
+            })
+            .map_err(|e| read_failure(&slot.name, e))?;
+        slot.head = got;
+        Ok(())
+    }
+    for (i, s) in slots.iter_mut().enumerate() {
+        pull(s, i as u32)?;
+    }
+    loop {
+        let Some(i) = slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.head.map(|h| (h.ts_ns, i)))
+            .min()
+            .map(|(_, i)| i)
+        else {
+            break;
+        };
+        let s = &mut slots[i];
+        let head = s.head.take().expect("chosen slot has a frame");
+        let frame = Frame {
+            data: &s.buf,
+            ..head
+        };
+        progress.tick(frame.data.len());
+        if f(&frame).is_break() {
+            break;
+        }
+        pull(s, i as u32)?;
+    }
+    progress.done();
+    Ok(())
+}
+
+/// The one-line error for an input that could not be read (further).
+pub fn read_failure(name: &str, e: ReadError) -> Failure {
+    let f = Failure::new(format!("reading {name}: {e}"));
+    match e {
+        ReadError::NotACapture | ReadError::Empty => {
+            f.hint("rocetap reads pcap and pcapng; convert other formats with editcap")
+        }
+        _ => f,
     }
 }

@@ -271,3 +271,39 @@ fn pcapng_and_nanosecond_pcap_read_like_pcap() {
         assert_eq!(got, want, "{fmt}");
     }
 }
+
+#[test]
+fn several_inputs_merge_in_timestamp_order() {
+    let d = TempDir::new("merge");
+    // a.pcap frames at t = 0, 2, ...; b.pcap at t = 1, 3, ... (pcap_bytes spaces by 1 s).
+    let fr = frames();
+    let a = write(&d, "a.pcap", &pcap_bytes(&[fr[0].clone(), fr[0].clone()]));
+    let mut b_bytes = pcap_bytes(&[fr[1].clone(), fr[1].clone()]);
+    // Shift b's records by half a second so they interleave with a's.
+    let mut off = 24;
+    while off < b_bytes.len() {
+        b_bytes[off + 4..off + 8].copy_from_slice(&500_000u32.to_le_bytes());
+        let caplen = u32::from_le_bytes(b_bytes[off + 8..off + 12].try_into().unwrap()) as usize;
+        off += 16 + caplen;
+    }
+    let b = write(&d, "b.pcap", &b_bytes);
+    let out = rocetap(&["decode", "--format", "csv", &a, "-r", &b]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (h, rows) = common::parse_csv(&String::from_utf8_lossy(&out.stdout));
+    let src = h.iter().position(|x| x == "rocetap.source").unwrap();
+    let order: Vec<&str> = rows.iter().map(|r| r[src].as_str()).collect();
+    // -r files come first in the source list, then positional ones: b is source 0.
+    assert_eq!(order, ["1", "0", "1", "0"]);
+    let ts = h.iter().position(|x| x == "frame.time_epoch").unwrap();
+    let times: Vec<f64> = rows.iter().map(|r| r[ts].parse().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    // A damaged second input names itself.
+    let bad = write(&d, "bad.pcap", b"not a capture");
+    let out = rocetap(&["decode", &a, &bad]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.pcap"));
+}

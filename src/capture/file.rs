@@ -11,6 +11,7 @@
 use super::Frame;
 use dissectors::LinkType;
 use pcap_parser::pcapng::Block;
+use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{PcapBlockOwned, PcapError};
 use std::fmt;
 use std::io::Read;
@@ -72,6 +73,176 @@ struct Iface {
     offset_s: i64,
 }
 
+/// Turns pcap / pcapng blocks into frames: remembers the link type and timestamp unit
+/// of every interface.
+#[derive(Default)]
+struct State {
+    /// Legacy pcap: one link type and nanoseconds per timestamp unit.
+    legacy: Option<(LinkType, u64)>,
+    ifaces: Vec<Iface>,
+    stats: ReadStats,
+}
+
+impl State {
+    fn frame<'b>(&mut self, block: &PcapBlockOwned<'b>) -> Result<Option<Frame<'b>>, ReadError> {
+        let frame = match block {
+            PcapBlockOwned::LegacyHeader(h) => {
+                let unit = if h.is_nanosecond_precision() { 1 } else { 1000 };
+                self.legacy = Some((LinkType::from_linktype(h.network.0 as u32), unit));
+                self.stats.interfaces = 1;
+                return Ok(None);
+            }
+            PcapBlockOwned::Legacy(b) => {
+                let (link, unit) = self.legacy.unwrap_or((LinkType::Ethernet, 1000));
+                Frame {
+                    ts_ns: u64::from(b.ts_sec) * 1_000_000_000 + u64::from(b.ts_usec) * unit,
+                    link,
+                    data: b.data,
+                    orig_len: b.origlen.max(b.caplen),
+                    iface: 0,
+                    source: 0,
+                }
+            }
+            PcapBlockOwned::NG(Block::SectionHeader(_)) => {
+                // A new section starts a new interface numbering.
+                self.ifaces.clear();
+                return Ok(None);
+            }
+            PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                self.ifaces.push(Iface {
+                    link: LinkType::from_linktype(u32::from(idb.linktype.0 as u16)),
+                    resolution: idb.ts_resolution().unwrap_or(1_000_000).max(1),
+                    offset_s: idb.ts_offset(),
+                });
+                self.stats.interfaces += 1;
+                return Ok(None);
+            }
+            PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                let Some(iface) = self.ifaces.get(epb.if_id as usize) else {
+                    return Err(ReadError::Corrupt {
+                        frames: self.stats.frames,
+                        what: format!(
+                            "packet block names interface {} which was never described",
+                            epb.if_id
+                        ),
+                    });
+                };
+                let raw = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
+                let ns = (u128::from(raw) * 1_000_000_000 / u128::from(iface.resolution)) as i128
+                    + i128::from(iface.offset_s) * 1_000_000_000;
+                let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
+                Frame {
+                    ts_ns: ns.clamp(0, i128::from(u64::MAX)) as u64,
+                    link: iface.link,
+                    data,
+                    orig_len: epb.origlen.max(data.len() as u32),
+                    iface: epb.if_id,
+                    source: 0,
+                }
+            }
+            PcapBlockOwned::NG(Block::SimplePacket(spb)) => Frame {
+                ts_ns: 0,
+                link: self.ifaces.first().map_or(LinkType::Ethernet, |i| i.link),
+                data: spb.data,
+                orig_len: spb.origlen.max(spb.data.len() as u32),
+                iface: 0,
+                source: 0,
+            },
+            PcapBlockOwned::NG(_) => return Ok(None),
+        };
+        self.stats.frames += 1;
+        self.stats.bytes += frame.data.len() as u64;
+        Ok(Some(frame))
+    }
+}
+
+/// A pull reader over one pcap / pcapng stream.
+pub struct Reader<'r> {
+    inner: Box<dyn PcapReaderIterator + Send + 'r>,
+    state: State,
+    capacity: usize,
+}
+
+impl<'r> Reader<'r> {
+    pub fn new<R: Read + Send + 'r>(input: R) -> Result<Self, ReadError> {
+        let inner = match pcap_parser::create_reader(INITIAL_BUFFER, input) {
+            Ok(r) => r,
+            Err(PcapError::Eof) => return Err(ReadError::Empty),
+            Err(PcapError::ReadError) => {
+                return Err(ReadError::Io(std::io::Error::other("read failed")))
+            }
+            Err(PcapError::Incomplete(_)) => return Err(ReadError::Truncated { frames: 0 }),
+            Err(_) => return Err(ReadError::NotACapture),
+        };
+        Ok(Reader {
+            inner,
+            state: State::default(),
+            capacity: INITIAL_BUFFER,
+        })
+    }
+
+    pub fn stats(&self) -> ReadStats {
+        self.state.stats
+    }
+
+    /// Hands the next frame to `f` (without copying it) and returns what `f` returned,
+    /// or `None` at the end of the stream.
+    pub fn next_with<T>(
+        &mut self,
+        f: impl FnOnce(&Frame<'_>) -> T,
+    ) -> Result<Option<T>, ReadError> {
+        let mut f = Some(f);
+        loop {
+            match self.inner.next() {
+                Ok((offset, block)) => {
+                    let out = match self.state.frame(&block)? {
+                        Some(frame) => f.take().map(|f| f(&frame)),
+                        None => None,
+                    };
+                    self.inner.consume(offset);
+                    if out.is_some() {
+                        return Ok(out);
+                    }
+                }
+                Err(PcapError::Eof) => return Ok(None),
+                Err(PcapError::Incomplete(_)) => self.refill()?,
+                Err(PcapError::BufferTooSmall) => {
+                    if self.capacity >= MAX_BUFFER {
+                        return Err(ReadError::Corrupt {
+                            frames: self.state.stats.frames,
+                            what: format!("a record is larger than {} MiB", MAX_BUFFER >> 20),
+                        });
+                    }
+                    self.capacity *= 4;
+                    self.inner.grow(self.capacity);
+                    self.refill()?;
+                }
+                Err(PcapError::UnexpectedEof) => {
+                    return Err(ReadError::Truncated {
+                        frames: self.state.stats.frames,
+                    })
+                }
+                Err(PcapError::ReadError) => {
+                    return Err(ReadError::Io(std::io::Error::other("read failed")))
+                }
+                Err(e) => {
+                    return Err(ReadError::Corrupt {
+                        frames: self.state.stats.frames,
+                        what: describe(&e),
+                    })
+                }
+            }
+        }
+    }
+
+    fn refill(&mut self) -> Result<(), ReadError> {
+        self.inner
+            .refill()
+            .map_err(|_| ReadError::Io(std::io::Error::other("read failed")))
+    }
+}
+
+#[allow(dead_code)] // the commands read through `source::for_each_frame_of`
 /// Reads every frame of a pcap/pcapng stream and hands it to `f`, which may stop early
 /// by returning `ControlFlow::Break`.
 pub fn for_each_frame<R, F>(input: R, mut f: F) -> Result<ReadStats, ReadError>
@@ -79,146 +250,13 @@ where
     R: Read + Send,
     F: FnMut(&Frame<'_>) -> ControlFlow<()>,
 {
-    let mut reader = match pcap_parser::create_reader(INITIAL_BUFFER, input) {
-        Ok(r) => r,
-        Err(PcapError::Eof) => return Err(ReadError::Empty),
-        Err(PcapError::ReadError) => {
-            return Err(ReadError::Io(std::io::Error::other("read failed")))
-        }
-        Err(PcapError::Incomplete(_)) => return Err(ReadError::Truncated { frames: 0 }),
-        Err(_) => return Err(ReadError::NotACapture),
-    };
-    let mut stats = ReadStats::default();
-    // Legacy pcap: one link type and a fixed unit.
-    let mut legacy: Option<(LinkType, u64)> = None;
-    let mut ifaces: Vec<Iface> = Vec::new();
-    let mut capacity = INITIAL_BUFFER;
-    loop {
-        let step = match reader.next() {
-            Ok((offset, block)) => {
-                let flow = match block {
-                    PcapBlockOwned::LegacyHeader(h) => {
-                        let nanos = h.is_nanosecond_precision();
-                        legacy = Some((
-                            LinkType::from_linktype(h.network.0 as u32),
-                            if nanos { 1 } else { 1000 },
-                        ));
-                        stats.interfaces = 1;
-                        ControlFlow::Continue(())
-                    }
-                    PcapBlockOwned::Legacy(b) => {
-                        let (link, unit) = legacy.unwrap_or((LinkType::Ethernet, 1000));
-                        let frame = Frame {
-                            ts_ns: u64::from(b.ts_sec) * 1_000_000_000
-                                + u64::from(b.ts_usec) * unit,
-                            link,
-                            data: b.data,
-                            orig_len: b.origlen.max(b.caplen),
-                            iface: 0,
-                        };
-                        stats.frames += 1;
-                        stats.bytes += b.data.len() as u64;
-                        f(&frame)
-                    }
-                    PcapBlockOwned::NG(Block::SectionHeader(_)) => {
-                        // A new section starts a new interface numbering.
-                        ifaces.clear();
-                        ControlFlow::Continue(())
-                    }
-                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
-                        ifaces.push(Iface {
-                            link: LinkType::from_linktype(idb.linktype.0 as u32),
-                            resolution: idb.ts_resolution().unwrap_or(1_000_000).max(1),
-                            offset_s: idb.ts_offset(),
-                        });
-                        stats.interfaces += 1;
-                        ControlFlow::Continue(())
-                    }
-                    PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                        let Some(iface) = ifaces.get(epb.if_id as usize) else {
-                            return Err(ReadError::Corrupt {
-                                frames: stats.frames,
-                                what: format!(
-                                    "packet block names interface {} which was never described",
-                                    epb.if_id
-                                ),
-                            });
-                        };
-                        let raw = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
-                        let ns = (u128::from(raw) * 1_000_000_000 / u128::from(iface.resolution))
-                            as i128
-                            + i128::from(iface.offset_s) * 1_000_000_000;
-                        let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
-                        let frame = Frame {
-                            ts_ns: ns.clamp(0, i128::from(u64::MAX)) as u64,
-                            link: iface.link,
-                            data,
-                            orig_len: epb.origlen.max(data.len() as u32),
-                            iface: epb.if_id,
-                        };
-                        stats.frames += 1;
-                        stats.bytes += data.len() as u64;
-                        f(&frame)
-                    }
-                    PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-                        let link = ifaces.first().map_or(LinkType::Ethernet, |i| i.link);
-                        let frame = Frame {
-                            ts_ns: 0,
-                            link,
-                            data: spb.data,
-                            orig_len: spb.origlen.max(spb.data.len() as u32),
-                            iface: 0,
-                        };
-                        stats.frames += 1;
-                        stats.bytes += spb.data.len() as u64;
-                        f(&frame)
-                    }
-                    PcapBlockOwned::NG(_) => ControlFlow::Continue(()),
-                };
-                reader.consume(offset);
-                flow
-            }
-            Err(PcapError::Eof) => break,
-            Err(PcapError::Incomplete(_)) => {
-                if reader.refill().is_err() {
-                    return Err(ReadError::Io(std::io::Error::other("read failed")));
-                }
-                ControlFlow::Continue(())
-            }
-            Err(PcapError::BufferTooSmall) => {
-                if capacity >= MAX_BUFFER {
-                    return Err(ReadError::Corrupt {
-                        frames: stats.frames,
-                        what: format!("a record is larger than {} MiB", MAX_BUFFER >> 20),
-                    });
-                }
-                capacity *= 4;
-                reader.grow(capacity);
-                if reader.refill().is_err() {
-                    return Err(ReadError::Io(std::io::Error::other("read failed")));
-                }
-                ControlFlow::Continue(())
-            }
-            Err(PcapError::UnexpectedEof) => {
-                return Err(ReadError::Truncated {
-                    frames: stats.frames,
-                })
-            }
-            Err(PcapError::ReadError) => {
-                return Err(ReadError::Io(std::io::Error::other("read failed")))
-            }
-            Err(e) => {
-                return Err(ReadError::Corrupt {
-                    frames: stats.frames,
-                    what: describe(&e),
-                })
-            }
-        };
-        if step.is_break() {
+    let mut r = Reader::new(input)?;
+    while let Some(flow) = r.next_with(&mut f)? {
+        if flow.is_break() {
             break;
         }
     }
-    Ok(stats)
+    Ok(r.stats())
 }
 
 fn describe<I>(e: &PcapError<I>) -> String {

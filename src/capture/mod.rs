@@ -19,4 +19,6 @@ pub struct Frame<'a> {
     pub orig_len: u32,
     /// Interface index within the source (pcapng interface id, 0 for pcap).
     pub iface: u32,
+    /// Which of several merged sources the frame came from (0 for the first / only one).
+    pub source: u32,
 }

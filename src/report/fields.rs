@@ -101,6 +101,9 @@ pub const FIELDS: &[(&str, Extract)] = &[
     ("frame.interface_id", |c| {
         Some(Value::Int(u64::from(c.frame.iface)))
     }),
+    ("rocetap.source", |c| {
+        Some(Value::Int(u64::from(c.frame.source)))
+    }),
     ("frame.len", |c| Some(Value::Int(u64::from(c.d.orig_len)))),
     ("frame.cap_len", |c| {
         Some(Value::Int(u64::from(c.d.cap_len)))
