@@ -160,8 +160,7 @@ where
             head: None,
         });
     }
-    let total: Option<u64> = None;
-    let mut progress = Progress::new("inputs", total, quiet);
+    let mut progress = Progress::new("inputs", None, quiet);
     // Fills `slot.head` with the next frame (metadata only; bytes live in `slot.buf`).
     fn pull(slot: &mut Slot<'_>, source: u32) -> Result<(), Failure> {
         let buf = &mut slot.buf;
@@ -183,16 +182,13 @@ where
     for (i, s) in slots.iter_mut().enumerate() {
         pull(s, i as u32)?;
     }
-    loop {
-        let Some(i) = slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.head.map(|h| (h.ts_ns, i)))
-            .min()
-            .map(|(_, i)| i)
-        else {
-            break;
-        };
+    while let Some(i) = slots
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.head.map(|h| (h.ts_ns, i)))
+        .min()
+        .map(|(_, i)| i)
+    {
         let s = &mut slots[i];
         let head = s.head.take().expect("chosen slot has a frame");
         let frame = Frame {
