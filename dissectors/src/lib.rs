@@ -435,6 +435,25 @@ impl Decoded {
         }
     }
 
+    /// Forgets every layer (writing only the `Option` tags) for a new frame.
+    fn reset(&mut self, link: LinkType, cap_len: usize, orig_len: u32) {
+        self.link = link;
+        self.cap_len = cap_len as u32;
+        self.orig_len = orig_len;
+        self.erf = None;
+        self.sll = None;
+        self.eth = None;
+        self.vlans = [None; 2];
+        self.ethertype = None;
+        self.lrh = None;
+        self.grh = None;
+        self.ip = None;
+        self.udp = None;
+        self.roce = None;
+        self.arp = None;
+        self.pause = None;
+    }
+
     /// Source and destination of the packet at the network layer.
     pub fn endpoints(&self) -> Option<(Addr, Addr)> {
         if let Some(ip) = &self.ip {
@@ -491,13 +510,20 @@ impl Decoded {
 /// reported as truncation instead of malformation.
 pub fn decode(link: LinkType, frame: &[u8], orig_len: u32, cfg: &Config) -> Decoded {
     let mut d = Decoded::new(link, frame.len(), orig_len);
+    decode_into(link, frame, orig_len, cfg, &mut d);
+    d
+}
+
+/// [`decode`] into an existing `Decoded`, which is reset first: the hot path of a long
+/// analysis reuses one value instead of moving a fresh one per frame.
+pub fn decode_into(link: LinkType, frame: &[u8], orig_len: u32, cfg: &Config, d: &mut Decoded) {
+    d.reset(link, frame.len(), orig_len);
     let cx = Cx {
         frame,
         cut: core::cell::Cell::new((frame.len() as u64) < u64::from(orig_len)),
         cfg,
     };
-    d.stop = cx.link(&mut d, link);
-    d
+    d.stop = cx.link(d, link);
 }
 
 struct Cx<'a, 'c> {
@@ -838,10 +864,9 @@ impl<'a> Cx<'a, '_> {
             },
             Err(s) => return s,
         };
-        let mut r = Roce::new(version, bth, off);
+        let r = d.roce.insert(Roce::new(version, bth, off));
         // The ICRC covers everything up to the last 4 bytes, whatever the opcode.
         if end < off + ib::bth::LEN + 4 {
-            d.roce = Some(r);
             return malformed(Layer::Icrc, off, "no room for the ICRC");
         }
         let icrc_off = end - 4;
@@ -861,12 +886,10 @@ impl<'a> Cx<'a, '_> {
             None => r.icrc = IcrcStatus::Truncated,
         }
         let Some((op, chain)) = bth.opcode.decode() else {
-            d.roce = Some(r);
             return unsupported(Layer::Bth, off, "opcode outside the IBTA table");
         };
         r.operation = Some(op);
-        let stop = self.chain(&mut r, &chain, off, end, icrc_off);
-        d.roce = Some(r);
+        let stop = self.chain(r, &chain, off, end, icrc_off);
         // mlx5 Dynamically Connected traffic reuses the RD opcode range with its own
         // headers after the BTH; a packet there that does not fit IBTA RD is not
         // malformed, just not RD.

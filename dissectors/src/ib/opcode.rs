@@ -100,12 +100,12 @@ impl Operation {
     }
 
     /// True for packets a requester sends (as opposed to responses and ACKs).
-    pub fn is_request(self) -> bool {
+    pub const fn is_request(self) -> bool {
         !self.is_response()
     }
 
     /// True for ACKs, atomic ACKs and READ responses (the responder's stream).
-    pub fn is_response(self) -> bool {
+    pub const fn is_response(self) -> bool {
         matches!(
             self,
             Operation::Acknowledge
@@ -165,6 +165,22 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// No extended header and no payload.
+    pub const NONE: Chain = Chain {
+        rdeth: false,
+        deth: false,
+        xrceth: false,
+        feth: false,
+        reth: false,
+        atomic_eth: false,
+        aeth: false,
+        atomic_ack_eth: false,
+        immdt: false,
+        ieth: false,
+        cnp: false,
+        payload: false,
+    };
+
     /// Total length of the extended headers in bytes.
     pub fn ext_len(&self) -> usize {
         use super::*;
@@ -278,6 +294,78 @@ const fn rc_op(op: u8) -> Option<(Operation, Chain)> {
     })
 }
 
+/// The full chain for every opcode value, computed at compile time so the per-packet
+/// lookup is one indexed load.
+static TABLE: [Option<(Operation, Chain)>; 256] = {
+    let mut t = [None; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = decode_raw(i as u8);
+        i += 1;
+    }
+    t
+};
+
+const fn decode_raw(v: u8) -> Option<(Operation, Chain)> {
+    let op = v & 0x1f;
+    let rc = rc_op(op);
+    match v >> 5 {
+        // RC: everything but RESYNC (RD only).
+        0 => match rc {
+            Some((Operation::Resync, _)) => None,
+            x => x,
+        },
+        // UC: SEND and RDMA WRITE only.
+        1 => {
+            if op <= 0x0B {
+                rc
+            } else {
+                None
+            }
+        }
+        // RD: RDETH before every operation; requests also carry a DETH (IBTA 9.3.3:
+        // ACK, atomic ACK and READ responses carry RDETH + AETH only).
+        2 => match rc {
+            Some((Operation::Flush, _)) | Some((Operation::AtomicWrite, _)) | None => None,
+            Some((o, c)) => {
+                let mut c = c;
+                c.rdeth = true;
+                c.deth = o.is_request();
+                Some((o, c))
+            }
+        },
+        // UD: SEND Only (with immediate) with a DETH.
+        3 => match rc {
+            Some((o, c)) if op == 0x04 || op == 0x05 => {
+                let mut c = c;
+                c.deth = true;
+                Some((o, c))
+            }
+            _ => None,
+        },
+        // CNP: 0x81 only.
+        4 => {
+            if op == 0x01 {
+                let mut c = Chain::NONE;
+                c.cnp = true;
+                Some((Operation::Cnp, c))
+            } else {
+                None
+            }
+        }
+        // XRC: XRCETH after the BTH on requests; responses look like RC.
+        5 => match rc {
+            Some((Operation::Resync, _)) | None => None,
+            Some((o, c)) => {
+                let mut c = c;
+                c.xrceth = o.is_request();
+                Some((o, c))
+            }
+        },
+        _ => None,
+    }
+}
+
 impl Opcode {
     pub const CNP: Opcode = Opcode(0x81);
 
@@ -295,60 +383,12 @@ impl Opcode {
     }
 
     /// The operation and the full header chain, or `None` for a reserved / unknown opcode.
+    #[inline]
     pub fn decode(self) -> Option<(Operation, Chain)> {
-        let op = self.0 & 0x1f;
-        match self.transport() {
-            Transport::Rc => rc_op(op).filter(|(o, _)| *o != Operation::Resync),
-            // UC: SEND and RDMA WRITE only.
-            Transport::Uc => rc_op(op).filter(|_| op <= 0x0B),
-            // RD: RDETH + DETH before every operation; RESYNC exists only here.
-            Transport::Rd => rc_op(op)
-                .filter(|(o, _)| !matches!(o, Operation::Flush | Operation::AtomicWrite))
-                .map(|(o, c)| {
-                    // RD responses (ACK, atomic ACK, READ responses) carry RDETH + AETH
-                    // but no DETH (IBTA 9.3.3); requests carry both.
-                    let deth = o.is_request();
-                    (
-                        o,
-                        Chain {
-                            rdeth: true,
-                            deth,
-                            ..c
-                        },
-                    )
-                }),
-            // UD: SEND Only (with immediate) with a DETH.
-            Transport::Ud => match op {
-                0x04 | 0x05 => rc_op(op).map(|(o, c)| (o, Chain { deth: true, ..c })),
-                _ => None,
-            },
-            Transport::Cnp => match op {
-                0x01 => Some((
-                    Operation::Cnp,
-                    Chain {
-                        cnp: true,
-                        ..Chain::default()
-                    },
-                )),
-                _ => None,
-            },
-            // XRC: XRCETH after the BTH for requests; responses look like RC.
-            Transport::Xrc => rc_op(op)
-                .filter(|(o, _)| *o != Operation::Resync)
-                .map(|(o, c)| {
-                    (
-                        o,
-                        Chain {
-                            xrceth: o.is_request(),
-                            ..c
-                        },
-                    )
-                }),
-            Transport::Manufacturer | Transport::Reserved => None,
-        }
+        TABLE[usize::from(self.0)]
     }
 
-    /// Human name in Wireshark's style, e.g. "RC RDMA WRITE First".
+    /// The operation, or `None` for a reserved / unknown opcode.
     pub fn operation(self) -> Option<Operation> {
         self.decode().map(|(o, _)| o)
     }
