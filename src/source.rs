@@ -8,7 +8,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Opens a capture for reading: returns the stream, a display name and its size if known.
-pub fn open(path: &Path) -> Result<(Box<dyn Read + Send>, String, Option<u64>), Failure> {
+/// An opened input: the stream, its display name and its size when known.
+pub type Opened = (Box<dyn Read + Send>, String, Option<u64>);
+
+pub fn open(path: &Path) -> Result<Opened, Failure> {
     if path.as_os_str() == "-" {
         return Ok((Box::new(io::stdin()), "stdin".to_string(), None));
     }
