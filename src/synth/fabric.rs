@@ -28,7 +28,7 @@ pub fn congestion(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
     let mut conns: Vec<Conn> = senders
         .iter()
         .map(|&(a, qa, qb)| {
-            let mut c = conn(rng, a, hot, qa, qb, 4096);
+            let mut c = conn(rng, a, hot, qa, qb, 1024);
             // CNPs: DSCP 48, not ECN-capable, from the receiver to the sender's QP.
             let mut cnp_path = c.resp;
             cnp_path.dscp = 48;

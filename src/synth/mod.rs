@@ -61,7 +61,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "loss-upstream",
         about: "packets lost before the tap: PSN gap, one NAK (0x60) naming the missing PSN, go-back-N resend",
-        default_packets: 300,
+        default_packets: 150,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::loss_upstream,
@@ -69,7 +69,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "loss-downstream",
         about: "packets lost after the tap: every PSN once, then a NAK, then the same PSNs again (duplicates)",
-        default_packets: 300,
+        default_packets: 150,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::loss_downstream,
@@ -77,7 +77,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "tail-loss-timeout",
         about: "last packet of a message lost after the tap: no NAK, resend after the QP timeout (4.096 us * 2^timeout)",
-        default_packets: 300,
+        default_packets: 150,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::tail_loss,
@@ -85,7 +85,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "rnr",
         about: "RNR NAKs (syndrome 0x20 | timer code) for SENDs without a receive WQE, resend after the encoded time",
-        default_packets: 300,
+        default_packets: 150,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::rnr,
@@ -93,7 +93,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "read-loss",
         about: "missing READ responses (before and after the tap): re-issued READ Request from the first missing PSN, responses again",
-        default_packets: 300,
+        default_packets: 150,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::read_loss,
@@ -101,7 +101,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "congestion",
         about: "incast: CE marks (ECN=3) on the hot flows, CNPs back to each sender QP paced per QP, senders' rate cut (wider gaps) and recovering",
-        default_packets: 400,
+        default_packets: 300,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: fabric::congestion,
@@ -109,7 +109,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "pfc-storm",
         about: "PFC pause frames (802.1Qbb) on priority 3 while RoCE on VLAN PCP 3 stalls; traffic on PCP 0 keeps flowing",
-        default_packets: 300,
+        default_packets: 200,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: fabric::pfc_storm,
@@ -117,7 +117,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "capture-loss",
         about: "PSN gaps with no NAK and no resend: the capture missed packets (sniffer overrun), not the network",
-        default_packets: 300,
+        default_packets: 150,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::capture_loss,
@@ -125,7 +125,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "psn-wrap",
         about: "QPs whose PSNs (and READ response ranges) wrap through 0xFFFFFF to 0; no faults",
-        default_packets: 300,
+        default_packets: 150,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::psn_wrap,
@@ -133,7 +133,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "mixed-encap",
         about: "802.1Q with PCP, RoCE v2 over IPv6, RoCE v1 (EtherType 0x8915, GRH with IPv4-mapped GIDs), UD with DETH, XRC with XRCETH",
-        default_packets: 300,
+        default_packets: 150,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: encap::mixed_encap,
@@ -141,7 +141,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "icrc-corrupt",
         about: "a few frames with a bad ICRC (link bit errors) among good ones; the receiver drops them, NAK and resend follow",
-        default_packets: 300,
+        default_packets: 150,
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::icrc_corrupt,
