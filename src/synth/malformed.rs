@@ -554,7 +554,8 @@ pub fn malformed(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
     out.notes.push(
         "Damaged frames carry a pcapng comment (with --pcapng) saying what was done to \
          them. Cut frames (captured length < wire length) are 'truncated'; frames whose \
-         bytes contradict the protocol are 'malformed'."
+         bytes contradict the protocol are 'malformed'. The protocol counters (NAKs, \
+         CNPs, CE marks, per-opcode counts) count the undamaged frames only."
             .into(),
     );
     let mut next = 0usize;

@@ -116,7 +116,11 @@ impl<'w> Out<'w> {
         ifname: &str,
     ) -> io::Result<Self> {
         // Nanosecond pcap: at 100 Gb/s packets are ~80 ns apart, which microseconds would hide.
-        let format = if pcapng { Format::PcapNg } else { Format::PcapNs };
+        let format = if pcapng {
+            Format::PcapNg
+        } else {
+            Format::PcapNs
+        };
         let ifaces = [Interface {
             link,
             snaplen,

@@ -751,7 +751,15 @@ mod tests {
 
     fn play(op: Op, fault: Fault) -> (Vec<Seen>, Vec<u64>, super::super::out::Observable, u64) {
         let mut rng = Rng::new(5);
-        let mut c = conn_at(&mut rng, v4(198, 18, 0, 1), v4(198, 18, 0, 2), 0x201, 0x101, 1024, 100);
+        let mut c = conn_at(
+            &mut rng,
+            v4(198, 18, 0, 1),
+            v4(198, 18, 0, 2),
+            0x201,
+            0x101,
+            1024,
+            100,
+        );
         c.ack_every = 1;
         let va = c.va;
         let timeout = c.timeout_ns();
@@ -800,12 +808,25 @@ mod tests {
         let (seen, _, obs, _) = play(W4, Fault::LossUpstream(1));
         assert_eq!(
             ops(&seen),
-            [(6, 100), (7, 102), (8, 103), (0x11, 101), (7, 101), (7, 102), (8, 103), (0x11, 103)]
+            [
+                (6, 100),
+                (7, 102),
+                (8, 103),
+                (0x11, 101),
+                (7, 101),
+                (7, 102),
+                (8, 103),
+                (0x11, 103)
+            ]
         );
         assert_eq!(seen[3].2, Some(0x60));
         assert_eq!(seen[7].2, Some(0x1f & seen[7].2.unwrap()));
         assert_eq!(
-            (obs.psn_gap_events, obs.nak_psn_seq, obs.retransmitted_packets),
+            (
+                obs.psn_gap_events,
+                obs.nak_psn_seq,
+                obs.retransmitted_packets
+            ),
             (1, 1, 3)
         );
     }
@@ -815,10 +836,23 @@ mod tests {
         let (seen, _, obs, _) = play(W4, Fault::LossDownstream(2));
         assert_eq!(
             ops(&seen),
-            [(6, 100), (7, 101), (7, 102), (8, 103), (0x11, 102), (7, 102), (8, 103), (0x11, 103)]
+            [
+                (6, 100),
+                (7, 101),
+                (7, 102),
+                (8, 103),
+                (0x11, 102),
+                (7, 102),
+                (8, 103),
+                (0x11, 103)
+            ]
         );
         assert_eq!(
-            (obs.psn_gap_events, obs.nak_psn_seq, obs.retransmitted_packets),
+            (
+                obs.psn_gap_events,
+                obs.nak_psn_seq,
+                obs.retransmitted_packets
+            ),
             (0, 1, 2)
         );
     }
@@ -830,7 +864,10 @@ mod tests {
             imm: None,
         };
         let (seen, ts, obs, timeout) = play(op, Fault::TailLoss);
-        assert_eq!(ops(&seen), [(6, 100), (8, 101), (6, 100), (8, 101), (0x11, 101)]);
+        assert_eq!(
+            ops(&seen),
+            [(6, 100), (8, 101), (6, 100), (8, 101), (0x11, 101)]
+        );
         assert!(ts[2] - ts[1] >= timeout);
         assert_eq!((obs.nak_psn_seq, obs.retransmitted_packets), (0, 2));
         assert_eq!(obs.timeout_retransmissions, 2);
@@ -844,7 +881,17 @@ mod tests {
             inv: None,
         };
         let (seen, ts, obs, _) = play(op, Fault::Rnr(14));
-        assert_eq!(ops(&seen), [(0, 100), (2, 101), (0x11, 100), (0, 100), (2, 101), (0x11, 101)]);
+        assert_eq!(
+            ops(&seen),
+            [
+                (0, 100),
+                (2, 101),
+                (0x11, 100),
+                (0, 100),
+                (2, 101),
+                (0x11, 101)
+            ]
+        );
         assert_eq!(seen[2].2, Some(0x2e));
         // Timer code 14 is 1.28 ms.
         assert!(ts[3] - ts[2] >= 1_280_000);
@@ -863,12 +910,25 @@ mod tests {
         );
         assert_eq!(
             ops(&seen),
-            [(0x0C, 100), (0x0D, 100), (0x0E, 102), (0x0F, 103), (0x0C, 101), (0x0D, 101), (0x0E, 102), (0x0F, 103)]
+            [
+                (0x0C, 100),
+                (0x0D, 100),
+                (0x0E, 102),
+                (0x0F, 103),
+                (0x0C, 101),
+                (0x0D, 101),
+                (0x0E, 102),
+                (0x0F, 103)
+            ]
         );
         assert_eq!(seen[0].3, Some((0, 4000)));
         assert_eq!(seen[4].3, Some((1024, 4000 - 1024)));
         assert_eq!(
-            (obs.psn_gap_events, obs.read_rerequests, obs.retransmitted_packets),
+            (
+                obs.psn_gap_events,
+                obs.read_rerequests,
+                obs.retransmitted_packets
+            ),
             (1, 1, 3)
         );
         let (_, _, obs, _) = play(
@@ -879,7 +939,11 @@ mod tests {
             },
         );
         assert_eq!(
-            (obs.psn_gap_events, obs.read_rerequests, obs.retransmitted_packets),
+            (
+                obs.psn_gap_events,
+                obs.read_rerequests,
+                obs.retransmitted_packets
+            ),
             (0, 1, 2)
         );
     }
@@ -889,7 +953,11 @@ mod tests {
         let (seen, _, obs, _) = play(W4, Fault::CaptureLoss { i: 1, count: 2 });
         assert_eq!(ops(&seen), [(6, 100), (8, 103), (0x11, 103)]);
         assert_eq!(
-            (obs.psn_gap_events, obs.unrecovered_gap_events, obs.missing_psns),
+            (
+                obs.psn_gap_events,
+                obs.unrecovered_gap_events,
+                obs.missing_psns
+            ),
             (1, 1, 2)
         );
         assert_eq!((obs.nak_psn_seq, obs.retransmitted_packets), (0, 0));
@@ -900,9 +968,23 @@ mod tests {
         let (seen, _, obs, _) = play(W4, Fault::Corrupt(0));
         assert_eq!(
             ops(&seen),
-            [(6, 100), (7, 101), (7, 102), (8, 103), (0x11, 100), (6, 100), (7, 101), (7, 102), (8, 103), (0x11, 103)]
+            [
+                (6, 100),
+                (7, 101),
+                (7, 102),
+                (8, 103),
+                (0x11, 100),
+                (6, 100),
+                (7, 101),
+                (7, 102),
+                (8, 103),
+                (0x11, 103)
+            ]
         );
-        assert_eq!((obs.icrc_bad, obs.nak_psn_seq, obs.retransmitted_packets), (1, 1, 4));
+        assert_eq!(
+            (obs.icrc_bad, obs.nak_psn_seq, obs.retransmitted_packets),
+            (1, 1, 4)
+        );
     }
 
     #[test]
@@ -910,7 +992,15 @@ mod tests {
         let (seen, _, _, _) = play(Op::FetchAdd { add: 3 }, Fault::None);
         assert_eq!(ops(&seen), [(0x14, 100), (0x12, 100)]);
         let mut rng = Rng::new(1);
-        let mut c = conn_at(&mut rng, v4(198, 18, 0, 1), v4(198, 18, 0, 2), 0x201, 0x101, 1024, 0xff_fffe);
+        let mut c = conn_at(
+            &mut rng,
+            v4(198, 18, 0, 1),
+            v4(198, 18, 0, 2),
+            0x201,
+            0x101,
+            1024,
+            0xff_fffe,
+        );
         c.ack_every = 3;
         let mut buf = Vec::new();
         {
