@@ -148,6 +148,16 @@ fn every_scenario_has_a_sample_with_expected_outputs() {
             missing.push(csv.display().to_string());
         }
     }
+    // The README documents every sample with the command that made it.
+    let readme = fs::read_to_string(samples().join("README.md")).unwrap_or_default();
+    for name in scenarios() {
+        if let Some(cap) = capture(&name) {
+            let cmd = truth_of(&cap)["command"].as_str().unwrap_or("").to_string();
+            if !readme.contains(&format!("`{cmd}`")) {
+                missing.push(format!("samples/README.md: `{cmd}`"));
+            }
+        }
+    }
     assert!(
         missing.is_empty(),
         "missing (make them with UPDATE_EXPECT=1 cargo test --test samples): {missing:?}"

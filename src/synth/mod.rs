@@ -405,6 +405,132 @@ mod tests {
         }
     }
 
+    /// Every frame of a scenario, decoded, with its timestamp.
+    pub fn decoded(name: &str, packets: u64, seed: u64) -> Vec<(u64, dissectors::Decoded)> {
+        let (buf, _) = gen(find(name).unwrap(), packets, seed);
+        let mut v = Vec::new();
+        for_each_frame(&buf[..], |f| {
+            v.push((
+                f.ts_ns,
+                dissectors::decode(f.link, f.data, f.orig_len, &Config::default()),
+            ));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        v
+    }
+
+    #[test]
+    fn pfc_storm_stalls_only_the_paused_priority() {
+        let frames = decoded("pfc-storm", 1000, 2);
+        let mut paused = false;
+        let (mut storms, mut stalled_pcp0) = (0, 0);
+        for (_, d) in &frames {
+            if let Some(p) = d.pause {
+                let now = p.quanta_for(3) > 0;
+                storms += usize::from(now && !paused);
+                paused = now;
+                continue;
+            }
+            if paused {
+                assert_ne!(d.pcp(), Some(3), "priority 3 frame during the storm");
+                stalled_pcp0 += usize::from(d.pcp() == Some(0));
+            }
+        }
+        assert!(storms >= 3 && stalled_pcp0 > 0, "{storms} {stalled_pcp0}");
+    }
+
+    #[test]
+    fn every_cnp_answers_a_ce_mark_and_is_paced() {
+        use std::collections::HashMap;
+        let frames = decoded("congestion", 3000, 2);
+        // First CE mark per sender QP, and the last CNP to it.
+        let mut marked: HashMap<u32, u64> = HashMap::new();
+        let mut last_cnp: HashMap<u32, u64> = HashMap::new();
+        let mut senders: HashMap<(std::net::IpAddr, std::net::IpAddr), u32> = HashMap::new();
+        // Responses name the requester QP behind each (requester, responder) pair.
+        for (_, d) in &frames {
+            let (r, ip) = (d.roce.unwrap(), d.ip.unwrap());
+            if r.aeth.is_some() {
+                senders.insert((ip.dst, ip.src), r.bth.dest_qp.0);
+            }
+        }
+        let mut cnps = 0;
+        for (ts, d) in &frames {
+            let (r, ip) = (d.roce.unwrap(), d.ip.unwrap());
+            if r.is_cnp() {
+                cnps += 1;
+                assert_eq!(
+                    (ip.dscp, ip.ecn, ip.total_len),
+                    (48, dissectors::Ecn::NotEct, 60)
+                );
+                assert!(r.bth.becn && r.bth.pkey.0 == 0xffff && r.bth.psn.0 == 0);
+                let qp = r.bth.dest_qp.0;
+                // The CNP goes back to a QP whose packets to this receiver were marked.
+                let sender = senders[&(ip.dst, ip.src)];
+                assert_eq!(sender, qp);
+                assert!(
+                    marked.get(&qp).is_some_and(|&t| t <= *ts),
+                    "CNP before any CE mark"
+                );
+                if let Some(prev) = last_cnp.insert(qp, *ts) {
+                    assert!(
+                        ts - prev >= 10_000,
+                        "CNPs to 0x{qp:06x} {} ns apart",
+                        ts - prev
+                    );
+                }
+            } else if ip.ecn == dissectors::Ecn::Ce {
+                if let Some(&q) = senders.get(&(ip.src, ip.dst)) {
+                    marked.entry(q).or_insert(*ts);
+                }
+            }
+        }
+        assert!(cnps > 10);
+        // Senders slow down: packets inside one message are spaced by the sender's
+        // current rate, so after CNPs some gaps are at least twice the line-rate gap.
+        let mut prev: HashMap<u32, u64> = HashMap::new();
+        let (mut min_gap, mut max_gap) = (u64::MAX, 0);
+        for (ts, d) in &frames {
+            let r = d.roce.unwrap();
+            let op = r.bth.opcode.0;
+            if matches!(op, 0x00 | 0x06) {
+                prev.insert(r.bth.dest_qp.0, *ts);
+            } else if matches!(op, 0x01 | 0x07) {
+                if let Some(p) = prev.insert(r.bth.dest_qp.0, *ts) {
+                    min_gap = min_gap.min(ts - p);
+                    max_gap = max_gap.max(ts - p);
+                }
+            }
+        }
+        assert!(max_gap >= 2 * min_gap, "gaps {min_gap}..{max_gap} ns");
+    }
+
+    #[test]
+    fn sbr_arp_leaves_only_the_pod_address_unanswered() {
+        use dissectors::ArpOp;
+        let frames = decoded("sbr-arp", 400, 2);
+        let mut asked_pod = 0;
+        for (_, d) in &frames {
+            let s = d.sll.expect("SLL2 frames");
+            assert!(matches!(s.ifindex, Some(3) | Some(4)));
+            if let Some(a) = d.arp {
+                let pod = a.target_ip == std::net::Ipv4Addr::new(198, 18, 1, 5);
+                if a.op == ArpOp::Request && pod && a.sender_ip.octets() == [198, 19, 8, 1] {
+                    asked_pod += 1;
+                    assert_eq!(s.ifindex, Some(3), "asked on eth0");
+                }
+                if a.op == ArpOp::Reply {
+                    assert_ne!(a.sender_ip, std::net::Ipv4Addr::new(198, 18, 1, 5));
+                }
+            }
+            if d.roce.is_some() {
+                assert_eq!(s.ifindex, Some(4), "RoCE only on net1");
+            }
+        }
+        assert!(asked_pod >= 6);
+    }
+
     #[test]
     fn truth_path_appends_the_suffix() {
         assert_eq!(
