@@ -626,3 +626,258 @@ fn synth_command_line_contract() {
     }
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Loss and recovery counters recomputed from decoded frames alone, with the meanings of
+/// `/work/shared/captures/README.md` — an oracle independent of the generator's model:
+/// go-back-N as seen from a tap, per flow (source, destination, DestQP).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Recount {
+    nak_psn_seq: u64,
+    rnr_nak: u64,
+    psn_gap_events: u64,
+    retransmitted_packets: u64,
+    timeout_retransmissions: u64,
+    read_rerequests: u64,
+    missing_psns: u64,
+    unrecovered_gap_events: u64,
+}
+
+#[derive(Default)]
+struct Flow {
+    /// Next PSN expected; `None` until known (start, or right after a READ Request whose
+    /// response count is not known yet).
+    next: Option<u32>,
+    seen: std::collections::HashSet<u32>,
+    /// PSNs jumped over, with the gap event they belong to.
+    holes: BTreeMap<u32, usize>,
+    /// Per gap event: was any of its PSNs ever filled?
+    filled: Vec<bool>,
+    /// Inside a retransmission episode: was it started by a NAK (false: by a timeout)?
+    episode: Option<bool>,
+    /// READ Requests of this (request) flow: first PSN of each.
+    reads: Vec<u32>,
+}
+
+fn diff(a: u32, b: u32) -> i32 {
+    ((a.wrapping_sub(b)) << 8) as i32 >> 8
+}
+
+impl Flow {
+    /// A packet with PSN `p` that is not a READ re-request. Returns true if it is sent
+    /// again (a duplicate, or it fills a gap).
+    fn packet(&mut self, p: u32, r: &mut Recount) -> bool {
+        let again = self.seen.contains(&p) || self.holes.contains_key(&p);
+        if let Some(g) = self.holes.remove(&p) {
+            self.filled[g] = true;
+        }
+        if !again {
+            if let Some(e) = self.next {
+                let d = diff(p, e);
+                if d > 0 {
+                    r.psn_gap_events += 1;
+                    self.filled.push(false);
+                    let g = self.filled.len() - 1;
+                    for k in 0..d as u32 {
+                        self.holes.insert((e + k) & 0xff_ffff, g);
+                    }
+                }
+            }
+            self.seen.insert(p);
+            self.next = Some((p + 1) & 0xff_ffff);
+        }
+        again
+    }
+}
+
+fn recount(rows: &[Row]) -> Recount {
+    let mut r = Recount::default();
+    let mut flows: BTreeMap<(String, String, u64), Flow> = BTreeMap::new();
+    // NAK'd / RNR NAK'd PSNs per (requester, responder) address pair.
+    let mut naks: BTreeMap<(String, String), Vec<u32>> = BTreeMap::new();
+    for row in rows {
+        // Snaplen-cut frames still have their BTH; damaged ones are not traffic.
+        if field(row, "rocetap.stop").starts_with("malformed") {
+            continue;
+        }
+        let Some(op) = num(field(row, "infiniband.bth.opcode"), false) else {
+            continue;
+        };
+        let (src, dst) = match field(row, "ip.src") {
+            "" => (
+                field(row, "infiniband.grh.sgid").to_string(),
+                field(row, "infiniband.grh.dgid").to_string(),
+            ),
+            s => (s.to_string(), field(row, "ip.dst").to_string()),
+        };
+        let qp = num(field(row, "infiniband.bth.destqp"), false).unwrap_or(0);
+        let psn = num(field(row, "infiniband.bth.psn"), false).unwrap_or(0) as u32;
+        let rc_op = match op {
+            0x00..=0x1f => op,
+            0xa0..=0xbf => op & 0x1f,
+            0x64 | 0x65 => 0x04, // UD SEND Only: a request, never resent
+            _ => continue,       // CNPs and the rest carry no sequence
+        };
+        let key = (src.clone(), dst.clone(), qp);
+        match rc_op {
+            0x11 | 0x12 => {
+                match num(field(row, "infiniband.aeth.syndrome"), false) {
+                    Some(0x60) => r.nak_psn_seq += 1,
+                    Some(0x20..=0x3f) => r.rnr_nak += 1,
+                    _ => continue,
+                }
+                naks.entry((dst, src)).or_default().push(psn);
+            }
+            0x0d..=0x10 => {
+                // READ responses: sequential within one READ; a First/Only starts a range.
+                let f = flows.entry(key).or_default();
+                if matches!(rc_op, 0x0d | 0x10)
+                    && !f.seen.contains(&psn)
+                    && !f.holes.contains_key(&psn)
+                {
+                    f.next = Some(psn);
+                }
+                if f.packet(psn, &mut r) {
+                    r.retransmitted_packets += 1;
+                }
+                // The request flow's next PSN follows the READ's last response.
+                if matches!(rc_op, 0x0f | 0x10) {
+                    for ((s, d, _), rf) in flows.iter_mut() {
+                        if *s == dst
+                            && *d == src
+                            && rf.next.is_none()
+                            && rf.reads.last().is_some_and(|&s0| diff(psn, s0) >= 0)
+                        {
+                            rf.next = Some((psn + 1) & 0xff_ffff);
+                        }
+                    }
+                }
+            }
+            _ => {
+                let f = flows.entry(key).or_default();
+                if rc_op == 0x0c {
+                    // A READ Request inside an earlier READ's range re-requests the rest.
+                    let inside = f.reads.iter().any(|&s0| diff(psn, s0) > 0)
+                        && f.next.is_some_and(|e| diff(psn, e) < 0)
+                        || f.reads.contains(&psn);
+                    if inside {
+                        r.read_rerequests += 1;
+                        continue;
+                    }
+                    f.reads.push(psn);
+                    let again = f.packet(psn, &mut r);
+                    debug_assert!(!again);
+                    // Its response count is unknown here: learn it from the responses.
+                    f.next = None;
+                    continue;
+                }
+                if f.packet(psn, &mut r) {
+                    r.retransmitted_packets += 1;
+                    let nak = naks.entry((src, dst)).or_default();
+                    let by_nak = match f.episode {
+                        Some(b) => b,
+                        None => {
+                            let b = nak.contains(&psn);
+                            nak.retain(|&x| x != psn);
+                            b
+                        }
+                    };
+                    f.episode = Some(by_nak);
+                    if !by_nak {
+                        r.timeout_retransmissions += 1;
+                    }
+                } else {
+                    f.episode = None;
+                }
+            }
+        }
+    }
+    for f in flows.values() {
+        r.missing_psns += f.holes.len() as u64;
+        r.unrecovered_gap_events += f.filled.iter().filter(|x| !**x).count() as u64;
+    }
+    r
+}
+
+fn truth_recount(truth: &serde_json::Value) -> Recount {
+    let o = &truth["observable"];
+    let g = |k: &str| o[k].as_u64().unwrap_or(0);
+    Recount {
+        nak_psn_seq: g("nak_psn_seq"),
+        rnr_nak: g("rnr_nak"),
+        psn_gap_events: g("psn_gap_events"),
+        retransmitted_packets: g("retransmitted_packets"),
+        timeout_retransmissions: g("timeout_retransmissions"),
+        read_rerequests: g("read_rerequests"),
+        missing_psns: g("missing_psns"),
+        unrecovered_gap_events: g("unrecovered_gap_events"),
+    }
+}
+
+/// The generator's loss/recovery truth agrees with a go-back-N reading of the frames.
+#[test]
+fn loss_and_recovery_truth_agrees_with_an_independent_recount() {
+    maybe_update();
+    for name in scenarios() {
+        if name == "malformed" {
+            continue; // damaged frames are not traffic
+        }
+        let Some(cap) = capture(&name) else { continue };
+        let truth = truth_of(&cap);
+        assert_eq!(
+            recount(&decoded_rows(&name)),
+            truth_recount(&truth),
+            "{name}"
+        );
+    }
+}
+
+/// The same recount against a trace made by another generator, when one is given:
+/// `ROCETAP_REFERENCE=/path/trace.pcap` (with `trace.pcap.truth.json` beside it).
+#[test]
+fn recount_agrees_with_an_external_reference_trace() {
+    let Some(path) = std::env::var_os("ROCETAP_REFERENCE") else {
+        eprintln!("SKIP: ROCETAP_REFERENCE not set");
+        return;
+    };
+    let cap = PathBuf::from(path);
+    let o = run(
+        &["decode", cap.to_str().unwrap(), "--format", "csv"],
+        &samples_or_tmp(),
+    );
+    assert!(o.status.success());
+    let mut rd = csv::Reader::from_reader(&o.stdout[..]);
+    let headers = rd.headers().unwrap().clone();
+    let rows: Vec<Row> = rd
+        .records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            headers
+                .iter()
+                .zip(rec.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect();
+    let got = recount(&rows);
+    let want = truth_recount(&truth_of(&cap));
+    // The external truth has no capture-loss keys.
+    assert_eq!(
+        (
+            got.nak_psn_seq,
+            got.rnr_nak,
+            got.psn_gap_events,
+            got.retransmitted_packets,
+            got.timeout_retransmissions,
+            got.read_rerequests
+        ),
+        (
+            want.nak_psn_seq,
+            want.rnr_nak,
+            want.psn_gap_events,
+            want.retransmitted_packets,
+            want.timeout_retransmissions,
+            want.read_rerequests
+        ),
+        "{got:?}"
+    );
+}

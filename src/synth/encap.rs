@@ -13,7 +13,7 @@ use super::rng::Rng;
 use super::traffic::{conn, path, random_op, v4};
 use dissectors::{BthRepr, DethRepr, ImmDtRepr, Opcode, PKey, Psn, Qpn};
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 /// A UD QP sending datagrams to one remote UD QP.
 struct Ud {
@@ -71,8 +71,8 @@ pub fn mixed_encap(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> 
         };
     }
     // RC over IPv6.
-    let a6: IpAddr = "2001:db8:0:1::1".parse().unwrap_or(IpAddr::from([0u8; 16]));
-    let b6: IpAddr = "2001:db8:0:1::2".parse().unwrap_or(IpAddr::from([0u8; 16]));
+    let a6 = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 1, 0, 0, 0, 1));
+    let b6 = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 1, 0, 0, 0, 2));
     let v6 = conn(rng, a6, b6, 0x0004d6, 0x0003c5, 4096);
     // RoCE v1: the same RC model, framed by a GRH instead of IP/UDP.
     let mut v1 = conn(

@@ -197,11 +197,8 @@ pub struct Layout {
 /// Builds a RoCE frame into `buf` (replacing its contents). `ecn` overrides the path's
 /// ECN for this packet (CE marks).
 pub fn roce(buf: &mut Vec<u8>, path: &Path, ecn: Ecn, p: &Pkt) -> Layout {
-    let (_, chain) = p
-        .bth
-        .opcode
-        .decode()
-        .unwrap_or((dissectors::Operation::Cnp, dissectors::Chain::default()));
+    // An opcode outside the IBTA table gets no extended headers: just BTH and payload.
+    let chain = p.bth.opcode.decode().map(|(_, c)| c).unwrap_or_default();
     let pad = p.pad();
     let tlen = p.transport_len();
     let l2 = link_len(&path.link);

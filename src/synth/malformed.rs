@@ -21,6 +21,7 @@ use dissectors::{
     ImmDtRepr, Layer, Msn, Opcode, PKey, PauseRepr, Psn, Qpn, RethRepr, StopKind, XrcethRepr,
 };
 use std::io;
+use std::net::Ipv4Addr;
 
 /// One damaged frame and what the decoder must say about it.
 pub struct Case {
@@ -227,13 +228,9 @@ pub fn cases() -> Vec<Case> {
     let a = ArpRepr::ethernet(
         ArpOp::Request,
         frame::mac_for(p.src),
-        "198.18.0.1"
-            .parse()
-            .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+        Ipv4Addr::new(198, 18, 0, 1),
         [0; 6],
-        "198.18.0.2"
-            .parse()
-            .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+        Ipv4Addr::new(198, 18, 0, 2),
     );
     frame::arp(
         &mut arp,

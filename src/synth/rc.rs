@@ -337,8 +337,7 @@ impl Conn {
         v
     }
 
-    /// READ responses for PSNs `start..start+n` covering `len` bytes from `offset`
-    /// packets into the READ.
+    /// The READ responses carrying `len` bytes from PSN `start` on (one PSN per PMTU).
     fn read_responses(&self, start: Psn, len: u32) -> Vec<Pkt> {
         let n = self.packets_for(len);
         (0..n)

@@ -16,7 +16,7 @@ use super::frame::{mac_for, Encap, Link, Path, BROADCAST};
 use super::out::Out;
 use super::rc::{Conn, Fault, Op};
 use super::rng::Rng;
-use super::traffic::{random_op, v4};
+use super::traffic::random_op;
 use dissectors::{ArpOp, ArpRepr, Ecn};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
@@ -34,21 +34,14 @@ const TO_US: u8 = 0;
 const BROADCAST_IN: u8 = 1;
 const OUTGOING: u8 = 4;
 
-fn ip4(a: IpAddr) -> Ipv4Addr {
-    match a {
-        IpAddr::V4(v) => v,
-        IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
-    }
-}
-
 pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
     let pod_eth0 = Ipv4Addr::new(198, 18, 1, 5);
     let gateway = Ipv4Addr::new(169, 254, 1, 1);
-    let node_rdma = v4(198, 19, 8, 1);
-    let pod_net1 = v4(198, 19, 8, 11);
-    let peer_net1 = v4(198, 19, 8, 12);
-    let node_mac = mac_for(node_rdma);
-    let peer_mac = mac_for(peer_net1);
+    let node_rdma = Ipv4Addr::new(198, 19, 8, 1);
+    let pod_net1 = Ipv4Addr::new(198, 19, 8, 11);
+    let peer_net1 = Ipv4Addr::new(198, 19, 8, 12);
+    let node_mac = mac_for(IpAddr::V4(node_rdma));
+    let peer_mac = mac_for(IpAddr::V4(peer_net1));
     let eth0 = |pkt_type| Link::Sll2 {
         ifindex: ETH0_IFINDEX,
         pkt_type,
@@ -62,8 +55,8 @@ pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
         src_mac: POD_NET1_MAC,
         dst_mac: peer_mac,
         link: net1(OUTGOING),
-        src: pod_net1,
-        dst: peer_net1,
+        src: IpAddr::V4(pod_net1),
+        dst: IpAddr::V4(peer_net1),
         encap: Encap::V2 { sport: 0xe54a },
         dscp: 26,
         ecn: Ecn::Ect0,
@@ -94,18 +87,12 @@ pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
             .into(),
     );
 
-    let who_has_pod = ArpRepr::ethernet(ArpOp::Request, CALI_MAC, ip4(node_rdma), [0; 6], pod_eth0);
+    let who_has_pod = ArpRepr::ethernet(ArpOp::Request, CALI_MAC, node_rdma, [0; 6], pod_eth0);
     let mut round = 0u64;
     while out.frames() < target {
         let start = out.now;
         // net1: the pod resolves its RDMA peer (answered) and runs RDMA traffic.
-        let ask = ArpRepr::ethernet(
-            ArpOp::Request,
-            POD_NET1_MAC,
-            ip4(pod_net1),
-            [0; 6],
-            ip4(peer_net1),
-        );
+        let ask = ArpRepr::ethernet(ArpOp::Request, POD_NET1_MAC, pod_net1, [0; 6], peer_net1);
         out.arp(
             start + 1_000,
             POD_NET1_MAC,
@@ -114,13 +101,7 @@ pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
             &ask,
             false,
         )?;
-        let reply = ArpRepr::ethernet(
-            ArpOp::Reply,
-            peer_mac,
-            ip4(peer_net1),
-            POD_NET1_MAC,
-            ip4(pod_net1),
-        );
+        let reply = ArpRepr::ethernet(ArpOp::Reply, peer_mac, peer_net1, POD_NET1_MAC, pod_net1);
         out.arp(
             start + 61_000,
             peer_mac,
@@ -131,13 +112,7 @@ pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
         )?;
         if round == 0 {
             // ... and the node's RDMA address, also answered on net1.
-            let ask = ArpRepr::ethernet(
-                ArpOp::Request,
-                POD_NET1_MAC,
-                ip4(pod_net1),
-                [0; 6],
-                ip4(node_rdma),
-            );
+            let ask = ArpRepr::ethernet(ArpOp::Request, POD_NET1_MAC, pod_net1, [0; 6], node_rdma);
             out.arp(
                 start + 90_000,
                 POD_NET1_MAC,
@@ -146,13 +121,8 @@ pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
                 &ask,
                 false,
             )?;
-            let reply = ArpRepr::ethernet(
-                ArpOp::Reply,
-                node_mac,
-                ip4(node_rdma),
-                POD_NET1_MAC,
-                ip4(pod_net1),
-            );
+            let reply =
+                ArpRepr::ethernet(ArpOp::Reply, node_mac, node_rdma, POD_NET1_MAC, pod_net1);
             out.arp(
                 start + 140_000,
                 node_mac,

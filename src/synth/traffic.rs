@@ -75,7 +75,7 @@ fn tour(c: &Conn, k: usize) -> Option<Op> {
         },
         1 => Op::Send {
             len: 2 * m + 100,
-            imm: Some(0x1000 + k as u32),
+            imm: Some(0x1001),
             inv: None,
         },
         2 => Op::Read { len: 3 * m - 7 },
