@@ -2,7 +2,9 @@
 //! - every scenario `rocetap synth --list` names has a sample, its truth and its decode;
 //! - each sample is exactly what its recorded `synth` command produces (determinism),
 //!   and `rocetap decode --format csv` of it is exactly `NAME.decode.csv`;
-//! - what the truth counts and the decoder can see for itself agree (NAKs, CE, CNPs, ...);
+//! - what the truth counts and the decoder can see for itself agree (NAKs, CE, CNPs, ...),
+//!   and an independent go-back-N recount of the frames gives the truth's loss and
+//!   recovery numbers;
 //! - tshark decodes every RoCE frame with the same opcode, QP, PSN and extended-header
 //!   fields, and finds nothing malformed;
 //! - `synth`'s command-line contract (refusing to overwrite, unknown scenarios, --list).

@@ -532,6 +532,69 @@ mod tests {
     }
 
     #[test]
+    fn psn_wrap_really_wraps() {
+        let frames = decoded("psn-wrap", 150, 1);
+        let psns: Vec<u32> = frames
+            .iter()
+            .map(|(_, d)| d.roce.unwrap().bth.psn.0)
+            .collect();
+        let wraps = psns
+            .windows(2)
+            .filter(|w| w[0] >= 0xff_fff0 && w[1] <= 0x10)
+            .count();
+        assert!(wraps >= 2, "{wraps}");
+    }
+
+    #[test]
+    fn mixed_encap_has_every_encapsulation() {
+        use dissectors::RoceVersion;
+        let frames = decoded("mixed-encap", 150, 1);
+        let any = |f: &dyn Fn(&dissectors::Decoded) -> bool| frames.iter().any(|(_, d)| f(d));
+        assert!(any(&|d| d.pcp() == Some(3) && d.roce.is_some()));
+        assert!(any(
+            &|d| d.ip.is_some_and(|i| i.is_ipv6()) && d.roce.is_some()
+        ));
+        assert!(any(&|d| d
+            .roce
+            .is_some_and(|r| r.version == RoceVersion::V1)
+            && d.grh.is_some_and(
+                |g| g.sgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+            )));
+        assert!(any(&|d| d
+            .roce
+            .is_some_and(|r| r.deth.is_some() && r.bth.opcode.0 == 0x64)));
+        assert!(any(&|d| d
+            .roce
+            .is_some_and(|r| r.deth.is_some() && r.immdt.is_some())));
+        assert!(any(&|d| d.roce.is_some_and(|r| r.xrceth.is_some())));
+        assert!(any(&|d| d.roce.is_some_and(|r| r.bth.opcode.0 == 0xB1)));
+    }
+
+    #[test]
+    fn tiny_and_snaplen_runs_work() {
+        for sc in SCENARIOS {
+            let p = Params {
+                seed: 1,
+                packets: 1,
+                snaplen: Some(MIN_SNAPLEN),
+                pcapng: true,
+            };
+            let mut buf = Vec::new();
+            let doc = generate(sc, &p, &mut buf, "x.pcapng").unwrap();
+            let t: serde_json::Value = serde_json::from_str(&doc).unwrap();
+            assert!(t["packets"].as_u64().unwrap() >= 1, "{}", sc.name);
+            let mut n = 0;
+            for_each_frame(&buf[..], |f| {
+                assert!(f.data.len() <= MIN_SNAPLEN as usize);
+                n += 1;
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+            assert_eq!(t["packets"], n);
+        }
+    }
+
+    #[test]
     fn truth_path_appends_the_suffix() {
         assert_eq!(
             truth_path(Path::new("a/b.pcap")),
