@@ -12,7 +12,7 @@ use std::path::PathBuf;
     long_about = "rocetap decodes and analyzes RoCE (RDMA over Converged Ethernet) traffic: the \
 InfiniBand transport headers in UDP/4791, every queue pair's PSNs, NAKs, retransmissions, \
 ECN marks and CNPs.",
-    after_help = "Examples:\n  rocetap decode samples/clean-rc.pcap\n  rocetap decode -r trace.pcapng --format csv > frames.csv\n  ibdump -w - | rocetap decode -r -\n\nExit codes: 0 ok, 1 findings (a --fail-on rule failed), 2 error."
+    after_help = "Examples:\n  rocetap decode samples/clean-rc.pcap\n  rocetap decode -r trace.pcapng --format csv > frames.csv\n  ibdump -w - | rocetap decode -r -\n  rocetap synth loss-upstream -o loss.pcap\n\nExit codes: 0 ok, 1 findings (a --fail-on rule failed), 2 error."
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -1,4 +1,4 @@
-//! A reliable-connection (RC, and XRC) queue pair pair as the tap sees it: the requester's
+//! Both ends of a reliable connection (RC, and XRC) as the tap sees them: the requester's
 //! packets, the responder's ACKs / READ responses / atomic ACKs / NAKs, and the recovery
 //! that IBTA go-back-N prescribes when something is lost (ROCE.md, "What loss and recovery
 //! look like on the wire").
@@ -819,7 +819,10 @@ mod tests {
             ]
         );
         assert_eq!(seen[3].2, Some(0x60));
-        assert_eq!(seen[7].2, Some(0x1f & seen[7].2.unwrap()));
+        assert!(
+            seen[7].2.is_some_and(|s| s <= 0x1f),
+            "the final ACK is an ACK"
+        );
         assert_eq!(
             (
                 obs.psn_gap_events,
