@@ -540,7 +540,9 @@ impl Conn {
                         let nak_at = times[l + 1] + RESP_DELAY_NS;
                         let nak = self.response(0x11, reqs[l].bth.psn, Some(0x60), 0);
                         Self::push(&mut evs, nak_at, true, nak, Mark::default());
-                        resend_from(&mut evs, self, l, nak_at + REACT_DELAY_NS, Retx::Nak);
+                        // Go back N once the NAK has arrived and the originals are out.
+                        let at = (nak_at + REACT_DELAY_NS).max(times[n - 1] + 1_000);
+                        resend_from(&mut evs, self, l, at, Retx::Nak);
                     }
                     Fault::TailLoss => {
                         for i in 0..n {
