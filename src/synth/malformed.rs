@@ -521,6 +521,7 @@ pub fn cases() -> Vec<Case> {
     v
 }
 
+/// `Pkt { aeth, ..Default::default() }.with(bth)`: a header-only template and its BTH.
 trait With {
     fn with(self, bth: BthRepr) -> Self;
 }

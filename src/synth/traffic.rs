@@ -126,7 +126,7 @@ fn tour(c: &Conn, k: usize) -> Option<Op> {
 pub fn random_op(rng: &mut Rng, c: &Conn) -> Op {
     const SIZES: [u32; 11] = [8, 64, 200, 512, 1024, 1500, 2048, 4096, 6000, 8192, 16384];
     let len = *rng.pick(&SIZES);
-    match rng.below(100) {
+    let op = match rng.below(100) {
         0..=34 => Op::Write {
             len,
             imm: rng.chance(1, 4).then(|| rng.next_u64() as u32),
@@ -144,31 +144,25 @@ pub fn random_op(rng: &mut Rng, c: &Conn) -> Op {
             compare: rng.below(4),
             swap: rng.next_u64() >> 40,
         },
-    }
-    .clamp_to(c)
+    };
+    clamp_to(op, c)
 }
 
-trait Clamp {
-    fn clamp_to(self, c: &Conn) -> Self;
-}
-
-impl Clamp for Op {
-    /// Keeps a message under 16 packets so one exchange stays small.
-    fn clamp_to(self, c: &Conn) -> Op {
-        let max = 16 * c.pmtu;
-        match self {
-            Op::Write { len, imm } => Op::Write {
-                len: len.min(max),
-                imm,
-            },
-            Op::Send { len, imm, inv } => Op::Send {
-                len: len.min(max),
-                imm,
-                inv,
-            },
-            Op::Read { len } => Op::Read { len: len.min(max) },
-            other => other,
-        }
+/// Keeps a message under 16 packets so one exchange stays small.
+fn clamp_to(op: Op, c: &Conn) -> Op {
+    let max = 16 * c.pmtu;
+    match op {
+        Op::Write { len, imm } => Op::Write {
+            len: len.min(max),
+            imm,
+        },
+        Op::Send { len, imm, inv } => Op::Send {
+            len: len.min(max),
+            imm,
+            inv,
+        },
+        Op::Read { len } => Op::Read { len: len.min(max) },
+        other => other,
     }
 }
 
