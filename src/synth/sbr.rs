@@ -6,8 +6,8 @@
 //!
 //! The trace is a Linux cooked v2 capture (`tcpdump -i any`, linktype 276) whose SLL2
 //! headers carry the interface index of `eth0` and `net1`. On `net1` ARP works and RoCE
-//! RC traffic flows; on `eth0` the pod's own ARP for its gateway is answered (proxy ARP),
-//! the node's unicast re-validation probes and broadcasts are not.
+//! RC traffic flows; on `eth0` the node's broadcasts for the pod's address go
+//! unanswered, attempt after attempt.
 //!
 //! Guarantees: every ARP request counted in `arp_unanswered` has no reply anywhere in the
 //! trace; every other request is answered within a millisecond on the same interface.
@@ -23,7 +23,6 @@ use std::net::{IpAddr, Ipv4Addr};
 
 const ETH0_IFINDEX: u32 = 3;
 const NET1_IFINDEX: u32 = 4;
-const POD_ETH0_MAC: [u8; 6] = [0x0a, 0x58, 0xc6, 0x12, 0x01, 0x05];
 /// The host side of a Calico veth (`cali*`): no IPv4 address, this fixed MAC.
 const CALI_MAC: [u8; 6] = [0xee; 6];
 const POD_NET1_MAC: [u8; 6] = [0x02, 0x00, 0xc6, 0x13, 0x08, 0x0b];
@@ -36,7 +35,6 @@ const OUTGOING: u8 = 4;
 
 pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
     let pod_eth0 = Ipv4Addr::new(198, 18, 1, 5);
-    let gateway = Ipv4Addr::new(169, 254, 1, 1);
     let node_rdma = Ipv4Addr::new(198, 19, 8, 1);
     let pod_net1 = Ipv4Addr::new(198, 19, 8, 11);
     let peer_net1 = Ipv4Addr::new(198, 19, 8, 12);
@@ -146,32 +144,26 @@ pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
             out.now += rng.range(2_000, 20_000);
         }
         rdma.finish(out)?;
-        // eth0: the pod's own ARP for its gateway is answered by proxy ARP on cali*.
-        let t = out.now.max(start + SECOND / 2);
-        let ask = ArpRepr::ethernet(ArpOp::Request, POD_ETH0_MAC, pod_eth0, [0; 6], gateway);
-        out.arp(t, POD_ETH0_MAC, BROADCAST, &eth0(OUTGOING), &ask, false)?;
-        let reply = ArpRepr::ethernet(ArpOp::Reply, CALI_MAC, gateway, POD_ETH0_MAC, pod_eth0);
-        out.arp(
-            t + 40_000,
-            CALI_MAC,
-            POD_ETH0_MAC,
-            &eth0(TO_US),
-            &reply,
-            false,
-        )?;
-        // The node re-validates the pod's entry: three unicast probes, one second apart,
-        // then three broadcasts. None is answered.
-        let mut t = t + 5 * SECOND;
-        for i in 0..6 {
-            let (dst, ty) = if i < 3 {
-                (POD_ETH0_MAC, TO_US)
-            } else {
-                (BROADCAST, BROADCAST_IN)
-            };
-            let jitter = rng.below(2_000_000);
-            out.arp(t + jitter, CALI_MAC, dst, &eth0(ty), &who_has_pod, false)?;
-            out.obs.arp_unanswered += 1;
-            t += SECOND;
+        // eth0: traffic for the pod (a kubelet probe, a peer's packets the node forwards)
+        // makes the node resolve the pod: three broadcasts one second apart, twice. None
+        // is answered. (Only documentation addresses appear here, so the pod's own ARP
+        // for Calico's 169.254.1.1 gateway, answered by proxy ARP, is left out.)
+        let mut t = out.now.max(start + SECOND / 2);
+        for _attempt in 0..2 {
+            for _ in 0..3 {
+                let jitter = rng.below(2_000_000);
+                out.arp(
+                    t + jitter,
+                    CALI_MAC,
+                    BROADCAST,
+                    &eth0(BROADCAST_IN),
+                    &who_has_pod,
+                    false,
+                )?;
+                out.obs.arp_unanswered += 1;
+                t += SECOND;
+            }
+            t += rng.range(1, 3) * SECOND;
         }
         out.now = t + rng.range(2, 6) * SECOND;
         round += 1;
