@@ -12,7 +12,7 @@ use std::path::PathBuf;
     long_about = "rocetap decodes and analyzes RoCE (RDMA over Converged Ethernet) traffic: the \
 InfiniBand transport headers in UDP/4791, every queue pair's PSNs, NAKs, retransmissions, \
 ECN marks and CNPs.",
-    after_help = "Examples:\n  rocetap decode samples/clean-rc.pcap\n  rocetap decode -r trace.pcapng --format csv > frames.csv\n  ibdump -w - | rocetap decode -r -\n\nExit codes: 0 ok, 1 findings (a --fail-on rule failed), 2 error."
+    after_help = "Examples:\n  rocetap decode samples/clean-rc.pcap\n  rocetap decode -r trace.pcapng --format csv > frames.csv\n  ibdump -w - | rocetap decode -r -\n  rocetap synth loss-upstream -o loss.pcap\n\nExit codes: 0 ok, 1 findings (a --fail-on rule failed), 2 error."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -26,6 +26,11 @@ pub enum Command {
         after_help = "Examples:\n  rocetap decode trace.pcap\n  rocetap decode trace.pcap --format csv | head\n  tcpdump -w - -i eth0 udp port 4791 | rocetap decode -r -\n\nCSV columns and JSON keys use Wireshark field names (infiniband.bth.psn, ...)."
     )]
     Decode(DecodeArgs),
+    /// Write a synthetic trace of a RoCE scenario, with its ground truth beside it.
+    #[command(
+        after_help = "Examples:\n  rocetap synth --list\n  rocetap synth loss-upstream -o loss.pcap\n  rocetap synth clean-rc --packets 2000000 --snaplen 128 -o big.pcap\n\nAlso writes FILE.truth.json: what an analyzer watching this tap can know (NAKs, gaps,\nretransmissions, CE marks, CNPs, ...). The same arguments give byte-identical files."
+    )]
+    Synth(SynthArgs),
 }
 
 /// Where frames come from: files (or stdin with `-`).
@@ -78,4 +83,38 @@ pub struct DecodeArgs {
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SynthArgs {
+    /// Scenario to generate (see --list).
+    #[arg(value_name = "SCENARIO", required_unless_present = "list")]
+    pub scenario: Option<String>,
+    /// Output capture file; the truth goes to FILE.truth.json.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        required_unless_present = "list"
+    )]
+    pub output: Option<PathBuf>,
+    /// Seed of the generator: the same seed gives the same bytes.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Approximate number of frames (the scenario repeats its message rounds).
+    #[arg(long, value_name = "N")]
+    pub packets: Option<u64>,
+    /// Cut every frame to N bytes in the file (at least 128; lengths and ICRCs stay those
+    /// of the full frames).
+    #[arg(short = 's', long, value_name = "N")]
+    pub snaplen: Option<u32>,
+    /// Write pcapng (with per-packet comments on the interesting frames) instead of pcap.
+    #[arg(long)]
+    pub pcapng: bool,
+    /// Overwrite FILE and FILE.truth.json if they exist.
+    #[arg(long)]
+    pub force: bool,
+    /// List the scenarios, one line each.
+    #[arg(long, conflicts_with_all = ["scenario", "output"])]
+    pub list: bool,
 }

@@ -6,6 +6,7 @@ mod decode;
 mod error;
 mod report;
 mod source;
+mod synth;
 
 use clap::Parser;
 use error::{exit, Failure};
@@ -14,6 +15,7 @@ fn main() {
     let cli = cli::Cli::parse();
     let result: Result<i32, Failure> = match cli.command {
         cli::Command::Decode(a) => decode::run(a),
+        cli::Command::Synth(a) => synth::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -3,7 +3,6 @@
 //! code only ever sees [`Frame`]s.
 
 pub mod file;
-#[allow(dead_code)] // used by synth and capture
 pub mod writer;
 
 use dissectors::LinkType;

@@ -1,0 +1,604 @@
+//! `rocetap synth`: deterministic synthetic traces of RoCE scenarios, each with a ground
+//! truth file (`FILE.truth.json`) beside it.
+//!
+//! This module owns the scenario registry, the command (argument checks, refusing to
+//! overwrite, the truth file) and the guarantee that a (scenario, seed, packets,
+//! snaplen, format) tuple produces byte-identical output forever: the only randomness is
+//! the in-tree SplitMix64 in [`rng`], timestamps start at a fixed epoch, and the truth
+//! is counted while frames are written ([`out`]). Frames stream to the file one message
+//! exchange at a time, so memory does not grow with `--packets`.
+//!
+//! Layout: [`frame`] builds frames from the dissectors' Reprs, [`rc`] models RC queue
+//! pairs and their loss recovery, and the scenario groups live in [`traffic`] (RC
+//! loss/recovery), [`fabric`] (ECN/CNP congestion, PFC), [`encap`] (mixed
+//! encapsulations), [`sbr`] (the pod ARP failure) and [`malformed`].
+
+mod encap;
+mod fabric;
+pub mod frame;
+mod malformed;
+mod out;
+mod rc;
+pub mod rng;
+mod sbr;
+mod traffic;
+
+use crate::cli::SynthArgs;
+use crate::error::{exit, Failure};
+use dissectors::LinkType;
+use out::{Observable, Out};
+use rng::Rng;
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Generates one scenario into `out` until about `packets` frames are written.
+type Generate = fn(&mut Out, &mut Rng, u64) -> io::Result<()>;
+
+/// One entry of `rocetap synth --list`.
+pub struct Scenario {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// Frames written when `--packets` is not given (the samples use this).
+    pub default_packets: u64,
+    pub link: LinkType,
+    /// Interface name recorded in pcapng output.
+    pub ifname: &'static str,
+    generate: Generate,
+}
+
+/// Every scenario, in `--list` order.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "clean-rc",
+        about: "RC WRITE/SEND/READ/atomics with immediate, invalidate, coalesced ACKs; 4 QPs, 3 host pairs, PMTU 1024-4096; no faults",
+        default_packets: 300,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: traffic::clean_rc,
+    },
+    Scenario {
+        name: "loss-upstream",
+        about: "packets lost before the tap: PSN gap, one NAK (0x60) naming the missing PSN, go-back-N resend",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: traffic::loss_upstream,
+    },
+    Scenario {
+        name: "loss-downstream",
+        about: "packets lost after the tap: every PSN once, then a NAK, then the same PSNs again (duplicates)",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: traffic::loss_downstream,
+    },
+    Scenario {
+        name: "tail-loss-timeout",
+        about: "last packet of a message lost after the tap: no NAK, resend after the QP timeout (4.096 us * 2^timeout)",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: traffic::tail_loss,
+    },
+    Scenario {
+        name: "rnr",
+        about: "RNR NAKs (syndrome 0x20 | timer code) for SENDs without a receive WQE, resend after the encoded time",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: traffic::rnr,
+    },
+    Scenario {
+        name: "read-loss",
+        about: "missing READ responses (before and after the tap): re-issued READ Request from the first missing PSN, responses again",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: traffic::read_loss,
+    },
+    Scenario {
+        name: "congestion",
+        about: "incast: CE marks (ECN=3) on the hot flows, CNPs back to each sender QP paced per QP, senders' rate cut (wider gaps) and recovering",
+        default_packets: 300,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: fabric::congestion,
+    },
+    Scenario {
+        name: "pfc-storm",
+        about: "PFC pause frames (802.1Qbb) on priority 3 while RoCE on VLAN PCP 3 stalls; traffic on PCP 0 keeps flowing",
+        default_packets: 200,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: fabric::pfc_storm,
+    },
+    Scenario {
+        name: "capture-loss",
+        about: "PSN gaps with no NAK and no resend: the capture missed packets (sniffer overrun), not the network",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: traffic::capture_loss,
+    },
+    Scenario {
+        name: "psn-wrap",
+        about: "QPs whose PSNs (and READ response ranges) wrap through 0xFFFFFF to 0; no faults",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: traffic::psn_wrap,
+    },
+    Scenario {
+        name: "mixed-encap",
+        about: "802.1Q with PCP, RoCE v2 over IPv6, RoCE v1 (EtherType 0x8915, GRH with IPv4-mapped GIDs), UD with DETH, XRC with XRCETH",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: encap::mixed_encap,
+    },
+    Scenario {
+        name: "icrc-corrupt",
+        about: "a few frames with a bad ICRC (link bit errors) among good ones; the receiver drops them, NAK and resend follow",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: traffic::icrc_corrupt,
+    },
+    Scenario {
+        name: "sbr-arp",
+        about: "pod without sbr (SLL2, eth0 + net1): unanswered 'who-has <pod eth0 ip> tell <host RDMA ip>' on eth0; answered ARP and RoCE on net1",
+        default_packets: 120,
+        link: LinkType::LinuxSll2,
+        ifname: "any",
+        generate: sbr::sbr_arp,
+    },
+    Scenario {
+        name: "malformed",
+        about: "truncated and corrupt frames of every header kind (IP, UDP, BTH, each extended header, GRH, ARP, PFC) among good ones",
+        default_packets: 120,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: malformed::malformed,
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+/// The smallest snaplen accepted: every header of every scenario fits in it, so the
+/// truth counts stay observable in the cut frames.
+pub const MIN_SNAPLEN: u32 = 128;
+/// The snaplen recorded when none is given.
+const FULL_SNAPLEN: u32 = 65535;
+
+/// The truth file. Field order is the order written.
+#[derive(Serialize)]
+struct Truth<'a> {
+    scenario: &'a str,
+    seed: u64,
+    /// Frames written.
+    packets: u64,
+    /// The `--packets` target (the scenario default when not given).
+    packets_requested: u64,
+    snaplen: Option<u32>,
+    format: &'a str,
+    linktype: u32,
+    /// Regenerates this trace (output name relative to the truth file).
+    command: String,
+    observable: Observable,
+    counts: serde_json::Map<String, serde_json::Value>,
+    per_direction_qp: serde_json::Map<String, serde_json::Value>,
+    facts: serde_json::Map<String, serde_json::Value>,
+    notes: Vec<String>,
+}
+
+/// Settings of one generation.
+pub struct Params {
+    pub seed: u64,
+    pub packets: u64,
+    pub snaplen: Option<u32>,
+    pub pcapng: bool,
+}
+
+/// Generates `sc` into `w`; returns the truth document.
+fn generate(sc: &Scenario, p: &Params, w: &mut dyn Write, out_name: &str) -> io::Result<String> {
+    let mut out = Out::new(
+        w,
+        sc.link,
+        p.snaplen.unwrap_or(FULL_SNAPLEN),
+        p.pcapng,
+        sc.ifname,
+    )?;
+    let mut rng = Rng::new(p.seed);
+    (sc.generate)(&mut out, &mut rng, p.packets)?;
+    let s = out.finish()?;
+    let mut command = format!("rocetap synth {} --seed {}", sc.name, p.seed);
+    if p.packets != sc.default_packets {
+        command.push_str(&format!(" --packets {}", p.packets));
+    }
+    if let Some(n) = p.snaplen {
+        command.push_str(&format!(" --snaplen {n}"));
+    }
+    if p.pcapng {
+        command.push_str(" --pcapng");
+    }
+    command.push_str(&format!(" -o {out_name}"));
+    let truth = Truth {
+        scenario: sc.name,
+        seed: p.seed,
+        packets: s.frames,
+        packets_requested: p.packets,
+        snaplen: p.snaplen,
+        format: if p.pcapng { "pcapng" } else { "pcap" },
+        linktype: sc.link.linktype(),
+        command,
+        observable: s.obs,
+        counts: s.counts,
+        per_direction_qp: s.per_direction_qp,
+        facts: s.facts,
+        notes: s.notes,
+    };
+    let mut doc = serde_json::to_string_pretty(&truth).map_err(io::Error::other)?;
+    doc.push('\n');
+    Ok(doc)
+}
+
+pub fn run(a: SynthArgs) -> Result<i32, Failure> {
+    if a.list {
+        let width = SCENARIOS.iter().map(|s| s.name.len()).max().unwrap_or(0);
+        let mut o = io::stdout().lock();
+        for s in SCENARIOS {
+            if let Err(e) = writeln!(o, "{:width$}  {}", s.name, s.about) {
+                return if crate::error::is_broken_pipe(&e) {
+                    Ok(exit::OK)
+                } else {
+                    Err(Failure::new(format!("writing output: {e}")))
+                };
+            }
+        }
+        return Ok(exit::OK);
+    }
+    let name = a.scenario.as_deref().unwrap_or_default();
+    let sc = find(name).ok_or_else(|| {
+        Failure::new(format!(
+            "synth: unknown scenario '{name}' (rocetap synth --list shows all {})",
+            SCENARIOS.len()
+        ))
+    })?;
+    let Some(path) = a.output.as_deref() else {
+        return Err(Failure::new("synth: no output file (give -o FILE)"));
+    };
+    if let Some(n) = a.snaplen {
+        if n < MIN_SNAPLEN {
+            return Err(Failure::new(format!(
+                "synth: --snaplen {n} is below {MIN_SNAPLEN}, which would hide the headers the truth file counts"
+            )));
+        }
+    }
+    let params = Params {
+        seed: a.seed,
+        packets: a.packets.unwrap_or(sc.default_packets).max(1),
+        snaplen: a.snaplen,
+        pcapng: a.pcapng,
+    };
+    let truth_path = truth_path(path);
+    let name = path.display().to_string();
+    for p in [path, truth_path.as_path()] {
+        if !a.force && p.exists() {
+            return Err(Failure::new(format!(
+                "synth: {} already exists (use --force to overwrite)",
+                p.display()
+            )));
+        }
+    }
+    let file =
+        open(path, a.force).map_err(|e| Failure::new(format!("synth: writing {name}: {e}")))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let out_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.clone());
+    let doc = generate(sc, &params, &mut w, &out_name)
+        .and_then(|d| w.flush().map(|_| d))
+        .map_err(|e| Failure::new(format!("synth: writing {name}: {e}")))?;
+    std::fs::write(&truth_path, doc)
+        .map_err(|e| Failure::new(format!("synth: writing {}: {e}", truth_path.display())))?;
+    Ok(exit::OK)
+}
+
+/// `FILE.truth.json` beside `FILE`.
+pub fn truth_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".truth.json");
+    PathBuf::from(s)
+}
+
+/// Creates the output; without `force` the file must not exist (checked atomically).
+fn open(p: &Path, force: bool) -> io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.write(true);
+    if force {
+        o.create(true).truncate(true);
+    } else {
+        o.create_new(true);
+    }
+    o.open(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::file::for_each_frame;
+    use dissectors::{Config, IcrcStatus, StopKind};
+    use std::ops::ControlFlow;
+
+    fn gen(sc: &Scenario, packets: u64, seed: u64) -> (Vec<u8>, serde_json::Value) {
+        let p = Params {
+            seed,
+            packets,
+            snaplen: None,
+            pcapng: false,
+        };
+        let mut buf = Vec::new();
+        let doc = generate(sc, &p, &mut buf, "x.pcap").unwrap();
+        (buf, serde_json::from_str(&doc).unwrap())
+    }
+
+    /// Every scenario: deterministic, close to the requested size, and every frame
+    /// decodes completely with a good ICRC unless the scenario damaged it on purpose.
+    #[test]
+    fn every_scenario_is_deterministic_and_decodes() {
+        for sc in SCENARIOS {
+            let (a, truth) = gen(sc, sc.default_packets, 3);
+            let (b, _) = gen(sc, sc.default_packets, 3);
+            assert!(a == b, "{}: not deterministic", sc.name);
+            let (c, _) = gen(sc, sc.default_packets, 4);
+            assert!(a != c, "{}: the seed changes nothing", sc.name);
+            let obs = &truth["observable"];
+            let mut frames = 0u64;
+            let mut bad_icrc = 0u64;
+            let mut malformed = 0u64;
+            let mut truncated = 0u64;
+            let cfg = Config::default();
+            for_each_frame(&a[..], |f| {
+                frames += 1;
+                let d = dissectors::decode(f.link, f.data, f.orig_len, &cfg);
+                match d.stop.kind {
+                    StopKind::Malformed => malformed += 1,
+                    StopKind::Truncated => truncated += 1,
+                    StopKind::Complete => {}
+                    StopKind::Unsupported => panic!("{}: frame {frames}: {}", sc.name, d.stop),
+                }
+                if let Some(r) = d.roce {
+                    if r.icrc == IcrcStatus::Bad && d.stop.kind == StopKind::Complete {
+                        bad_icrc += 1;
+                    }
+                }
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+            assert_eq!(truth["packets"], frames, "{}", sc.name);
+            let want = sc.default_packets;
+            assert!(
+                frames >= want && frames < want + 60,
+                "{}: {frames} frames for {want}",
+                sc.name
+            );
+            assert_eq!(obs["icrc_bad"], bad_icrc, "{}", sc.name);
+            assert_eq!(obs["malformed"], malformed, "{}", sc.name);
+            assert_eq!(obs["truncated"], truncated, "{}", sc.name);
+        }
+    }
+
+    #[test]
+    fn packets_scale_the_scenarios() {
+        for name in ["clean-rc", "loss-upstream", "congestion", "sbr-arp"] {
+            let sc = find(name).unwrap();
+            let (_, small) = gen(sc, 200, 1);
+            let (_, big) = gen(sc, 2000, 1);
+            let n = big["packets"].as_u64().unwrap();
+            assert!((2000..2100).contains(&n), "{name}: {n}");
+            assert!(big["packets"].as_u64() > small["packets"].as_u64());
+        }
+    }
+
+    /// Every frame of a scenario, decoded, with its timestamp.
+    pub fn decoded(name: &str, packets: u64, seed: u64) -> Vec<(u64, dissectors::Decoded)> {
+        let (buf, _) = gen(find(name).unwrap(), packets, seed);
+        let mut v = Vec::new();
+        for_each_frame(&buf[..], |f| {
+            v.push((
+                f.ts_ns,
+                dissectors::decode(f.link, f.data, f.orig_len, &Config::default()),
+            ));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        v
+    }
+
+    #[test]
+    fn pfc_storm_stalls_only_the_paused_priority() {
+        let frames = decoded("pfc-storm", 1000, 2);
+        let mut paused = false;
+        let (mut storms, mut stalled_pcp0) = (0, 0);
+        for (_, d) in &frames {
+            if let Some(p) = d.pause {
+                let now = p.quanta_for(3) > 0;
+                storms += usize::from(now && !paused);
+                paused = now;
+                continue;
+            }
+            if paused {
+                assert_ne!(d.pcp(), Some(3), "priority 3 frame during the storm");
+                stalled_pcp0 += usize::from(d.pcp() == Some(0));
+            }
+        }
+        assert!(storms >= 3 && stalled_pcp0 > 0, "{storms} {stalled_pcp0}");
+    }
+
+    #[test]
+    fn every_cnp_answers_a_ce_mark_and_is_paced() {
+        use std::collections::HashMap;
+        let frames = decoded("congestion", 3000, 2);
+        // First CE mark per sender QP, and the last CNP to it.
+        let mut marked: HashMap<u32, u64> = HashMap::new();
+        let mut last_cnp: HashMap<u32, u64> = HashMap::new();
+        let mut senders: HashMap<(std::net::IpAddr, std::net::IpAddr), u32> = HashMap::new();
+        // Responses name the requester QP behind each (requester, responder) pair.
+        for (_, d) in &frames {
+            let (r, ip) = (d.roce.unwrap(), d.ip.unwrap());
+            if r.aeth.is_some() {
+                senders.insert((ip.dst, ip.src), r.bth.dest_qp.0);
+            }
+        }
+        let mut cnps = 0;
+        for (ts, d) in &frames {
+            let (r, ip) = (d.roce.unwrap(), d.ip.unwrap());
+            if r.is_cnp() {
+                cnps += 1;
+                assert_eq!(
+                    (ip.dscp, ip.ecn, ip.total_len),
+                    (48, dissectors::Ecn::NotEct, 60)
+                );
+                assert!(r.bth.becn && r.bth.pkey.0 == 0xffff && r.bth.psn.0 == 0);
+                let qp = r.bth.dest_qp.0;
+                // The CNP goes back to a QP whose packets to this receiver were marked.
+                let sender = senders[&(ip.dst, ip.src)];
+                assert_eq!(sender, qp);
+                assert!(
+                    marked.get(&qp).is_some_and(|&t| t <= *ts),
+                    "CNP before any CE mark"
+                );
+                if let Some(prev) = last_cnp.insert(qp, *ts) {
+                    assert!(
+                        ts - prev >= 10_000,
+                        "CNPs to 0x{qp:06x} {} ns apart",
+                        ts - prev
+                    );
+                }
+            } else if ip.ecn == dissectors::Ecn::Ce {
+                if let Some(&q) = senders.get(&(ip.src, ip.dst)) {
+                    marked.entry(q).or_insert(*ts);
+                }
+            }
+        }
+        assert!(cnps > 10);
+        // Senders slow down: packets inside one message are spaced by the sender's
+        // current rate, so after CNPs some gaps are at least twice the line-rate gap.
+        let mut prev: HashMap<u32, u64> = HashMap::new();
+        let (mut min_gap, mut max_gap) = (u64::MAX, 0);
+        for (ts, d) in &frames {
+            let r = d.roce.unwrap();
+            let op = r.bth.opcode.0;
+            if matches!(op, 0x00 | 0x06) {
+                prev.insert(r.bth.dest_qp.0, *ts);
+            } else if matches!(op, 0x01 | 0x07) {
+                if let Some(p) = prev.insert(r.bth.dest_qp.0, *ts) {
+                    min_gap = min_gap.min(ts - p);
+                    max_gap = max_gap.max(ts - p);
+                }
+            }
+        }
+        assert!(max_gap >= 2 * min_gap, "gaps {min_gap}..{max_gap} ns");
+    }
+
+    #[test]
+    fn sbr_arp_leaves_only_the_pod_address_unanswered() {
+        use dissectors::ArpOp;
+        let frames = decoded("sbr-arp", 400, 2);
+        let mut asked_pod = 0;
+        for (_, d) in &frames {
+            let s = d.sll.expect("SLL2 frames");
+            assert!(matches!(s.ifindex, Some(3) | Some(4)));
+            if let Some(a) = d.arp {
+                let pod = a.target_ip == std::net::Ipv4Addr::new(198, 18, 1, 5);
+                if a.op == ArpOp::Request && pod && a.sender_ip.octets() == [198, 19, 8, 1] {
+                    asked_pod += 1;
+                    assert_eq!(s.ifindex, Some(3), "asked on eth0");
+                }
+                if a.op == ArpOp::Reply {
+                    assert_ne!(a.sender_ip, std::net::Ipv4Addr::new(198, 18, 1, 5));
+                }
+            }
+            if d.roce.is_some() {
+                assert_eq!(s.ifindex, Some(4), "RoCE only on net1");
+            }
+        }
+        assert!(asked_pod >= 6);
+    }
+
+    #[test]
+    fn psn_wrap_really_wraps() {
+        let frames = decoded("psn-wrap", 150, 1);
+        let psns: Vec<u32> = frames
+            .iter()
+            .map(|(_, d)| d.roce.unwrap().bth.psn.0)
+            .collect();
+        let wraps = psns
+            .windows(2)
+            .filter(|w| w[0] >= 0xff_fff0 && w[1] <= 0x10)
+            .count();
+        assert!(wraps >= 2, "{wraps}");
+    }
+
+    #[test]
+    fn mixed_encap_has_every_encapsulation() {
+        use dissectors::RoceVersion;
+        let frames = decoded("mixed-encap", 150, 1);
+        let any = |f: &dyn Fn(&dissectors::Decoded) -> bool| frames.iter().any(|(_, d)| f(d));
+        assert!(any(&|d| d.pcp() == Some(3) && d.roce.is_some()));
+        assert!(any(
+            &|d| d.ip.is_some_and(|i| i.is_ipv6()) && d.roce.is_some()
+        ));
+        assert!(any(&|d| d
+            .roce
+            .is_some_and(|r| r.version == RoceVersion::V1)
+            && d.grh.is_some_and(
+                |g| g.sgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+            )));
+        assert!(any(&|d| d
+            .roce
+            .is_some_and(|r| r.deth.is_some() && r.bth.opcode.0 == 0x64)));
+        assert!(any(&|d| d
+            .roce
+            .is_some_and(|r| r.deth.is_some() && r.immdt.is_some())));
+        assert!(any(&|d| d.roce.is_some_and(|r| r.xrceth.is_some())));
+        assert!(any(&|d| d.roce.is_some_and(|r| r.bth.opcode.0 == 0xB1)));
+    }
+
+    #[test]
+    fn tiny_and_snaplen_runs_work() {
+        for sc in SCENARIOS {
+            let p = Params {
+                seed: 1,
+                packets: 1,
+                snaplen: Some(MIN_SNAPLEN),
+                pcapng: true,
+            };
+            let mut buf = Vec::new();
+            let doc = generate(sc, &p, &mut buf, "x.pcapng").unwrap();
+            let t: serde_json::Value = serde_json::from_str(&doc).unwrap();
+            assert!(t["packets"].as_u64().unwrap() >= 1, "{}", sc.name);
+            let mut n = 0;
+            for_each_frame(&buf[..], |f| {
+                assert!(f.data.len() <= MIN_SNAPLEN as usize);
+                n += 1;
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+            assert_eq!(t["packets"], n);
+        }
+    }
+
+    #[test]
+    fn truth_path_appends_the_suffix() {
+        assert_eq!(
+            truth_path(Path::new("a/b.pcap")),
+            PathBuf::from("a/b.pcap.truth.json")
+        );
+    }
+}
