@@ -375,9 +375,9 @@ pub fn cases() -> Vec<Case> {
         L::Reth,
     );
     add(
-        "frame ends inside the AETH",
+        "frame ends inside the AETH, its IP length claiming the whole packet (a capture that recorded no wire length)",
         ack.short(b(&ack) + 14),
-        M,
+        T,
         L::Aeth,
     );
     add("AETH cut by the capture", ack.cut(b(&ack) + 14), T, L::Aeth);
@@ -394,9 +394,9 @@ pub fn cases() -> Vec<Case> {
         L::ImmDt,
     );
     add(
-        "frame ends inside the IETH",
+        "frame ends inside the IETH, its IP length claiming the whole packet (a capture that recorded no wire length)",
         send_inv.short(b(&send_inv) + 14),
-        M,
+        T,
         L::Ieth,
     );
     add(
@@ -437,9 +437,9 @@ pub fn cases() -> Vec<Case> {
     );
     add("DETH cut by the capture", ud.cut(b(&ud) + 16), T, L::Deth);
     add(
-        "frame ends inside the XRCETH",
+        "frame ends inside the XRCETH, its IP length claiming the whole packet (a capture that recorded no wire length)",
         xrc.short(b(&xrc) + 14),
-        M,
+        T,
         L::Xrceth,
     );
     add(
@@ -474,13 +474,13 @@ pub fn cases() -> Vec<Case> {
         L::Bth,
     );
     add(
-        "GRH payload length beyond the end of the frame",
+        "GRH payload length beyond the end of the frame (as a capture that recorded no wire length leaves it)",
         edit(&v1, &|d| {
             let g = v1.lay.net;
             let pl = u16::from_be_bytes([d[g + 4], d[g + 5]]) + 200;
             d[g + 4..g + 6].copy_from_slice(&pl.to_be_bytes());
         }),
-        M,
+        T,
         L::Payload,
     );
     let arp_len = arp.len();
@@ -573,7 +573,13 @@ pub fn malformed(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
             let c = &cases[next % cases.len()];
             next += 1;
             let ts = out.now + rng.range(500, 2_000);
-            out.damaged(ts, &c.data, c.orig_len, c.what)?;
+            out.damaged(
+                ts,
+                &c.data,
+                c.orig_len,
+                c.kind == StopKind::Truncated,
+                c.what,
+            )?;
         }
         out.now += rng.range(500, 3_000);
     }
@@ -606,7 +612,13 @@ mod tests {
                 d.stop,
                 d.stop.why
             );
-            assert_eq!(c.data.len() < c.orig_len, c.kind == StopKind::Truncated);
+            // A frame the capture cut is never "malformed"; a malformed one was whole.
+            if c.data.len() < c.orig_len {
+                assert_eq!(c.kind, StopKind::Truncated, "{}", c.what);
+            }
+            if c.kind == StopKind::Malformed {
+                assert_eq!(c.data.len(), c.orig_len, "{}", c.what);
+            }
         }
     }
 }

@@ -250,18 +250,20 @@ impl<'w> Out<'w> {
     }
 
     /// Writes a deliberately damaged frame: `data` is what the capture holds, `orig_len`
-    /// the length on the wire. Shorter than `orig_len` means cut by the capture
-    /// (truncated); otherwise the bytes themselves are wrong (malformed). Damaged frames
-    /// are never longer than the smallest snaplen, so the snaplen cannot hide the damage.
+    /// the length on the wire, `truncated` whether a reader must see it as cut by the
+    /// capture (shorter than the wire, or shorter than its own IP length with no wire
+    /// length recorded) rather than malformed. Damaged frames are never longer than the
+    /// smallest snaplen, so the snaplen cannot hide the damage.
     pub fn damaged(
         &mut self,
         ts: u64,
         data: &[u8],
         orig_len: usize,
+        truncated: bool,
         comment: &str,
     ) -> io::Result<()> {
         debug_assert!(data.len() <= super::MIN_SNAPLEN as usize);
-        if data.len() < orig_len {
+        if truncated {
             self.obs.truncated += 1;
         } else {
             self.obs.malformed += 1;
