@@ -26,6 +26,12 @@ pub enum Command {
         after_help = "Examples:\n  rocetap decode trace.pcap\n  rocetap decode trace.pcap --format csv | head\n  tcpdump -w - -i eth0 udp port 4791 | rocetap decode -r -\n\nCSV columns and JSON keys use Wireshark field names (infiniband.bth.psn, ...)."
     )]
     Decode(DecodeArgs),
+    /// Check a network namespace's routing for multi-homed RDMA pods (sbr, ARP source,
+    /// rp_filter) and RoCE readiness; answer `ip route get` questions offline.
+    #[command(
+        after_help = "Examples:\n  rocetap netcheck --netns sbrarp-pod1\n  rocetap netcheck --pid 4242 --format json\n  rocetap netcheck --from state/pod1            # addr.json route.json rule.json [sysctl.json]\n  rocetap netcheck --from state/pod1 --route-get '198.19.8.1 from 198.18.1.5'\n\nCollect a pod's state anywhere with:\n  kubectl exec POD -- ip -j addr > addr.json   (and ip -j route show table all, ip -j rule)\n\nExit codes: 0 no problems, 1 findings (errors or warnings), 2 error."
+    )]
+    Netcheck(NetcheckArgs),
 }
 
 /// Where frames come from: files (or stdin with `-`).
@@ -78,4 +84,34 @@ pub struct DecodeArgs {
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetcheckFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct NetcheckArgs {
+    /// Read the live state of the named network namespace (/run/netns/NAME).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "from"])]
+    pub netns: Option<String>,
+    /// Read the live state of the network namespace of process PID.
+    #[arg(long, value_name = "PID", conflicts_with = "from")]
+    pub pid: Option<u32>,
+    /// Read a saved state: DIR/addr.json, route.json, rule.json, sysctl.json (`ip -j` output).
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// Root under which sys/class/infiniband and sys/class/net are read (default / when
+    /// live; offline only when given).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+    /// Only answer routing questions, in the words of `ip route get`
+    /// (`DST [from SRC] [iif DEV] [oif DEV] [mark N]`). Repeatable.
+    #[arg(long, value_name = "SPEC")]
+    pub route_get: Vec<String>,
+    /// Output format.
+    #[arg(long, short = 'F', value_enum, default_value_t = NetcheckFormat::Text)]
+    pub format: NetcheckFormat,
 }

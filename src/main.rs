@@ -4,6 +4,7 @@ mod capture;
 mod cli;
 mod decode;
 mod error;
+mod netcheck;
 mod report;
 mod source;
 
@@ -14,6 +15,7 @@ fn main() {
     let cli = cli::Cli::parse();
     let result: Result<i32, Failure> = match cli.command {
         cli::Command::Decode(a) => decode::run(a),
+        cli::Command::Netcheck(a) => netcheck::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),
