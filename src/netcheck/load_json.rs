@@ -191,7 +191,7 @@ pub fn parse_rules(v: &Value, st: &mut NetState) -> Result<(), String> {
     for r in rules {
         let addr_fam = |k: &str| s(r, k).filter(|x| *x != "all").map(|x| x.contains(':'));
         let v4 = !(addr_fam("src") == Some(true) || addr_fam("dst") == Some(true))
-            && s(r, "family").is_none_or(|f| f != "inet6");
+            && s(r, "family") != Some("inet6");
         let pfx = |k: &str, lk: &str| -> Result<Option<Prefix>, String> {
             match s(r, k) {
                 None | Some("all") => Ok(None),

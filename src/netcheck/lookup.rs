@@ -552,7 +552,8 @@ pub fn lookup(st: &NetState, q: &Query) -> Outcome {
 fn answer(kind: RouteType, hit: Option<&Hit<'_>>, dev: String, input: bool) -> Answer {
     Answer {
         kind,
-        table: hit.map(|h| h.table),
+        // no table answered: the kernel reports main
+        table: Some(hit.map_or(RT_TABLE_MAIN, |h| h.table)),
         rule: hit.and_then(|h| h.rule),
         route: hit.map(|h| h.route.spec()),
         dev,
@@ -582,7 +583,7 @@ fn output_v4(st: &NetState, q: &Query, dst: IpAddr) -> Outcome {
         }
         if !is_local(st, s) {
             return Err(err(
-                Errno::Inval,
+                Errno::NetUnreach,
                 format!("{s} is not a local address (locally generated traffic must use one)"),
             ));
         }
@@ -601,7 +602,10 @@ fn output_v4(st: &NetState, q: &Query, dst: IpAddr) -> Outcome {
             return Ok(a);
         }
     }
-    if is_zeronet(dst) && dst == unspecified(true) {
+    if dst == unspecified(true) {
+        if let (None, Some(oif)) = (saddr, &q.oif) {
+            saddr = select_addr(st, oif, None, scope::HOST);
+        }
         let s = saddr.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let mut a = answer(RouteType::Local, None, "lo".into(), false);
         a.prefsrc = if q.src.is_none() { Some(s) } else { None };
@@ -624,6 +628,7 @@ fn output_v4(st: &NetState, q: &Query, dst: IpAddr) -> Outcome {
                     saddr = select_addr(st, oif, None, scope::LINK);
                 }
                 let mut a = answer(RouteType::Unicast, None, oif.clone(), false);
+                a.table = Some(RT_TABLE_MAIN);
                 a.prefsrc = if q.src.is_none() { saddr } else { None };
                 a.note = Some(format!("no route ({}); sent on-link via oif", e.why));
                 return finish_output(a, saddr, dst);
@@ -794,11 +799,7 @@ fn input_v4(st: &NetState, q: &Query, dst: IpAddr, iif: &str) -> Outcome {
                 return Err(martian_src(why));
             }
         }
-        let mut a = answer(RouteType::Broadcast, hit, "lo".into(), true);
-        if hit.is_none() {
-            a.table = None;
-        }
-        Ok(a)
+        Ok(answer(RouteType::Broadcast, hit, "lo".into(), true))
     };
     if is_lbcast(dst) || (saddr == unspecified(true) && dst == unspecified(true)) {
         return brd_input(None);

@@ -342,10 +342,8 @@ fn convert_rule(r: &RuleMessage) -> Rule {
             RuleAttribute::FwMask(m) => mask = *m,
             RuleAttribute::Table(t) => table = *t,
             RuleAttribute::Goto(g) => goto = Some(*g),
-            RuleAttribute::SuppressPrefixLen(p) => {
-                if *p != u32::MAX {
-                    rule.suppress_prefixlen = Some(*p)
-                }
+            RuleAttribute::SuppressPrefixLen(p) if *p != u32::MAX => {
+                rule.suppress_prefixlen = Some(*p)
             }
             RuleAttribute::L3MDev(true) => unsupported.push("l3mdev"),
             RuleAttribute::UidRange(_) => unsupported.push("uidrange"),
@@ -401,11 +399,7 @@ fn dump(
             let len = m.header.length as usize;
             match m.payload {
                 NetlinkPayload::Done(_) => return Ok(out),
-                NetlinkPayload::Error(e) => {
-                    if e.code.is_some() {
-                        return Err(e.to_io());
-                    }
-                }
+                NetlinkPayload::Error(e) if e.code.is_some() => return Err(e.to_io()),
                 NetlinkPayload::InnerMessage(x) => out.push(x),
                 _ => {}
             }

@@ -31,7 +31,7 @@ impl Report {
         interfaces: Vec<IfaceSysctl>,
         rdma_ports: Vec<Port>,
     ) -> Self {
-        findings.sort_by(|a, b| b.severity.cmp(&a.severity));
+        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         let errors = findings
             .iter()
             .filter(|f| f.severity == Severity::Error)
