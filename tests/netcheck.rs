@@ -624,6 +624,28 @@ fn live_scenario_verdicts_and_lookups_match_the_kernel() {
             compared += n;
             bad.extend(b);
         }
+        // --pid reads the namespace of a process in it
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", "sbrarp-pod1", "sleep", "60"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let pid = child.id().to_string();
+        let (c, v) = netcheck(&["--pid", &pid, "--sysfs-root", tmp.0.to_str().unwrap()]);
+        let _ = child.kill();
+        let _ = child.wait();
+        let (want_code, want_ids) = if phase == "fixed" {
+            (0, vec![])
+        } else {
+            (1, vec!["reply-path"])
+        };
+        check_verdict(
+            &format!("live {phase}/pod1 --pid"),
+            c,
+            &v,
+            want_code,
+            &want_ids,
+        );
         for (ns, code, ids) in expected_verdicts(phase) {
             let full = format!("sbrarp-{ns}");
             let (c, v) = netcheck(&["--netns", &full, "--sysfs-root", tmp.0.to_str().unwrap()]);
@@ -644,6 +666,270 @@ fn live_scenario_verdicts_and_lookups_match_the_kernel() {
         bad.is_empty(),
         "{} of {compared} lookups differ from the kernel:\n{}",
         bad.len(),
+        bad.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
+// ------------------------------------------------------------------ live: rule features
+
+const RULES_NS: &str = "rocetap-nc-rules";
+
+/// Deletes the synthetic namespace when dropped.
+struct OwnNetns;
+
+impl Drop for OwnNetns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", RULES_NS]).output();
+    }
+}
+
+fn sh(cmds: &str) {
+    for line in cmds
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let out = Command::new("ip")
+            .args(["-n", RULES_NS])
+            .args(line.split_whitespace())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ip {line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn sysctl(kv: &[&str]) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", RULES_NS, "sysctl", "-qw"])
+        .args(kv)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "sysctl {kv:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Policy rules of every kind (fwmark, from, to, iif, oif, not, goto, nop,
+/// suppress_prefixlength, unreachable/prohibit/blackhole), route types, metrics,
+/// prefsrc, secondary addresses, per-interface rp_filter / accept_local, and IPv6:
+/// every answer must equal the kernel's.
+#[test]
+fn live_rule_features_match_the_kernel() {
+    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() || !netns_works() {
+        skip("needs root and network namespaces");
+        return;
+    }
+    let _ = Command::new("ip").args(["netns", "del", RULES_NS]).output();
+    let out = Command::new("ip")
+        .args(["netns", "add", RULES_NS])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let _guard = OwnNetns;
+    sysctl(&[
+        "net.ipv4.conf.all.rp_filter=0",
+        "net.ipv4.conf.default.rp_filter=0",
+    ]);
+    sh("
+        link set lo up
+        link add d0 type veth peer name d0p
+        link add d1 type veth peer name d1p
+        link add d2 type veth peer name d2p
+        link add d3 type veth peer name d3p
+        link set d0 up
+        link set d0p up
+        link set d1 up
+        link set d1p up
+        link set d2 up
+        link set d2p up
+        link set d3 up
+        addr add 10.10.0.1/24 dev d0
+        addr add 10.10.0.2/24 dev d0
+        addr add 10.20.0.1/24 dev d1
+        addr add 10.30.0.1/30 dev d2
+        addr add 10.99.0.1/32 dev d2
+        addr add 172.16.5.1/16 dev d3
+        addr add fd00:10::1/64 dev d0 nodad
+        addr add fd00:20::1/64 dev d1 nodad
+        route add default via 10.10.0.254 dev d0
+        route add default via 10.20.0.254 dev d1 metric 100
+        route add 10.50.0.0/16 via 10.20.0.254 dev d1
+        route add 10.50.1.0/24 via 10.10.0.254 dev d0 metric 10
+        route add 10.50.1.0/24 via 10.20.0.254 dev d1 metric 5
+        route add 10.60.0.0/16 dev d1p scope link
+        route add blackhole 10.70.0.0/16
+        route add unreachable 10.71.0.0/16
+        route add prohibit 10.72.0.0/16
+        route add 10.80.0.0/16 via 10.30.0.2 dev d2 src 10.99.0.1
+        route add default via 10.30.0.2 dev d2 table 200
+        route add throw 10.50.0.0/16 table 200
+        route add 10.10.0.0/24 dev d0 scope link src 10.10.0.2 table 200
+        route add 10.90.0.0/16 via 10.20.0.254 dev d1 table 201
+        route add default via 10.10.0.254 dev d0 table 201
+        route add 10.91.0.0/24 dev d2 table 202
+        route add unreachable default table 202
+        route add fd00:50::/48 via fd00:20::fe dev d1
+        route add default via fd00:10::fe dev d0 table 300
+        rule add pref 100 fwmark 0x1/0xff lookup 200
+        rule add pref 105 fwmark 0x2 nop
+        rule add pref 110 from 10.20.0.1 lookup 201
+        rule add pref 120 to 10.91.0.0/16 lookup 202
+        rule add pref 130 iif d0 lookup 200
+        rule add pref 140 oif d2 lookup 201
+        rule add pref 150 not from 10.0.0.0/8 to 10.93.0.0/16 lookup 201
+        rule add pref 160 lookup main suppress_prefixlength 0
+        rule add pref 165 to 10.55.0.0/16 lookup 201
+        rule add pref 170 to 10.73.0.0/16 unreachable
+        rule add pref 171 to 10.74.0.0/16 prohibit
+        rule add pref 172 to 10.75.0.0/16 blackhole
+        rule add pref 180 to 10.76.0.0/16 goto 32000
+        rule add pref 190 to 10.76.0.0/16 lookup 202
+        rule add pref 32000 to 10.76.0.0/16 lookup 201
+        rule add pref 32100 lookup 201
+        -6 rule add pref 100 from fd00:10::1 lookup 300
+    ");
+    sysctl(&[
+        "net.ipv4.ip_forward=1",
+        "net.ipv4.conf.d0.rp_filter=2",
+        "net.ipv4.conf.d1.rp_filter=1",
+        "net.ipv4.conf.d2.accept_local=1",
+        "net.ipv4.conf.d3.forwarding=0",
+    ]);
+    let dsts = [
+        "10.10.0.1",
+        "10.10.0.2",
+        "10.10.0.9",
+        "10.10.0.255",
+        "10.20.0.1",
+        "10.20.0.9",
+        "10.30.0.2",
+        "10.30.0.3",
+        "10.99.0.1",
+        "10.50.0.9",
+        "10.50.1.9",
+        "10.55.0.1",
+        "10.60.3.4",
+        "10.70.0.1",
+        "10.71.0.1",
+        "10.72.0.1",
+        "10.73.0.1",
+        "10.74.0.1",
+        "10.75.0.1",
+        "10.76.0.1",
+        "10.80.0.1",
+        "10.90.0.1",
+        "10.91.0.1",
+        "10.91.1.1",
+        "10.93.0.1",
+        "172.16.9.9",
+        "8.8.8.8",
+        "127.0.0.1",
+    ];
+    let locals = [
+        "10.10.0.1",
+        "10.10.0.2",
+        "10.20.0.1",
+        "10.99.0.1",
+        "172.16.5.1",
+    ];
+    let foreign = [
+        "10.10.0.9",
+        "10.20.0.9",
+        "10.50.1.9",
+        "10.60.3.4",
+        "10.91.0.1",
+        "10.80.0.1",
+        "172.16.9.9",
+        "192.168.1.1",
+    ];
+    let devs = ["d0", "d1", "d2", "d3", "d1p"];
+    let mut queries = Vec::new();
+    for d in dsts {
+        for m in ["", " mark 1", " mark 2", " mark 0x101"] {
+            queries.push(format!("{d}{m}"));
+            for s in locals.iter().chain(["203.0.113.9"].iter()) {
+                queries.push(format!("{d} from {s}{m}"));
+            }
+            for i in devs {
+                for s in foreign.iter().chain(locals.iter()) {
+                    if *s != d {
+                        queries.push(format!("{d} from {s} iif {i}{m}"));
+                    }
+                }
+            }
+        }
+        for o in devs.iter().chain(["lo"].iter()) {
+            queries.push(format!("{d} oif {o}"));
+            queries.push(format!("{d} from 10.10.0.1 oif {o}"));
+        }
+    }
+    for d in [
+        "fd00:10::1",
+        "fd00:10::9",
+        "fd00:20::9",
+        "fd00:50::1",
+        "2001:db8::1",
+        "::1",
+    ] {
+        queries.push(d.to_string());
+        for s in ["fd00:10::1", "fd00:20::1"] {
+            queries.push(format!("{d} from {s}"));
+        }
+    }
+    let mut args = vec![
+        "netcheck".to_string(),
+        "--netns".into(),
+        RULES_NS.into(),
+        "-F".into(),
+        "json".into(),
+    ];
+    for q in &queries {
+        args.push("--route-get".into());
+        args.push(q.clone());
+    }
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = rocetap(&a);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    let ours = v["route_get"].as_array().unwrap();
+    let mut bad = Vec::new();
+    for (q, o) in queries.iter().zip(ours) {
+        let mut cmd = Command::new("ip");
+        cmd.args(["-n", RULES_NS, "-j", "route", "get"])
+            .args(q.split_whitespace());
+        let out = cmd.output().unwrap();
+        let kernel = if out.status.success() {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            Ok(v[0].clone())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        };
+        if let Some(m) = compare(&format!("ip route get {q}"), &kernel, o) {
+            bad.push(m);
+        }
+    }
+    eprintln!(
+        "compared {} lookups with the kernel, {} differ",
+        queries.len(),
+        bad.len()
+    );
+    assert!(
+        bad.is_empty(),
+        "{} of {} lookups differ from the kernel:\n{}",
+        bad.len(),
+        queries.len(),
         bad.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
     );
 }

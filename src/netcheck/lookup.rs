@@ -5,8 +5,11 @@
 //! forward, `fib_validate_source` with `rp_filter`, `accept_local`, `forwarding`). The
 //! answer carries the rule and table used, the route, output device, gateway and source, or
 //! the errno `ip route get` would print. IPv6 output lookups use the same rules and tables
-//! with a simplified RFC 6724 source choice; IPv6 input lookups and multicast destinations
-//! are reported as not modelled rather than guessed. Multipath routes answer with the first
+//! with a simplified RFC 6724 source choice (same address, scope, outgoing interface,
+//! longest common prefix; no preference/deprecation/labels); IPv6 input lookups, VRF
+//! (l3mdev) rules and multicast destinations are reported as not modelled rather than
+//! guessed. The `fib_has_custom_rules` flag is inferred from the current rules (the kernel
+//! keeps it set after custom rules are deleted). Multipath routes answer with the first
 //! live next hop (the kernel hashes the flow).
 
 use super::model::*;
@@ -915,7 +918,8 @@ fn output_v6(st: &NetState, q: &Query, dst: IpAddr) -> Outcome {
     };
     let mut a = answer(hit.route.kind, Some(&hit), dev.clone(), false);
     a.gateway = hit.nh().gateway;
-    if q.src.is_none() {
+    // IPv6 reports the source it would pick even when the query names one
+    {
         a.prefsrc = hit.route.prefsrc.or_else(|| {
             let IpAddr::V6(d6) = dst else { return None };
             let dscope = v6_scope(d6);
