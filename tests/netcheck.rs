@@ -343,6 +343,39 @@ fn roce_readiness_on_fake_sysfs() {
         "{text}"
     );
 
+    // when sysfs shows the node's source device is an RDMA netdev, the node-side finding
+    // is an error and says so
+    let node = TempDir::new("netcheck-sysfs-node");
+    let port = node.0.join("sys/class/infiniband/mlx5_1/ports/1");
+    write(&port.join("link_layer"), "Ethernet");
+    write(&port.join("active_mtu"), "1024 (3)");
+    write(
+        &port.join("gids/0"),
+        "0000:0000:0000:0000:0000:ffff:c613:0801",
+    );
+    write(&port.join("gid_attrs/types/0"), "RoCE v2");
+    write(&port.join("gid_attrs/ndevs/0"), "rdma0");
+    let node_state = sc.join("expected/fixed/state/node1");
+    let (code, v) = netcheck(&[
+        "--from",
+        node_state.to_str().unwrap(),
+        "--sysfs-root",
+        node.0.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        finding_ids(&v, &["error"]),
+        ["node-source".to_string()].into(),
+        "{v}"
+    );
+    assert!(
+        v["findings"][0]["title"]
+            .as_str()
+            .unwrap()
+            .contains("(rdma0, RDMA)"),
+        "{v}"
+    );
+
     // a missing --sysfs-root is an error, not "no RDMA devices"
     let out = rocetap(&[
         "netcheck",

@@ -253,3 +253,61 @@ pub fn parse_rules(v: &Value, st: &mut NetState) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_of_every_shape() {
+        let v: Value = serde_json::from_str(
+            r#"[{"priority":0,"src":"all","table":"local"},
+                {"priority":100,"src":"all","fwmark":"0x1","fwmask":"0xff","table":"200"},
+                {"priority":105,"src":"all","fwmark":"0x2","nop":null},
+                {"priority":150,"not":null,"src":"10.0.0.0","srclen":8,"dst":"10.93.0.0","dstlen":16,"table":"201"},
+                {"priority":160,"src":"all","table":"main","suppress_prefixlen":0},
+                {"priority":170,"src":"all","dst":"10.73.0.0","dstlen":16,"action":"unreachable"},
+                {"priority":180,"src":"all","dst":"10.76.0.0","dstlen":16,"goto":32000},
+                {"priority":200,"src":"all","iif":"eth0","oif":"net1","table":"main"}]"#,
+        )
+        .unwrap();
+        let mut st = NetState::default();
+        parse_rules(&v, &mut st).unwrap();
+        let r = &st.rules;
+        assert_eq!(r[0].action, RuleAction::Table(RT_TABLE_LOCAL));
+        assert_eq!(r[1].fwmark, Some((1, 0xff)));
+        assert_eq!(r[2].action, RuleAction::Nop);
+        assert!(r[3].invert);
+        assert_eq!(r[3].src.unwrap().to_string(), "10.0.0.0/8");
+        assert_eq!(r[4].suppress_prefixlen, Some(0));
+        assert_eq!(r[5].action, RuleAction::Unreachable);
+        assert_eq!(r[6].action, RuleAction::Goto(32000));
+        assert_eq!(r[7].iif.as_deref(), Some("eth0"));
+        assert_eq!(r[7].oif.as_deref(), Some("net1"));
+        assert_eq!(
+            r[3].spec(),
+            "150: not from 10.0.0.0/8 to 10.93.0.0/16 lookup 201"
+        );
+    }
+
+    #[test]
+    fn routes_family_and_table() {
+        let v: Value = serde_json::from_str(
+            r#"[{"dst":"default","gateway":"fd00::1","dev":"eth0","metric":1024,"flags":[],"pref":"medium"},
+                {"dst":"default","gateway":"192.0.2.1","dev":"eth0","flags":[]},
+                {"type":"blackhole","dst":"198.18.1.0/26","protocol":"bird","flags":[]},
+                {"dst":"10.0.0.0/8","nexthops":[{"gateway":"192.0.2.1","dev":"eth0","weight":1,"flags":[]},{"gateway":"192.0.2.2","dev":"eth0","weight":2,"flags":["dead"]}],"table":"100","flags":[]}]"#,
+        )
+        .unwrap();
+        let mut st = NetState::default();
+        parse_routes(&v, &mut st).unwrap();
+        assert!(st.routes[0].dst.addr.is_ipv6());
+        assert!(st.routes[1].dst.addr.is_ipv4());
+        assert_eq!(st.routes[1].table, RT_TABLE_MAIN);
+        assert_eq!(st.routes[2].kind, RouteType::Blackhole);
+        assert!(st.routes[2].nexthops.is_empty());
+        assert_eq!(st.routes[3].table, 100);
+        assert_eq!(st.routes[3].nexthops.len(), 2);
+        assert!(st.routes[3].nexthops[1].dead);
+    }
+}

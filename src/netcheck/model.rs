@@ -467,3 +467,46 @@ impl fmt::Display for RouteType {
         f.write_str(self.name())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes() {
+        let p = Prefix::new("198.19.8.11".parse().unwrap(), 24);
+        assert!(p.contains("198.19.8.200".parse().unwrap()));
+        assert!(!p.contains("198.19.9.1".parse().unwrap()));
+        assert!(!p.contains("::1".parse().unwrap()));
+        assert_eq!(p.to_string(), "198.19.8.0/24");
+        assert_eq!(p.nth(1).to_string(), "198.19.8.1");
+        assert_eq!(p.nth(255).to_string(), "198.19.8.255");
+        assert_eq!(Prefix::any(true).to_string(), "default");
+        assert!(Prefix::any(true).contains("8.8.8.8".parse().unwrap()));
+        let p6 = Prefix::new("fd00:10::1".parse().unwrap(), 64);
+        assert!(p6.contains("fd00:10::ffff".parse().unwrap()));
+        assert_eq!(p6.to_string(), "fd00:10::/64");
+        assert_eq!(
+            Prefix::host("10.0.0.1".parse().unwrap()).to_string(),
+            "10.0.0.1"
+        );
+    }
+
+    #[test]
+    fn effective_sysctls() {
+        let mut st = NetState::default();
+        for (k, v) in [
+            ("net.ipv4.conf.all.rp_filter", "1"),
+            ("net.ipv4.conf.eth0.rp_filter", "2"),
+            ("net.ipv4.conf.net1.rp_filter", "0"),
+            ("net.ipv4.conf.all.arp_filter", "0"),
+            ("net.ipv4.conf.net1.arp_filter", "1"),
+        ] {
+            st.sysctl.insert(k.into(), v.into());
+        }
+        // max(all, dev) for rp_filter; all || dev for arp_filter
+        assert_eq!(st.effective("eth0", "rp_filter"), Some(2));
+        assert_eq!(st.effective("net1", "rp_filter"), Some(1));
+        assert_eq!(st.effective("net1", "arp_filter"), Some(1));
+    }
+}

@@ -287,3 +287,17 @@ pub fn check(root: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>)
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::roce_mtu_for;
+
+    #[test]
+    fn roce_mtu_from_netdev_mtu() {
+        assert_eq!(roce_mtu_for(1500), Some(1024));
+        assert_eq!(roce_mtu_for(9000), Some(4096));
+        assert_eq!(roce_mtu_for(4200), Some(4096));
+        assert_eq!(roce_mtu_for(4191), Some(2048));
+        assert_eq!(roce_mtu_for(300), None);
+    }
+}
