@@ -150,6 +150,9 @@ impl fmt::Display for Answer {
         if let Some(r) = self.rule {
             write!(f, " (rule {r})")?;
         }
+        if let Some(n) = &self.note {
+            write!(f, " [{n}]")?;
+        }
         Ok(())
     }
 }
