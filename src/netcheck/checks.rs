@@ -286,10 +286,14 @@ fn path_ok(p: &PathResult, iif: &str) -> bool {
     p.arp_blocked.is_none() && p.request.is_ok() && matches!(&p.reply, Ok(a) if a.dev == iif)
 }
 
-/// Reply-path asymmetry: for every interface I with an address and every subnet N on
-/// another interface J, a request arriving on I from a host of N must be accepted and
+/// Reply-path asymmetry: for every interface I with a global IPv4 address and every subnet
+/// N on another interface J, a request arriving on I from a host of N must be accepted and
 /// answered through I. Without source-based routing for J, the kernel drops it (strict
-/// rp_filter: no ARP reply) or answers through J (loose).
+/// rp_filter: no ARP reply) or answers through J (loose). N is a real shared subnet (prefix
+/// /30 or shorter: /32 host routes such as Calico's are nobody else's subnet), and J is not
+/// the default route's interface (replies to the world leaving there are normal). The
+/// finding is an error on an end host whose default route leaves through I (the pod);
+/// on a forwarding host (node, router) or without a default route through I it is info.
 pub fn reply_path(st: &NetState, out: &mut Vec<Finding>) {
     for i in st.links.iter().filter(|l| l.name != "lo") {
         let locals = global_v4(st, &i.name);

@@ -117,6 +117,12 @@ impl Report {
                     v(i.arp_announce),
                     v(i.arp_filter)
                 );
+                // what the values do: rp_filter always, the ARP knobs when not default
+                for e in &i.effect {
+                    if e.starts_with("rp_filter") || !e.contains(" 0:") {
+                        let _ = writeln!(s, "    {e}");
+                    }
+                }
             }
         }
         for p in &self.rdma_ports {
