@@ -31,6 +31,12 @@ pub enum Command {
         after_help = "Examples:\n  rocetap synth --list\n  rocetap synth loss-upstream -o loss.pcap\n  rocetap synth clean-rc --packets 2000000 --snaplen 128 -o big.pcap\n\nAlso writes FILE.truth.json: what an analyzer watching this tap can know (NAKs, gaps,\nretransmissions, CE marks, CNPs, ...). The same arguments give byte-identical files."
     )]
     Synth(SynthArgs),
+    /// Check a network namespace's routing for multi-homed RDMA pods (sbr, ARP source,
+    /// rp_filter) and RoCE readiness; answer `ip route get` questions offline.
+    #[command(
+        after_help = "Examples:\n  rocetap netcheck --netns sbrarp-pod1\n  rocetap netcheck --pid 4242 --format json\n  rocetap netcheck --from state/pod1            # addr.json route.json rule.json [sysctl.json]\n  rocetap netcheck --from state/pod1 --route-get '198.19.8.1 from 198.18.1.5'\n\nCollect a pod's state anywhere with:\n  kubectl exec POD -- ip -j addr > addr.json   (and ip -j route show table all, ip -j rule)\n\nExit codes: 0 no problems, 1 findings (errors or warnings), 2 error."
+    )]
+    Netcheck(NetcheckArgs),
 }
 
 /// Where frames come from: files (or stdin with `-`).
@@ -117,4 +123,34 @@ pub struct SynthArgs {
     /// List the scenarios, one line each.
     #[arg(long, conflicts_with_all = ["scenario", "output"])]
     pub list: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetcheckFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct NetcheckArgs {
+    /// Read the live state of the named network namespace (/run/netns/NAME).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["pid", "from"])]
+    pub netns: Option<String>,
+    /// Read the live state of the network namespace of process PID.
+    #[arg(long, value_name = "PID", conflicts_with = "from")]
+    pub pid: Option<u32>,
+    /// Read a saved state: DIR/addr.json, route.json, rule.json, sysctl.json (`ip -j` output).
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// Root under which sys/class/infiniband and sys/class/net are read (default / when
+    /// live; offline only when given).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+    /// Only answer routing questions, in the words of `ip route get`
+    /// (`DST [from SRC] [iif DEV] [oif DEV] [mark N]`). Repeatable.
+    #[arg(long, value_name = "SPEC")]
+    pub route_get: Vec<String>,
+    /// Output format.
+    #[arg(long, short = 'F', value_enum, default_value_t = NetcheckFormat::Text)]
+    pub format: NetcheckFormat,
 }

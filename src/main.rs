@@ -4,6 +4,7 @@ mod capture;
 mod cli;
 mod decode;
 mod error;
+mod netcheck;
 mod report;
 mod source;
 mod synth;
@@ -16,6 +17,7 @@ fn main() {
     let result: Result<i32, Failure> = match cli.command {
         cli::Command::Decode(a) => decode::run(a),
         cli::Command::Synth(a) => synth::run(a),
+        cli::Command::Netcheck(a) => netcheck::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,628 @@
+//! Routing checks over one namespace's state. Every finding names what breaks in plain
+//! words, carries the lookups that prove it (`ip route get ...` and the kernel's answer as
+//! computed by `lookup`), and the fix. The reply-path check also re-runs its lookups on a
+//! copy of the state with the fix applied, so the fix shown is one that works.
+
+use super::lookup::{lookup, Outcome, Query};
+use super::model::*;
+use serde::Serialize;
+use std::net::IpAddr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Context; does not make netcheck exit 1.
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Info => "INFO",
+            Severity::Warning => "WARNING",
+            Severity::Error => "ERROR",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Evidence {
+    pub query: String,
+    pub answer: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// Stable identifier: `reply-path`, `node-source`, `arp-sysctl`, `roce-*`.
+    pub id: &'static str,
+    pub severity: Severity,
+    /// One line, plain words.
+    pub title: String,
+    /// Why it happens.
+    pub detail: String,
+    pub evidence: Vec<Evidence>,
+    /// Commands or settings that fix it.
+    pub fix: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
+}
+
+pub fn show(o: &Outcome) -> String {
+    match o {
+        Ok(a) => a.to_string(),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn probe(st: &NetState, q: Query, ev: &mut Vec<Evidence>) -> Outcome {
+    let o = lookup(st, &q);
+    ev.push(Evidence {
+        query: q.to_string(),
+        answer: show(&o),
+    });
+    o
+}
+
+/// Per-interface sysctls and what they do here.
+#[derive(Clone, Debug, Serialize)]
+pub struct IfaceSysctl {
+    pub dev: String,
+    pub rp_filter: Option<i64>,
+    pub arp_ignore: Option<i64>,
+    pub arp_announce: Option<i64>,
+    pub arp_filter: Option<i64>,
+    pub effect: Vec<String>,
+}
+
+pub fn rp_effect(v: i64) -> &'static str {
+    match v {
+        0 => "rp_filter off: no reverse-path check",
+        1 => "rp_filter strict: a packet (or ARP request) whose reply would leave through another interface is dropped, so no ARP reply",
+        _ => "rp_filter loose: accepted when the source is reachable at all; ARP is answered here, but replies may leave through another interface",
+    }
+}
+
+fn arp_ignore_effect(v: i64) -> &'static str {
+    match v {
+        0 => "arp_ignore 0: answers ARP for any local address",
+        1 => "arp_ignore 1: answers only for addresses on this interface",
+        2 => "arp_ignore 2: answers only for addresses on this interface whose subnet holds the sender",
+        3 => "arp_ignore 3: does not answer for host-scope addresses",
+        8 => "arp_ignore 8: never answers ARP",
+        _ => "arp_ignore: reserved value, answers as 0",
+    }
+}
+
+fn arp_announce_effect(v: i64) -> &'static str {
+    match v {
+        0 => "arp_announce 0: ARP requests name the packet's own source (any local address)",
+        1 => "arp_announce 1: avoids a source outside the target's subnet when it can",
+        _ => "arp_announce 2: ARP requests name the best local address for the target",
+    }
+}
+
+pub fn iface_sysctls(st: &NetState) -> Vec<IfaceSysctl> {
+    if !st.have_sysctl {
+        return Vec::new();
+    }
+    st.links
+        .iter()
+        .filter(|l| l.name != "lo")
+        .map(|l| {
+            let g = |k| st.effective(&l.name, k);
+            let mut effect = Vec::new();
+            if let Some(v) = g("rp_filter") {
+                effect.push(rp_effect(v).to_string());
+            }
+            if let Some(v) = g("arp_ignore") {
+                effect.push(arp_ignore_effect(v).to_string());
+            }
+            if let Some(v) = g("arp_announce") {
+                effect.push(arp_announce_effect(v).to_string());
+            }
+            if g("arp_filter") == Some(1) {
+                effect.push("arp_filter 1: answers ARP only when the reply would be routed out of this interface".into());
+            }
+            IfaceSysctl {
+                dev: l.name.clone(),
+                rp_filter: g("rp_filter"),
+                arp_ignore: g("arp_ignore"),
+                arp_announce: g("arp_announce"),
+                arp_filter: g("arp_filter"),
+                effect,
+            }
+        })
+        .collect()
+}
+
+fn global_v4(st: &NetState, dev: &str) -> Vec<Address> {
+    st.addrs_of(dev)
+        .filter(|a| a.addr.is_ipv4() && a.scope == scope::UNIVERSE && !a.secondary)
+        .cloned()
+        .collect()
+}
+
+fn has_default_route(st: &NetState, dev: &str) -> bool {
+    st.routes.iter().any(|r| {
+        r.dst.len == 0
+            && r.dst.addr.is_ipv4()
+            && r.kind == RouteType::Unicast
+            && r.nexthops.iter().any(|n| n.dev.as_deref() == Some(dev))
+    })
+}
+
+/// A host of `net` that is not one of our addresses (the peer the check imagines).
+fn peer_in(st: &NetState, net: Prefix) -> Option<IpAddr> {
+    (1..16u128)
+        .map(|n| net.nth(n))
+        .find(|a| !st.addrs.iter().any(|x| x.addr == *a) && *a != net.network())
+}
+
+/// The first table id >= 100 that no route and no rule uses (what the sbr plugin picks).
+pub fn free_table(st: &NetState) -> u32 {
+    (100..u32::MAX)
+        .find(|t| {
+            !st.routes.iter().any(|r| r.table == *t)
+                && !st.rules.iter().any(|r| r.action == RuleAction::Table(*t))
+        })
+        .unwrap_or(100)
+}
+
+/// What the sbr plugin does for `dev`: `from <addr>/32 lookup T` per address, and every
+/// main-table route of `dev` moved into table T. Returns the new state and the commands.
+pub fn apply_sbr(st: &NetState, dev: &str, table: u32) -> (NetState, Vec<String>) {
+    let mut new = st.clone();
+    let mut cmds = Vec::new();
+    let mut prio = new
+        .rules
+        .iter()
+        .filter(|r| r.v4 && r.priority > 0 && r.priority < 32766)
+        .map(|r| r.priority)
+        .min()
+        .unwrap_or(32766)
+        .saturating_sub(1);
+    if new.rules.iter().all(|r| !r.v4) {
+        new.rules.extend(default_rules(true));
+    }
+    for a in global_v4(st, dev) {
+        new.rules.push(Rule {
+            v4: true,
+            priority: prio,
+            invert: false,
+            src: Some(Prefix::host(a.addr)),
+            dst: None,
+            iif: None,
+            oif: None,
+            fwmark: None,
+            tos: 0,
+            action: RuleAction::Table(table),
+            suppress_prefixlen: None,
+            unsupported: None,
+        });
+        cmds.push(format!(
+            "ip rule add from {}/32 table {table} priority {prio}",
+            a.addr
+        ));
+        prio = prio.saturating_sub(1);
+    }
+    for r in new.routes.iter_mut() {
+        if r.table == RT_TABLE_MAIN
+            && r.dst.addr.is_ipv4()
+            && r.nexthops.iter().any(|n| n.dev.as_deref() == Some(dev))
+        {
+            let old = r.spec();
+            r.table = table;
+            cmds.push(format!("ip route add {}", r.spec()));
+            cmds.push(format!("ip route del {old}"));
+        }
+    }
+    (new, cmds)
+}
+
+pub const SBR_SNIPPET: &str = r#"In the NetworkAttachmentDefinition of the secondary network, chain the sbr plugin
+after the main plugin (it adds the source rule and moves the interface's routes
+into their own table, as above):
+
+  "config": '{
+    "cniVersion": "0.3.1",
+    "name": "<network name>",
+    "plugins": [
+      { "type": "sriov", "...": "your existing IPAM and settings" },
+      { "type": "sbr" }
+    ]
+  }'"#;
+
+/// How a request on `iif` to `local` from `peer` fares, and where the replies go.
+struct PathResult {
+    request: Outcome,
+    reply: Outcome,
+    ev: Vec<Evidence>,
+    /// The ARP request's fate: None = answered on iif, Some(why) = not answered.
+    arp_blocked: Option<String>,
+}
+
+fn path(st: &NetState, iif: &str, local: &Address, peer: IpAddr) -> PathResult {
+    let mut ev = Vec::new();
+    let request = probe(st, Query::to(local.addr).from(peer).iif(iif), &mut ev);
+    let reply = probe(st, Query::to(peer).from(local.addr), &mut ev);
+    let mut arp_blocked = None;
+    if request.is_err() {
+        arp_blocked = Some(format!(
+            "the input route check fails, so the ARP request for {} is dropped",
+            local.addr
+        ));
+    } else if st.have_sysctl {
+        let ign = st.effective(iif, "arp_ignore").unwrap_or(0);
+        if ign == 8 {
+            arp_blocked = Some(format!("arp_ignore 8 on {iif}"));
+        } else if ign == 2 && !local.subnet().contains(peer) {
+            arp_blocked = Some(format!(
+                "arp_ignore 2 on {iif}: {peer} is not in {}",
+                local.subnet()
+            ));
+        }
+        if st.effective(iif, "arp_filter") == Some(1) {
+            if let Ok(a) = &reply {
+                if a.dev != iif {
+                    arp_blocked = Some(format!(
+                        "arp_filter 1 on {iif}: the reply to {peer} would leave through {}",
+                        a.dev
+                    ));
+                }
+            }
+        }
+    }
+    PathResult {
+        request,
+        reply,
+        ev,
+        arp_blocked,
+    }
+}
+
+fn path_ok(p: &PathResult, iif: &str) -> bool {
+    p.arp_blocked.is_none() && p.request.is_ok() && matches!(&p.reply, Ok(a) if a.dev == iif)
+}
+
+/// Reply-path asymmetry: for every interface I with a global IPv4 address and every subnet
+/// N on another interface J, a request arriving on I from a host of N must be accepted and
+/// answered through I. Without source-based routing for J, the kernel drops it (strict
+/// rp_filter: no ARP reply) or answers through J (loose). N is a real shared subnet (prefix
+/// /30 or shorter: /32 host routes such as Calico's are nobody else's subnet), and J is not
+/// the default route's interface (replies to the world leaving there are normal). The
+/// finding is an error on an end host whose default route leaves through I (the pod);
+/// on a forwarding host (node, router) or without a default route through I it is info.
+pub fn reply_path(st: &NetState, out: &mut Vec<Finding>) {
+    for i in st.links.iter().filter(|l| l.name != "lo") {
+        let locals = global_v4(st, &i.name);
+        if locals.is_empty() {
+            continue;
+        }
+        for j in st
+            .links
+            .iter()
+            .filter(|l| l.name != "lo" && l.name != i.name)
+        {
+            // replies to the world leaving through the default route's interface are normal
+            if has_default_route(st, &j.name) {
+                continue;
+            }
+            for jaddr in global_v4(st, &j.name) {
+                // a real subnet shared with other hosts, not a /32 or point-to-point
+                if jaddr.prefix_len > 30 {
+                    continue;
+                }
+                let net = jaddr.subnet();
+                if locals.iter().any(|a| net.contains(a.addr)) {
+                    continue;
+                }
+                let Some(peer) = peer_in(st, net) else {
+                    continue;
+                };
+                for local in &locals {
+                    let p = path(st, &i.name, local, peer);
+                    if path_ok(&p, &i.name) {
+                        continue;
+                    }
+                    out.push(reply_path_finding(
+                        st, &i.name, &j.name, local, net, peer, p,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn reply_path_finding(
+    st: &NetState,
+    i: &str,
+    j: &str,
+    local: &Address,
+    net: Prefix,
+    peer: IpAddr,
+    p: PathResult,
+) -> Finding {
+    let rpf = st.effective(i, "rp_filter");
+    let reply_dev = p.reply.as_ref().map(|a| a.dev.clone()).ok();
+    let what = match (&p.arp_blocked, &reply_dev) {
+        (Some(why), _) => format!(
+            "a host in {net} (e.g. {peer}) gets no answer at all from {} on {i}: {why}",
+            local.addr
+        ),
+        (None, Some(d)) if d != i => format!(
+            "{i} answers the ARP from {peer}, but the replies from {} leave through {d}, where {peer} does not expect them",
+            local.addr
+        ),
+        _ => format!("requests from {net} to {} on {i} are not answered", local.addr),
+    };
+    let mut detail = format!(
+        "Requests to {addr} that arrive on {i} from a source in {net} (the subnet of {j}; e.g. a node that \
+picks its {j}-subnet address as source, as with an address-less cali* device) are checked and answered \
+with the main routing table, which sends everything in {net} out through {j}. Nothing routes \
+traffic from {addr} back out of {i}: {j} has no source-based routing (no `ip rule from <{j} address> \
+lookup <table>`).",
+        addr = local.addr
+    );
+    if let Some(v) = rpf {
+        detail.push_str(&format!(" On {i}: {}.", rp_effect(v)));
+    }
+    let table = free_table(st);
+    let (fixed, mut fix) = apply_sbr(st, j, table);
+    let mut ev = p.ev;
+    ev.push(Evidence {
+        query: "ip rule".into(),
+        answer: st
+            .rules_for(true)
+            .iter()
+            .map(Rule::spec)
+            .collect::<Vec<_>>()
+            .join("; "),
+    });
+    let after = path(&fixed, i, local, peer);
+    let works = path_ok(&after, i);
+    for e in after.ev {
+        ev.push(Evidence {
+            query: format!("{} (after the fix)", e.query),
+            answer: e.answer,
+        });
+    }
+    if !works {
+        fix.push(format!(
+            "(the sbr rules alone do not make {i} answer here; check the rules and rp_filter on {i})"
+        ));
+    }
+    // A host that forwards (a node, a router) is expected to route asymmetrically and to
+    // drop such sources on purpose; an end host (a pod) with a default route through I
+    // is the missing-sbr case.
+    let forwarding = st.conf(i, "forwarding").unwrap_or(0) != 0;
+    let severity = if has_default_route(st, i) && !forwarding {
+        Severity::Error
+    } else {
+        Severity::Info
+    };
+    if severity == Severity::Info {
+        detail.push_str(&format!(
+            " Reported for information: {}.",
+            if forwarding {
+                format!("{i} forwards (a node or router), where asymmetric routing and rp_filter drops are usually intended")
+            } else {
+                format!("{i} has no default route, so sources from {net} rarely arrive there")
+            }
+        ));
+    }
+    Finding {
+        id: "reply-path",
+        severity,
+        title: format!("Replies to {net} do not go back out of {i}: {what}"),
+        detail,
+        evidence: ev,
+        fix,
+        snippet: (severity == Severity::Error).then(|| SBR_SNIPPET.to_string()),
+    }
+}
+
+/// Node side: routes through a device that has no IPv4 address of its own (Calico's
+/// `cali*`) take their source from the first device, in device order, that has a global
+/// address. When that is not the node's main address (e.g. the RDMA NIC), the node asks
+/// `who-has <pod> tell <that address>` and every pod without sbr for that subnet drops or
+/// misroutes the answer.
+pub fn node_source(st: &NetState, rdma_netdevs: &[String], out: &mut Vec<Finding>) {
+    // the node's main source: what the default route would use
+    let main_src = st
+        .routes
+        .iter()
+        .filter(|r| r.dst.len == 0 && r.dst.addr.is_ipv4() && r.kind == RouteType::Unicast)
+        .find_map(|r| {
+            let gw = r.nexthops.first()?.gateway?;
+            lookup(st, &Query::to(gw)).ok()?.prefsrc
+        });
+    let main_dev =
+        main_src.and_then(|s| st.addrs.iter().find(|a| a.addr == s).map(|a| a.dev.clone()));
+    struct Group {
+        src: IpAddr,
+        src_dev: String,
+        devs: Vec<String>,
+        targets: Vec<(Prefix, String)>,
+        ev: Vec<Evidence>,
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    for r in &st.routes {
+        if r.kind != RouteType::Unicast || !r.dst.addr.is_ipv4() || r.prefsrc.is_some() {
+            continue;
+        }
+        let [nh] = r.nexthops.as_slice() else {
+            continue;
+        };
+        let Some(dev) = &nh.dev else { continue };
+        if dev == "lo" || st.addrs_of(dev).any(|a| a.addr.is_ipv4()) {
+            continue;
+        }
+        let target = if r.dst.is_host() {
+            r.dst.addr
+        } else {
+            r.dst.nth(1)
+        };
+        let q = Query::to(target);
+        let o = lookup(st, &q);
+        let Ok(a) = &o else { continue };
+        if &a.dev != dev {
+            continue;
+        }
+        let Some(src) = a.prefsrc else { continue };
+        let Some(src_dev) = st
+            .addrs
+            .iter()
+            .find(|x| x.addr == src)
+            .map(|x| x.dev.clone())
+        else {
+            continue;
+        };
+        if src_dev == "lo" || Some(src) == main_src {
+            continue;
+        }
+        let ev = Evidence {
+            query: q.to_string(),
+            answer: show(&o),
+        };
+        match groups.iter_mut().find(|g| g.src == src) {
+            Some(g) => {
+                if !g.devs.contains(dev) {
+                    g.devs.push(dev.clone());
+                }
+                g.targets.push((r.dst, dev.clone()));
+                if g.ev.len() < 5 {
+                    g.ev.push(ev);
+                }
+            }
+            None => groups.push(Group {
+                src,
+                src_dev,
+                devs: vec![dev.clone()],
+                targets: vec![(r.dst, dev.clone())],
+                ev: vec![ev],
+            }),
+        }
+    }
+    let order: Vec<String> = st
+        .links
+        .iter()
+        .map(|l| {
+            let a: Vec<String> = st
+                .addrs_of(&l.name)
+                .filter(|a| a.addr.is_ipv4())
+                .map(|a| a.addr.to_string())
+                .collect();
+            if a.is_empty() {
+                format!("{} (no IPv4)", l.name)
+            } else {
+                format!("{} {}", l.name, a.join(","))
+            }
+        })
+        .collect();
+    for g in groups {
+        let rdma = rdma_netdevs.contains(&g.src_dev);
+        let subnet = st
+            .addrs
+            .iter()
+            .find(|a| a.addr == g.src)
+            .map(|a| a.subnet().to_string())
+            .unwrap_or_default();
+        let (t0, d0) = &g.targets[0];
+        let more = if g.targets.len() > 1 {
+            format!(" (and {} more routes)", g.targets.len() - 1)
+        } else {
+            String::new()
+        };
+        let mut detail = format!(
+            "{devs} {have} no IPv4 address, so for routes through {them} the kernel takes the first global \
+address in device order: {src} on {sd}. Device order: {order}. The node therefore asks \
+`who-has {t} tell {src}` on {d0}, and sends its own traffic to those destinations from {src}{rd}. \
+A pod that also has an interface in {subnet} without source-based routing (sbr) routes its ARP \
+reply and its replies to {src} through that interface instead of back through {d0}: with strict \
+rp_filter it does not answer at all, with loose rp_filter the replies leave the wrong way.",
+            devs = g.devs.join(", "),
+            have = if g.devs.len() > 1 { "have" } else { "has" },
+            them = if g.devs.len() > 1 { "them" } else { "it" },
+            src = g.src,
+            sd = g.src_dev,
+            order = order.join("; "),
+            t = if t0.is_host() { t0.addr.to_string() } else { t0.to_string() },
+            rd = if rdma { " (an RDMA netdev)" } else { "" },
+        );
+        if let Some(m) = main_src {
+            detail.push_str(&format!(
+                " The node's main address (the default route's source) is {m}{}.",
+                main_dev
+                    .as_ref()
+                    .map(|d| format!(" on {d}"))
+                    .unwrap_or_default()
+            ));
+        }
+        let mut fix = Vec::new();
+        if let Some(m) = main_src {
+            fix.push(format!(
+                "Calico: set FelixConfiguration deviceRouteSourceAddress: {m} (FELIX_DEVICEROUTESOURCEADDRESS) so routes to pods carry `src {m}`"
+            ));
+            for (p, d) in g.targets.iter().take(3) {
+                fix.push(format!("ip route replace {p} dev {d} scope link src {m}"));
+            }
+        }
+        fix.push(format!(
+            "and/or add the sbr plugin to every pod network in {subnet} (see the pod-side check)"
+        ));
+        out.push(Finding {
+            id: "node-source",
+            severity: if rdma { Severity::Error } else { Severity::Warning },
+            title: format!(
+                "Traffic to {t0}{more} through {d0} is sourced from {src} ({sd}{rd}), not the node's main address: ARP asks `tell {src}`",
+                src = g.src,
+                sd = g.src_dev,
+                rd = if rdma { ", RDMA" } else { "" },
+            ),
+            detail,
+            evidence: g.ev,
+            fix,
+            snippet: None,
+        });
+    }
+}
+
+/// Sysctls that silence ARP on an interface regardless of routing.
+pub fn arp_sysctls(st: &NetState, out: &mut Vec<Finding>) {
+    if !st.have_sysctl {
+        return;
+    }
+    for l in st.links.iter().filter(|l| l.name != "lo") {
+        let addrs = global_v4(st, &l.name);
+        if addrs.is_empty() {
+            continue;
+        }
+        let ign = st.effective(&l.name, "arp_ignore").unwrap_or(0);
+        if ign == 8 {
+            out.push(Finding {
+                id: "arp-sysctl",
+                severity: Severity::Error,
+                title: format!("{} never answers ARP (arp_ignore 8)", l.name),
+                detail: "arp_ignore 8 drops every ARP request, so nobody can resolve the addresses of this interface.".into(),
+                evidence: Vec::new(),
+                fix: vec![format!("sysctl -w net.ipv4.conf.{}.arp_ignore=1 (and check net.ipv4.conf.all.arp_ignore)", l.name)],
+                snippet: None,
+            });
+        } else if ign == 2 && addrs.iter().all(|a| a.prefix_len >= 31) {
+            out.push(Finding {
+                id: "arp-sysctl",
+                severity: Severity::Warning,
+                title: format!(
+                    "{} answers ARP only from senders in its own subnet, but its address is a /{}: no sender qualifies (arp_ignore 2)",
+                    l.name, addrs[0].prefix_len
+                ),
+                detail: "arp_ignore 2 requires the sender's address to be in the target address's subnet; with a /32 (Calico pod) the node's ARP requests are never answered.".into(),
+                evidence: Vec::new(),
+                fix: vec![format!("sysctl -w net.ipv4.conf.{}.arp_ignore=1 net.ipv4.conf.all.arp_ignore=1", l.name)],
+                snippet: None,
+            });
+        }
+    }
+}

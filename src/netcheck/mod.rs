@@ -1,0 +1,119 @@
+//! `rocetap netcheck`: loads one network namespace's routing state (live over rtnetlink,
+//! from `--netns`/`--pid`, or offline from `ip -j` dumps with `--from DIR`), answers routing
+//! questions the way the kernel would (`lookup`), and checks it for the multi-homed RDMA
+//! pod failure modes: replies that do not go back out of the interface a request came in
+//! on (missing `sbr`), nodes that source traffic to pods from an RDMA address (address-less
+//! `cali*` devices and device order), ARP/rp_filter sysctls, and RoCE readiness from sysfs.
+//! Exit 0 when clean, 1 with findings (errors or warnings), 2 when the state cannot be read.
+
+pub mod checks;
+pub mod load_json;
+pub mod lookup;
+pub mod model;
+pub mod netlink;
+pub mod report;
+pub mod sysfs;
+
+use crate::cli::{NetcheckArgs, NetcheckFormat};
+use crate::error::{exit, Failure};
+use std::path::PathBuf;
+
+pub fn run(a: NetcheckArgs) -> Result<i32, Failure> {
+    let state = if let Some(dir) = &a.from {
+        load_json::load_dir(dir).map_err(|e| {
+            Failure::new(format!("netcheck: reading state: {e}")).hint(
+                "--from DIR needs addr.json, route.json (and rule.json, sysctl.json) as printed by \
+`ip -j addr`, `ip -j route show table all`, `ip -j rule`",
+            )
+        })?
+    } else {
+        let target = match (&a.netns, a.pid) {
+            (Some(n), _) => netlink::Target::Netns(n.clone()),
+            (None, Some(p)) => netlink::Target::Pid(p),
+            (None, None) => netlink::Target::Current,
+        };
+        netlink::load(&target).map_err(|e| {
+            let f = Failure::new(format!("netcheck: {}", e.what));
+            match e.hint {
+                Some(h) => f.hint(h),
+                None => f,
+            }
+        })?
+    };
+
+    if !a.route_get.is_empty() {
+        let mut out = Vec::new();
+        for spec in &a.route_get {
+            let q = lookup::Query::parse(spec).map_err(|e| {
+                Failure::new(format!("netcheck: --route-get {spec:?}: {e}")).hint(
+                    "use the words of `ip route get`: DST [from SRC] [iif DEV] [oif DEV] [mark N]",
+                )
+            })?;
+            let o = lookup::lookup(&state, &q);
+            out.push((q, o));
+        }
+        match a.format {
+            NetcheckFormat::Json => {
+                let v = serde_json::json!({
+                    "schema": report::SCHEMA,
+                    "origin": state.origin,
+                    "route_get": out.iter().map(|(q, o)| report::route_get_json(q, o)).collect::<Vec<_>>(),
+                });
+                println!("{v}");
+            }
+            NetcheckFormat::Text => {
+                for (q, o) in &out {
+                    println!("{q}  ->  {}", checks::show(o));
+                }
+            }
+        }
+        return Ok(exit::OK);
+    }
+
+    // sysfs: live default `/`; offline only when asked (it describes this machine)
+    let sysfs_root: Option<PathBuf> = match (&a.sysfs_root, &a.from) {
+        (Some(r), _) => Some(r.clone()),
+        (None, None) => Some(PathBuf::from("/")),
+        (None, Some(_)) => None,
+    };
+    let mut ports = Vec::new();
+    if let Some(root) = &sysfs_root {
+        if a.sysfs_root.is_some() && !root.is_dir() {
+            return Err(Failure::new(format!(
+                "netcheck: --sysfs-root {}: not a directory",
+                root.display()
+            ))
+            .hint("give the directory that holds sys/class/infiniband (default /)"));
+        }
+        ports = sysfs::read_ports(root)
+            .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?;
+    }
+    let rdma_netdevs: Vec<String> = ports.iter().flat_map(|p| p.netdevs.clone()).collect();
+
+    let mut findings = Vec::new();
+    checks::reply_path(&state, &mut findings);
+    checks::node_source(&state, &rdma_netdevs, &mut findings);
+    checks::arp_sysctls(&state, &mut findings);
+    if let Some(root) = &sysfs_root {
+        sysfs::check(root, &state, &ports, &mut findings);
+    }
+    let rep = report::Report::new(
+        state.origin.clone(),
+        findings,
+        checks::iface_sysctls(&state),
+        ports,
+    );
+    match a.format {
+        NetcheckFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&rep)
+                .map_err(|e| Failure::new(format!("netcheck: {e}")))?
+        ),
+        NetcheckFormat::Text => print!("{}", rep.text()),
+    }
+    Ok(if rep.has_findings() {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    })
+}

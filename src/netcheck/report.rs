@@ -1,0 +1,216 @@
+//! netcheck output: plain text (the verdict in words first, then each finding with its
+//! evidence and fix) or one JSON document with `"schema": "rocetap.netcheck/1"`.
+
+use super::checks::{Finding, IfaceSysctl, Severity};
+use super::lookup::{Outcome, Query};
+use super::model::table_name;
+use super::sysfs::Port;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+pub const SCHEMA: &str = "rocetap.netcheck/1";
+
+#[derive(Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub origin: String,
+    /// `ok` or `findings`.
+    pub verdict: &'static str,
+    pub errors: usize,
+    pub warnings: usize,
+    pub findings: Vec<Finding>,
+    pub interfaces: Vec<IfaceSysctl>,
+    pub rdma_ports: Vec<Port>,
+}
+
+impl Report {
+    pub fn new(
+        origin: String,
+        mut findings: Vec<Finding>,
+        interfaces: Vec<IfaceSysctl>,
+        rdma_ports: Vec<Port>,
+    ) -> Self {
+        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        let errors = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count();
+        let warnings = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+            .count();
+        Report {
+            schema: SCHEMA,
+            origin,
+            verdict: if errors + warnings > 0 {
+                "findings"
+            } else {
+                "ok"
+            },
+            errors,
+            warnings,
+            findings,
+            interfaces,
+            rdma_ports,
+        }
+    }
+
+    pub fn has_findings(&self) -> bool {
+        self.errors + self.warnings > 0
+    }
+
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        if self.has_findings() {
+            let _ = writeln!(
+                s,
+                "{}: {} problem{} found ({} error{}, {} warning{}).",
+                self.origin,
+                self.errors + self.warnings,
+                plural(self.errors + self.warnings),
+                self.errors,
+                plural(self.errors),
+                self.warnings,
+                plural(self.warnings)
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "{}: no routing, ARP or RoCE problems found.",
+                self.origin
+            );
+        }
+        for f in &self.findings {
+            let _ = writeln!(s, "\n{} {}: {}", f.severity.label(), f.id, f.title);
+            for line in wrap(&f.detail, 88) {
+                let _ = writeln!(s, "  {line}");
+            }
+            if !f.evidence.is_empty() {
+                let _ = writeln!(s, "  evidence:");
+                for e in &f.evidence {
+                    let _ = writeln!(s, "    {}  ->  {}", e.query, e.answer);
+                }
+            }
+            if !f.fix.is_empty() {
+                let _ = writeln!(s, "  fix:");
+                for x in &f.fix {
+                    let _ = writeln!(s, "    {x}");
+                }
+            }
+            if let Some(sn) = &f.snippet {
+                for line in sn.lines() {
+                    let _ = writeln!(s, "  {line}");
+                }
+            }
+        }
+        if !self.interfaces.is_empty() {
+            let _ = writeln!(s, "\ninterfaces (effective sysctls):");
+            for i in &self.interfaces {
+                let v = |x: Option<i64>| x.map_or("?".to_string(), |v| v.to_string());
+                let _ = writeln!(
+                    s,
+                    "  {:<16} rp_filter {}  arp_ignore {}  arp_announce {}  arp_filter {}",
+                    i.dev,
+                    v(i.rp_filter),
+                    v(i.arp_ignore),
+                    v(i.arp_announce),
+                    v(i.arp_filter)
+                );
+                // what the values do: rp_filter always, the ARP knobs when not default
+                for e in &i.effect {
+                    if e.starts_with("rp_filter") || !e.contains(" 0:") {
+                        let _ = writeln!(s, "    {e}");
+                    }
+                }
+            }
+        }
+        for p in &self.rdma_ports {
+            let _ = writeln!(
+                s,
+                "rdma {} port {}: netdevs {}, {} GIDs, active_mtu {}",
+                p.device,
+                p.port,
+                p.netdevs.join(","),
+                p.gids.len(),
+                p.active_mtu.map_or("?".into(), |m| m.to_string())
+            );
+        }
+        s
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for w in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + w.len() > width {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
+/// One lookup in the shape of `ip -j route get` (plus `rule`, `route`, or `error`).
+pub fn route_get_json(q: &Query, o: &Outcome) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("query".into(), json!(q.to_string()));
+    match o {
+        Ok(a) => {
+            if a.kind != super::model::RouteType::Unicast {
+                m.insert("type".into(), json!(a.kind.name()));
+            }
+            if let Some(d) = q.dst {
+                m.insert("dst".into(), json!(d.to_string()));
+            }
+            if let Some(s) = q.src {
+                m.insert("from".into(), json!(s.to_string()));
+            }
+            if let Some(g) = a.gateway {
+                m.insert("gateway".into(), json!(g.to_string()));
+            }
+            m.insert("dev".into(), json!(a.dev));
+            if let Some(p) = a.prefsrc {
+                m.insert("prefsrc".into(), json!(p.to_string()));
+            }
+            m.insert(
+                "table".into(),
+                json!(a.table.map_or("unspec".to_string(), table_name)),
+            );
+            if let Some(i) = &q.iif {
+                m.insert("iif".into(), json!(i));
+            }
+            if let Some(r) = a.rule {
+                m.insert("rule".into(), json!(r));
+            }
+            if let Some(r) = &a.route {
+                m.insert("route".into(), json!(r));
+            }
+            if let Some(n) = &a.note {
+                m.insert("note".into(), json!(n));
+            }
+        }
+        Err(e) => {
+            m.insert(
+                "error".into(),
+                json!({"errno": e.errno, "message": e.errno.message(), "why": e.why}),
+            );
+        }
+    }
+    Value::Object(m)
+}

@@ -1,0 +1,303 @@
+//! RoCE readiness from sysfs under a root directory (default `/`): every RDMA device port
+//! (`/sys/class/infiniband/<dev>/ports/<p>`), the netdevs its GIDs are bound to
+//! (`gid_attrs/ndevs/<n>`), whether each IPv4 address of those netdevs has a RoCE v2 GID
+//! (`gids/<n>` + `gid_attrs/types/<n>`), the netdev MTU against the port's `active_mtu`,
+//! ECN for the notification and reaction points (`/sys/class/net/<netdev>/ecn/roce_{np,rp}/
+//! enable/<prio>`), and non-zero error `hw_counters`.
+
+use super::checks::{Evidence, Finding, Severity};
+use super::model::NetState;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+
+/// Error counters: any non-zero value means the fabric or a peer lost or rejected packets.
+pub const ERROR_COUNTERS: &[&str] = &[
+    "out_of_sequence",
+    "packet_seq_err",
+    "local_ack_timeout_err",
+    "implied_nak_seq_err",
+    "duplicate_request",
+    "rnr_nak_retry_err",
+    "out_of_buffer",
+    "req_cqe_error",
+    "resp_cqe_error",
+    "req_remote_access_errors",
+    "req_remote_invalid_request",
+    "resp_local_length_error",
+    "resp_remote_access_errors",
+    "rx_icrc_encapsulated",
+    "roce_adp_retrans",
+    "roce_slow_restart",
+];
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Gid {
+    pub index: u32,
+    pub gid: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub netdev: String,
+    /// The IPv4 address a `::ffff:a.b.c.d` GID stands for.
+    pub ipv4: Option<IpAddr>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Port {
+    pub device: String,
+    pub port: String,
+    pub link_layer: Option<String>,
+    pub state: Option<String>,
+    pub active_mtu: Option<u32>,
+    pub netdevs: Vec<String>,
+    pub gids: Vec<Gid>,
+    pub counters: BTreeMap<String, u64>,
+}
+
+fn rd(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn entries(p: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(p)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    v.sort_by_key(|s| (s.parse::<u64>().unwrap_or(u64::MAX), s.clone()));
+    v
+}
+
+/// Reads every RDMA port under `root`. Err when `root/sys/class/infiniband` exists but
+/// cannot be read.
+pub fn read_ports(root: &Path) -> Result<Vec<Port>, String> {
+    let ib = root.join("sys/class/infiniband");
+    if !ib.exists() {
+        return Ok(Vec::new());
+    }
+    std::fs::read_dir(&ib).map_err(|e| format!("{}: {e}", ib.display()))?;
+    let mut out = Vec::new();
+    for dev in entries(&ib) {
+        let ports = ib.join(&dev).join("ports");
+        for port in entries(&ports) {
+            let pd = ports.join(&port);
+            let mut gids = Vec::new();
+            for n in entries(&pd.join("gid_attrs/ndevs")) {
+                let Some(netdev) = rd(&pd.join("gid_attrs/ndevs").join(&n)) else {
+                    continue;
+                };
+                let gid = rd(&pd.join("gids").join(&n)).unwrap_or_default();
+                if gid.is_empty() || gid.chars().all(|c| c == '0' || c == ':') {
+                    continue;
+                }
+                let kind = rd(&pd.join("gid_attrs/types").join(&n)).unwrap_or_default();
+                let ipv4 = gid
+                    .parse::<Ipv6Addr>()
+                    .ok()
+                    .and_then(|g| g.to_ipv4_mapped())
+                    .map(IpAddr::V4);
+                gids.push(Gid {
+                    index: n.parse().unwrap_or(0),
+                    gid,
+                    kind,
+                    netdev,
+                    ipv4,
+                });
+            }
+            let mut netdevs: Vec<String> = gids.iter().map(|g| g.netdev.clone()).collect();
+            netdevs.sort();
+            netdevs.dedup();
+            let mut counters = BTreeMap::new();
+            for c in entries(&pd.join("hw_counters")) {
+                if let Some(v) = rd(&pd.join("hw_counters").join(&c)).and_then(|v| v.parse().ok()) {
+                    counters.insert(c, v);
+                }
+            }
+            out.push(Port {
+                device: dev.clone(),
+                port: port.clone(),
+                link_layer: rd(&pd.join("link_layer")),
+                state: rd(&pd.join("state")),
+                active_mtu: rd(&pd.join("active_mtu"))
+                    .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())),
+                netdevs,
+                gids,
+                counters,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The largest RoCE MTU a netdev MTU carries (`iboe_get_mtu`: minus GRH/IP, UDP, BTH,
+/// XRC, AtomicETH and ICRC = 96 bytes).
+pub fn roce_mtu_for(netdev_mtu: u32) -> Option<u32> {
+    let avail = netdev_mtu.checked_sub(96)?;
+    [4096, 2048, 1024, 512, 256]
+        .into_iter()
+        .find(|m| *m <= avail)
+}
+
+fn netdev_mtu(root: &Path, st: &NetState, netdev: &str) -> Option<u32> {
+    st.link(netdev).and_then(|l| l.mtu).or_else(|| {
+        rd(&root.join("sys/class/net").join(netdev).join("mtu"))?
+            .parse()
+            .ok()
+    })
+}
+
+fn ecn_disabled(root: &Path, netdev: &str, which: &str) -> Option<Vec<String>> {
+    let dir: PathBuf = root
+        .join("sys/class/net")
+        .join(netdev)
+        .join("ecn")
+        .join(which)
+        .join("enable");
+    if !dir.is_dir() {
+        return None;
+    }
+    Some(
+        entries(&dir)
+            .into_iter()
+            .filter(|p| rd(&dir.join(p)).as_deref() == Some("0"))
+            .collect(),
+    )
+}
+
+/// RoCE readiness findings for every RDMA port under `root`.
+pub fn check(root: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>) {
+    for p in ports {
+        let name = format!("{} port {}", p.device, p.port);
+        if p.link_layer.as_deref().is_some_and(|l| l != "Ethernet") {
+            continue; // InfiniBand: no RoCE
+        }
+        let pd = format!("/sys/class/infiniband/{}/ports/{}", p.device, p.port);
+        if p.netdevs.is_empty() {
+            out.push(Finding {
+                id: "roce-netdev",
+                severity: Severity::Warning,
+                title: format!("{name} has no GID bound to a netdev: no RoCE traffic can use it"),
+                detail: format!("{pd}/gid_attrs/ndevs/* names no network device."),
+                evidence: Vec::new(),
+                fix: vec!["check that the netdev of this port is up and has an address".into()],
+                snippet: None,
+            });
+        }
+        for nd in &p.netdevs {
+            // RoCE v2 GID for every IPv4 address of the netdev (when we know its addresses)
+            for a in st.addrs_of(nd).filter(|a| a.addr.is_ipv4()) {
+                let have = p
+                    .gids
+                    .iter()
+                    .find(|g| g.ipv4 == Some(a.addr) && g.netdev == *nd && g.kind.contains("v2"));
+                if have.is_none() {
+                    let present: Vec<Evidence> = p
+                        .gids
+                        .iter()
+                        .filter(|g| g.netdev == *nd)
+                        .map(|g| Evidence {
+                            query: format!("{pd}/gids/{}", g.index),
+                            answer: format!("{} ({})", g.gid, g.kind),
+                        })
+                        .collect();
+                    out.push(Finding {
+                        id: "roce-gid",
+                        severity: Severity::Error,
+                        title: format!("{} on {nd} has no RoCE v2 GID on {name}: RDMA connections to it fail", a.addr),
+                        detail: format!("RoCE v2 addresses a peer by a GID ::ffff:{} of type \"RoCE v2\"; the GID table of {name} has none for it (the address was added after the GID table was filled, or the port's RoCE mode is v1 only).", a.addr),
+                        evidence: present,
+                        fix: vec![
+                            format!("check `cat {pd}/gid_attrs/types/*` and the RoCE mode (cma_roce_mode -d {} -p {})", p.device, p.port),
+                            format!("re-add the address: ip addr del {}/{} dev {nd} && ip addr add {}/{} dev {nd}", a.addr, a.prefix_len, a.addr, a.prefix_len),
+                        ],
+                        snippet: None,
+                    });
+                }
+            }
+            // MTU
+            if let (Some(active), Some(mtu)) = (p.active_mtu, netdev_mtu(root, st, nd)) {
+                let best = roce_mtu_for(mtu);
+                if best.is_some_and(|b| active < b) || best.map_or(true, |b| active > b) {
+                    out.push(Finding {
+                        id: "roce-mtu",
+                        severity: Severity::Warning,
+                        title: format!("{name} runs RoCE MTU {active}, but {nd} (MTU {mtu}) carries {}", best.map_or("no RoCE MTU".to_string(), |b| b.to_string())),
+                        detail: "RoCE picks the largest IB MTU (256..4096) that fits the netdev MTU minus 96 bytes of headers; a different active_mtu means the netdev MTU changed after the port came up, or the peer or switch limits it.".into(),
+                        evidence: vec![Evidence { query: format!("{pd}/active_mtu"), answer: active.to_string() }],
+                        fix: vec![format!("make the netdev MTU match end to end (e.g. ip link set {nd} mtu 9000 on both ends and the switch), then restart the port or the application")],
+                        snippet: None,
+                    });
+                } else if best.is_some_and(|b| b < 4096) {
+                    out.push(Finding {
+                        id: "roce-mtu",
+                        severity: Severity::Info,
+                        title: format!("{nd} MTU {mtu} limits RoCE to {active}-byte packets; jumbo frames (MTU >= 4200) allow 4096"),
+                        detail: "Smaller RoCE MTUs cost throughput on large transfers.".into(),
+                        evidence: Vec::new(),
+                        fix: vec![format!("ip link set {nd} mtu 9000 (and on every hop)")],
+                        snippet: None,
+                    });
+                }
+            }
+            // ECN
+            for (which, role) in [
+                ("roce_np", "notification point (receiver sends CNPs)"),
+                ("roce_rp", "reaction point (sender slows down on CNPs)"),
+            ] {
+                if let Some(off) = ecn_disabled(root, nd, which) {
+                    if !off.is_empty() {
+                        out.push(Finding {
+                            id: "roce-ecn",
+                            severity: Severity::Warning,
+                            title: format!("ECN {which} is disabled on {nd} for priorities {}: no DCQCN congestion control there", off.join(",")),
+                            detail: format!("The {role} is off for those priorities, so congestion marks are ignored and the fabric relies on PFC alone."),
+                            evidence: off.iter().map(|p| Evidence { query: format!("/sys/class/net/{nd}/ecn/{which}/enable/{p}"), answer: "0".into() }).collect(),
+                            fix: off.iter().map(|p| format!("echo 1 > /sys/class/net/{nd}/ecn/{which}/enable/{p}")).collect(),
+                            snippet: None,
+                        });
+                    }
+                }
+            }
+        }
+        let bad: Vec<(&String, &u64)> = p
+            .counters
+            .iter()
+            .filter(|(k, v)| **v > 0 && ERROR_COUNTERS.contains(&k.as_str()))
+            .collect();
+        if !bad.is_empty() {
+            out.push(Finding {
+                id: "roce-counters",
+                severity: Severity::Warning,
+                title: format!(
+                    "{name} error counters are not zero: {}",
+                    bad.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+                ),
+                detail: "Sequence errors and ACK timeouts mean lost or reordered RoCE packets (usually drops without PFC/ECN, or a path MTU problem); capture with `rocetap capture` to see which queue pairs.".into(),
+                evidence: bad
+                    .iter()
+                    .map(|(k, v)| Evidence { query: format!("{pd}/hw_counters/{k}"), answer: v.to_string() })
+                    .collect(),
+                fix: vec!["find the lossy hop: check PFC/ECN on the switch ports and the NIC (mlnx_qos), then compare counters again".into()],
+                snippet: None,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::roce_mtu_for;
+
+    #[test]
+    fn roce_mtu_from_netdev_mtu() {
+        assert_eq!(roce_mtu_for(1500), Some(1024));
+        assert_eq!(roce_mtu_for(9000), Some(4096));
+        assert_eq!(roce_mtu_for(4200), Some(4096));
+        assert_eq!(roce_mtu_for(4191), Some(2048));
+        assert_eq!(roce_mtu_for(300), None);
+    }
+}
