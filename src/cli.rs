@@ -26,6 +26,11 @@ pub enum Command {
         after_help = "Examples:\n  rocetap decode trace.pcap\n  rocetap decode trace.pcap --format csv | head\n  tcpdump -w - -i eth0 udp port 4791 | rocetap decode -r -\n\nCSV columns and JSON keys use Wireshark field names (infiniband.bth.psn, ...)."
     )]
     Decode(DecodeArgs),
+    /// Follow every queue pair and report gaps, retransmissions, NAKs, ECN/CNP, PFC, ARP.
+    #[command(
+        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq == 0' --fail-on 'cnp_per_s < 1000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). A rule states what must hold: exit 1 when one does not."
+    )]
+    Analyze(AnalyzeArgs),
 }
 
 /// Where frames come from: files (or stdin with `-`).
@@ -75,6 +80,39 @@ pub struct DecodeArgs {
     /// Stop after this many frames.
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
+    /// No progress indication on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnalyzeFormat {
+    Text,
+    Json,
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    #[command(flatten)]
+    pub sources: Sources,
+    #[command(flatten)]
+    pub opts: DecodeOpts,
+    /// Output format: a summary for people, or JSON / CSV (one row per flow).
+    #[arg(long, short = 'F', value_enum, default_value_t = AnalyzeFormat::Text)]
+    pub format: AnalyzeFormat,
+    /// Also list the events (gaps, NAKs, retransmission runs, ...).
+    #[arg(long)]
+    pub events: bool,
+    /// A rule that must hold, e.g. 'nak_psn_seq == 0'; exit 1 when one fails. Repeatable.
+    #[arg(long = "fail-on", value_name = "RULE")]
+    pub fail_on: Vec<String>,
+    /// Seconds of capture time after which an idle flow is summarised and forgotten.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub idle_timeout: f64,
+    /// Link speed in Gb/s, to turn PFC pause quanta into time.
+    #[arg(long, value_name = "GBPS", default_value_t = 100.0)]
+    pub link_speed: f64,
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,

@@ -26,7 +26,7 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
     let plain = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     // CSV goes through the csv crate (quoting); the other formats write directly.
     let mut sink = match a.format {
-        DecodeFormat::Csv => Sink::Csv(csv::WriterBuilder::new().from_writer(plain)),
+        DecodeFormat::Csv => Sink::Csv(Box::new(csv::WriterBuilder::new().from_writer(plain))),
         _ => Sink::Plain(plain),
     };
     let mut number = 0u64;
@@ -171,7 +171,8 @@ type Out<'a> = io::BufWriter<io::StdoutLock<'a>>;
 
 enum Sink<'a> {
     Plain(Out<'a>),
-    Csv(csv::Writer<Out<'a>>),
+    // Boxed: the csv writer carries its own buffer state and dwarfs the plain variant.
+    Csv(Box<csv::Writer<Out<'a>>>),
 }
 
 impl Sink<'_> {

@@ -1,5 +1,7 @@
 //! rocetap: parse the command line, run the command, map the result to an exit code.
 
+mod analysis;
+mod analyze;
 mod capture;
 mod cli;
 mod decode;
@@ -14,6 +16,7 @@ fn main() {
     let cli = cli::Cli::parse();
     let result: Result<i32, Failure> = match cli.command {
         cli::Command::Decode(a) => decode::run(a),
+        cli::Command::Analyze(a) => analyze::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

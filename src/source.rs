@@ -7,8 +7,11 @@ use std::io::{self, IsTerminal, Read};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Opens a capture for reading: returns the stream, a display name and its size if known.
-pub fn open(path: &Path) -> Result<(Box<dyn Read + Send>, String, Option<u64>), Failure> {
+/// An opened input: the stream, a display name and its size if known.
+pub type Opened = (Box<dyn Read + Send>, String, Option<u64>);
+
+/// Opens a capture for reading.
+pub fn open(path: &Path) -> Result<Opened, Failure> {
     if path.as_os_str() == "-" {
         return Ok((Box::new(io::stdin()), "stdin".to_string(), None));
     }

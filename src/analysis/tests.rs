@@ -1,0 +1,1 @@
+//! Analyzer scenarios built from dissectors Reprs.
