@@ -142,8 +142,6 @@ pub struct ReqStream {
     pub sent: Ring<(Psn, u64), SENT_SLOTS>,
     pub pending: Option<PendingNak>,
     pub episode: Option<Episode>,
-    /// UD: the DETH source QP of the sequence being followed.
-    pub ud_src: Option<Qpn>,
 }
 
 /// What this side sent as responder.

@@ -271,14 +271,11 @@ impl Analyzer {
         let f = self.slots[slot as usize].as_mut().expect("live flow");
         let log = &mut self.log;
         let p = r.bth.psn;
-        let transport = r.transport();
-        if transport == Transport::Ud {
-            // Several source QPs may send to one UD QP; follow one sequence at a time.
-            let src = r.deth.map(|x| x.src_qp);
-            if f.req.ud_src != src {
-                f.req.ud_src = src;
-                f.req.started = false;
-            }
+        if r.transport() == Transport::Ud {
+            // A UD QP numbers every datagram it sends, whatever the destination, and
+            // nothing is ever resent: per-destination PSN jumps are normal, not gaps.
+            f.messages += 1;
+            return;
         }
         // The PSN span of this request; `None` for a READ while the PMTU is unknown.
         let read_len = r.reth.map_or(0, |x| x.dma_len);

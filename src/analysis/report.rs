@@ -506,7 +506,10 @@ pub(super) fn build(
         })
         .collect();
     let first = g.first_ts.unwrap_or(0);
-    let findings = findings(&t, &flows, &net, &log.events, first);
+    let mut events = log.events;
+    // Gaps settled at the end carry the time they opened: put them in time order.
+    events.sort_by_key(|e| e.t_ns);
+    let findings = findings(&t, &flows, &net, &events, first);
     Report {
         first_ts_ns: g.first_ts,
         last_ts_ns: g.last_ts,
@@ -517,7 +520,7 @@ pub(super) fn build(
         findings,
         pfc: net.pfc,
         arp: net.arp,
-        events: log.events,
+        events,
     }
 }
 
