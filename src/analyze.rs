@@ -6,7 +6,7 @@
 use crate::analysis::{Analyzer, Config};
 use crate::capture::file::for_each_frame;
 use crate::capture::Frame;
-use crate::cli::AnalyzeArgs;
+use crate::cli::{AnalyzeArgs, Stage};
 use crate::decode::read_failure;
 use crate::error::{exit, is_broken_pipe, Failure};
 use crate::report::analyze::{lookup, write_report, Input};
@@ -52,9 +52,16 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
         let (reader, name, size) = open(path)?;
         let mut progress = Progress::new(&name, size, a.quiet);
         let r = for_each_frame(reader, |f: &Frame<'_>| {
-            let d = dissectors::decode(f.link, f.data, f.orig_len, &dcfg);
-            an.ingest(f.ts_ns, f.iface, &d);
             progress.tick(f.data.len());
+            if a.stop_after == Some(Stage::Read) {
+                return ControlFlow::Continue(());
+            }
+            let d = dissectors::decode(f.link, f.data, f.orig_len, &dcfg);
+            if a.stop_after == Some(Stage::Decode) {
+                std::hint::black_box(&d);
+                return ControlFlow::Continue(());
+            }
+            an.ingest(f.ts_ns, f.iface, &d);
             ControlFlow::Continue(())
         });
         progress.done();

@@ -92,6 +92,12 @@ pub enum AnalyzeFormat {
     Csv,
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Read,
+    Decode,
+}
+
 #[derive(Args, Debug)]
 pub struct AnalyzeArgs {
     #[command(flatten)]
@@ -113,6 +119,10 @@ pub struct AnalyzeArgs {
     /// Link speed in Gb/s, to turn PFC pause quanta into time.
     #[arg(long, value_name = "GBPS", default_value_t = 100.0)]
     pub link_speed: f64,
+    /// Benchmarking: stop each frame after reading it or after decoding it, to see
+    /// where the time goes (the report then only counts frames).
+    #[arg(long, value_enum, hide = true)]
+    pub stop_after: Option<Stage>,
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,

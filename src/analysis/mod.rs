@@ -61,6 +61,34 @@ const GAP_HORIZON: i32 = 1 << 22;
 /// How many frames pass between two looks for idle flows.
 const SWEEP_EVERY: u64 = 1 << 14;
 
+/// A flow key as plain integers — what the hash map hashes and compares per packet.
+/// Addresses become 128 bits (IPv4 as IPv4-mapped IPv6, a LID tagged in the top bits,
+/// which no IPv6 unicast address used by RoCE has).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Packed {
+    src: u128,
+    dst: u128,
+    qp: u32,
+}
+
+impl Packed {
+    #[inline]
+    fn of(k: &FlowKey) -> Self {
+        fn bits(a: Addr) -> u128 {
+            match a {
+                Addr::Ip(std::net::IpAddr::V4(v4)) => 0xffff_0000_0000 | u128::from(u32::from(v4)),
+                Addr::Ip(std::net::IpAddr::V6(v6)) => u128::from(v6),
+                Addr::Lid(l) => (0xfffe_u128 << 112) | u128::from(l),
+            }
+        }
+        Packed {
+            src: bits(k.src),
+            dst: bits(k.dst),
+            qp: k.qp.0,
+        }
+    }
+}
+
 /// The recorded events, capped.
 #[derive(Debug, Default)]
 pub struct EventLog {
@@ -100,7 +128,9 @@ pub struct Global {
 
 pub struct Analyzer {
     cfg: Config,
-    index: FxHashMap<FlowKey, u32>,
+    index: FxHashMap<Packed, u32>,
+    /// The flow of the previous RoCE packet: bursts of one flow skip the hash lookup.
+    last: Option<(Packed, u32)>,
     slots: Vec<Option<Flow>>,
     free: Vec<u32>,
     /// Live flows by (src, dst): where to look for a flow's other direction.
@@ -119,6 +149,7 @@ impl Analyzer {
         Analyzer {
             cfg,
             index: FxHashMap::default(),
+            last: None,
             slots: Vec::new(),
             free: Vec::new(),
             by_pair: FxHashMap::default(),
@@ -192,7 +223,11 @@ impl Analyzer {
                 pf.peer = None;
             }
         }
-        self.index.remove(&f.key);
+        let packed = Packed::of(&f.key);
+        self.index.remove(&packed);
+        if self.last.is_some_and(|(k, _)| k == packed) {
+            self.last = None;
+        }
         if let Some(v) = self.by_pair.get_mut(&(f.key.src, f.key.dst)) {
             v.retain(|&s| s != slot);
             if v.is_empty() {
@@ -204,7 +239,14 @@ impl Analyzer {
     }
 
     fn flow_slot(&mut self, key: FlowKey, version: dissectors::RoceVersion, ts: u64) -> u32 {
-        if let Some(&s) = self.index.get(&key) {
+        let packed = Packed::of(&key);
+        if let Some((k, s)) = self.last {
+            if k == packed {
+                return s;
+            }
+        }
+        if let Some(&s) = self.index.get(&packed) {
+            self.last = Some((packed, s));
             return s;
         }
         let f = Flow::new(self.next_id, key, version, ts);
@@ -219,7 +261,8 @@ impl Analyzer {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.index.insert(key, slot);
+        self.index.insert(packed, slot);
+        self.last = Some((packed, slot));
         self.by_pair
             .entry((key.src, key.dst))
             .or_default()
@@ -811,10 +854,13 @@ fn read_response(f: &mut Flow, q: &mut Flow, p: Psn, op: Operation, ts: u64, log
         return;
     };
     // Responses come in request order: earlier READs that are not complete lost their
-    // tail (or everything) before the tap.
-    for j in 0..i {
+    // tail (or everything) before the tap. Reads before a closed one are closed too.
+    for j in (0..i).rev() {
         let rd = *q.req.reads.get(j);
-        if !rd.closed && rd.n > 0 {
+        if rd.closed {
+            break;
+        }
+        if rd.n > 0 {
             let end = rd.start.plus(rd.n);
             let missing = end.diff(rd.resp_next);
             if missing > 0 {
