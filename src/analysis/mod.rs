@@ -71,23 +71,58 @@ struct Packed {
     qp: u32,
 }
 
+#[inline]
+fn ip_bits(a: std::net::IpAddr) -> u128 {
+    match a {
+        std::net::IpAddr::V4(v4) => 0xffff_0000_0000 | u128::from(u32::from(v4)),
+        std::net::IpAddr::V6(v6) => u128::from(v6),
+    }
+}
+
+#[inline]
+fn addr_bits(a: Addr) -> u128 {
+    match a {
+        Addr::Ip(ip) => ip_bits(ip),
+        Addr::Lid(l) => (0xfffe_u128 << 112) | u128::from(l),
+    }
+}
+
 impl Packed {
-    #[inline]
     fn of(k: &FlowKey) -> Self {
-        fn bits(a: Addr) -> u128 {
-            match a {
-                Addr::Ip(std::net::IpAddr::V4(v4)) => 0xffff_0000_0000 | u128::from(u32::from(v4)),
-                Addr::Ip(std::net::IpAddr::V6(v6)) => u128::from(v6),
-                Addr::Lid(l) => (0xfffe_u128 << 112) | u128::from(l),
-            }
-        }
         Packed {
-            src: bits(k.src),
-            dst: bits(k.dst),
+            src: addr_bits(k.src),
+            dst: addr_bits(k.dst),
             qp: k.qp.0,
         }
     }
+
+    /// The key of a decoded RoCE packet, straight from the IP header when there is one.
+    #[inline]
+    fn from_decoded(d: &Decoded, qp: dissectors::Qpn) -> Option<Self> {
+        if let Some(ip) = &d.ip {
+            return Some(Packed {
+                src: ip_bits(ip.src),
+                dst: ip_bits(ip.dst),
+                qp: qp.0,
+            });
+        }
+        let (src, dst) = d.endpoints()?;
+        Some(Packed::of(&FlowKey { src, dst, qp }))
+    }
+
+    /// Position in the direct-mapped flow cache.
+    #[inline]
+    fn way(&self) -> usize {
+        let x = self.qp ^ (self.src as u32) ^ (self.dst as u32).rotate_left(11);
+        (x ^ (x >> 16)) as usize & (CACHE_WAYS - 1)
+    }
 }
+
+/// Entries of the direct-mapped cache in front of the flow hash map: the flows of the
+/// last few packets are found with one compare instead of a hash lookup.
+const CACHE_WAYS: usize = 64;
+/// An empty cache entry.
+const NO_SLOT: u32 = u32::MAX;
 
 /// The recorded events, capped.
 #[derive(Debug, Default)]
@@ -129,8 +164,8 @@ pub struct Global {
 pub struct Analyzer {
     cfg: Config,
     index: FxHashMap<Packed, u32>,
-    /// The flow of the previous RoCE packet: bursts of one flow skip the hash lookup.
-    last: Option<(Packed, u32)>,
+    /// Direct-mapped cache of recent flows (key, slot); slot `NO_SLOT` when empty.
+    cache: [(Packed, u32); CACHE_WAYS],
     slots: Vec<Option<Flow>>,
     free: Vec<u32>,
     /// Live flows by (src, dst): where to look for a flow's other direction.
@@ -149,7 +184,14 @@ impl Analyzer {
         Analyzer {
             cfg,
             index: FxHashMap::default(),
-            last: None,
+            cache: [(
+                Packed {
+                    src: 0,
+                    dst: 0,
+                    qp: 0,
+                },
+                NO_SLOT,
+            ); CACHE_WAYS],
             slots: Vec::new(),
             free: Vec::new(),
             by_pair: FxHashMap::default(),
@@ -225,9 +267,7 @@ impl Analyzer {
         }
         let packed = Packed::of(&f.key);
         self.index.remove(&packed);
-        if self.last.is_some_and(|(k, _)| k == packed) {
-            self.last = None;
-        }
+        self.cache[packed.way()].1 = NO_SLOT;
         if let Some(v) = self.by_pair.get_mut(&(f.key.src, f.key.dst)) {
             v.retain(|&s| s != slot);
             if v.is_empty() {
@@ -238,18 +278,30 @@ impl Analyzer {
         self.free.push(slot);
     }
 
-    fn flow_slot(&mut self, key: FlowKey, version: dissectors::RoceVersion, ts: u64) -> u32 {
-        let packed = Packed::of(&key);
-        if let Some((k, s)) = self.last {
-            if k == packed {
-                return s;
-            }
-        }
-        if let Some(&s) = self.index.get(&packed) {
-            self.last = Some((packed, s));
+    #[inline]
+    fn flow_slot(&mut self, packed: Packed, d: &Decoded, r: &Roce, ts: u64) -> u32 {
+        let way = packed.way();
+        let (k, s) = self.cache[way];
+        if s != NO_SLOT && k == packed {
             return s;
         }
-        let f = Flow::new(self.next_id, key, version, ts);
+        let s = match self.index.get(&packed) {
+            Some(&s) => s,
+            None => self.new_flow(packed, d, r, ts),
+        };
+        self.cache[way] = (packed, s);
+        s
+    }
+
+    #[cold]
+    fn new_flow(&mut self, packed: Packed, d: &Decoded, r: &Roce, ts: u64) -> u32 {
+        let (src, dst) = d.endpoints().expect("a keyed packet has endpoints");
+        let key = FlowKey {
+            src,
+            dst,
+            qp: r.bth.dest_qp,
+        };
+        let f = Flow::new(self.next_id, key, r.version, ts);
         self.next_id += 1;
         let slot = match self.free.pop() {
             Some(s) => {
@@ -262,7 +314,6 @@ impl Analyzer {
             }
         };
         self.index.insert(packed, slot);
-        self.last = Some((packed, slot));
         self.by_pair
             .entry((key.src, key.dst))
             .or_default()
@@ -271,15 +322,10 @@ impl Analyzer {
     }
 
     fn roce(&mut self, ts: u64, d: &Decoded, r: &Roce) {
-        let Some((src, dst)) = d.endpoints() else {
+        let Some(packed) = Packed::from_decoded(d, r.bth.dest_qp) else {
             return;
         };
-        let key = FlowKey {
-            src,
-            dst,
-            qp: r.bth.dest_qp,
-        };
-        let slot = self.flow_slot(key, r.version, ts);
+        let slot = self.flow_slot(packed, d, r, ts);
         let prio = d.pcp().or(d.dscp().map(|x| x >> 3));
         let stall = self.net.pause_started(prio);
         let f = self.slots[slot as usize]
