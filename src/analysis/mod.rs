@@ -356,7 +356,12 @@ impl Analyzer {
     }
 
     fn request(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce) {
-        let pmtu = self.pmtu_of(slot);
+        // Only a READ needs the PMTU (to know how many PSNs it consumes).
+        let pmtu = if op == Operation::ReadRequest {
+            self.pmtu_of(slot)
+        } else {
+            0
+        };
         let f = self.slots[slot as usize].as_mut().expect("live flow");
         let log = &mut self.log;
         let p = r.bth.psn;
