@@ -175,7 +175,11 @@ pub struct FlowCounters {
     pub rnr_nak: u64,
     pub reads: u64,
     pub read_rerequests: u64,
-    pub read_duplicate_responses: u64,
+    /// READ responses sent again (after a re-issued READ or a resent READ Request),
+    /// including the ones that fill a response gap.
+    pub read_responses_resent: u64,
+    /// READ response PSNs that never passed the tap the first time (response gaps).
+    pub read_missing_responses: u64,
     pub ce_marked: u64,
     pub cnp_sent: u64,
     pub cnp_received: u64,

@@ -831,6 +831,9 @@ fn open_gap(f: &mut Flow, resp: bool, start: Psn, len: u32, ts: u64, log: &mut E
         nak: false,
         acked: false,
     };
+    if resp {
+        f.c.read_missing_responses += u64::from(len);
+    }
     let gaps = if resp {
         &mut f.resp.gaps
     } else {
@@ -942,7 +945,7 @@ fn read_response(f: &mut Flow, q: &mut Flow, p: Psn, op: Operation, ts: u64, log
         return;
     }
     // Sent again.
-    f.c.read_duplicate_responses += 1;
+    f.c.read_responses_resent += 1;
     let trigger = if rd.rereq {
         Trigger::ReadRerequest
     } else {

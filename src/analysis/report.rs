@@ -113,6 +113,8 @@ pub struct Totals {
     pub unknown_retransmissions: u64,
     pub reads: u64,
     pub read_rerequests: u64,
+    pub read_missing_responses: u64,
+    pub read_responses_resent: u64,
     pub ce_marked: u64,
     pub ecn_not_ect: u64,
     pub ecn_ect0: u64,
@@ -466,6 +468,8 @@ pub(super) fn build(
         t.unknown_retransmissions += c.unknown_retransmissions;
         t.reads += c.reads;
         t.read_rerequests += c.read_rerequests;
+        t.read_missing_responses += c.read_missing_responses;
+        t.read_responses_resent += c.read_responses_resent;
         t.ce_without_cnp += c.ce_without_cnp;
         t.cnp_without_ce += c.cnp_without_ce;
         t.icrc_ok += f.icrc_ok;

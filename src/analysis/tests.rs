@@ -352,6 +352,8 @@ fn read_response_gap_rerequest_and_resent_responses() {
     assert_eq!(t.retransmitted_packets, 2);
     assert_eq!(t.read_retransmissions, 2);
     assert_eq!(r.flows[0].c.reads, 1);
+    assert_eq!(t.read_missing_responses, 1);
+    assert_eq!(t.read_responses_resent, 2);
 }
 
 #[test]
