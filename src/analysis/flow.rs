@@ -142,6 +142,8 @@ pub struct ReqStream {
     pub sent: Ring<(Psn, u64), SENT_SLOTS>,
     pub pending: Option<PendingNak>,
     pub episode: Option<Episode>,
+    /// When the last new (not resent) request was seen.
+    pub last_new_ts: u64,
 }
 
 /// What this side sent as responder.

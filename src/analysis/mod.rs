@@ -439,6 +439,7 @@ impl Analyzer {
                 f.req.ackreq.push((p, ts));
             }
             f.req.sent.push((p, ts));
+            f.req.last_new_ts = ts;
             return;
         }
         // Behind the stream: a READ re-request, or a packet sent again.
@@ -456,11 +457,23 @@ impl Analyzer {
         };
         if fresh {
             end_episode(&mut f.req.episode, log);
-            let seen_before = (0..f.req.sent.len())
-                .rev()
-                .map(|i| *f.req.sent.get(i))
-                .find(|(q, _)| *q == p)
-                .map(|(_, t)| t);
+            // The original passed the tap unless the PSN lies in an open gap. The
+            // requester's timer runs from its last transmission of the PSN (or, when
+            // that fell out of the ring, at least from its last new request).
+            let in_gap = (0..f.req.gaps.len()).any(|i| {
+                let g = f.req.gaps.get(i);
+                g.len > 0 && g.contains(p)
+            });
+            let seen_before = if in_gap {
+                None
+            } else {
+                (0..f.req.sent.len())
+                    .rev()
+                    .map(|i| *f.req.sent.get(i))
+                    .find(|(q, _)| *q == p)
+                    .map(|(_, t)| t)
+                    .or(Some(f.req.last_new_ts))
+            };
             let (trigger, latency) = match f.req.pending.take() {
                 Some(PendingNak {
                     rnr: None, t_ns, ..

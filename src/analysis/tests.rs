@@ -537,3 +537,27 @@ fn arp_unanswered_and_cross_subnet_requests() {
     assert_eq!(t.arp_cross_subnet, 1);
     assert!(r.findings.iter().any(|f| f.kind == "arp_cross_subnet"));
 }
+
+#[test]
+fn a_whole_message_resent_after_a_timeout_is_all_timeout() {
+    // A 40-packet WRITE whose last packet is lost after the tap: no ACK, the requester
+    // resends the whole message from its first PSN, further back than the send ring.
+    let mut frames = vec![(1_000u64, req(WRITE_FIRST, 100))];
+    for i in 1..39 {
+        frames.push((1_000 + i * 100, req(WRITE_MIDDLE, 100 + i as u32)));
+    }
+    frames.push((5_000, req_a(WRITE_LAST, 139)));
+    let t0 = 600_000;
+    frames.push((t0, req(WRITE_FIRST, 100)));
+    for i in 1..39 {
+        frames.push((t0 + i * 100, req(WRITE_MIDDLE, 100 + i as u32)));
+    }
+    frames.push((t0 + 5_000, req_a(WRITE_LAST, 139)));
+    frames.push((t0 + 6_000, ack(139)));
+    let r = run_at(&frames);
+    assert_eq!(r.totals.timeout_retransmissions, 40);
+    assert_eq!(r.totals.retransmission_episodes, 1);
+    assert_eq!(r.totals.unknown_retransmissions, 0);
+    // PSN 100 left the send ring: measured from the last new request.
+    assert_eq!(r.flows[0].timeout_observed.min_ns, Some(t0 - 5_000));
+}
