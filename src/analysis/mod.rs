@@ -274,7 +274,7 @@ impl Analyzer {
                 self.by_pair.remove(&(f.key.src, f.key.dst));
             }
         }
-        self.done.push(report::summarize(&f, &self.cfg));
+        self.done.push(report::summarize(&f));
         self.free.push(slot);
     }
 
@@ -683,14 +683,7 @@ impl Analyzer {
             self.retire(slot as u32);
         }
         let net = std::mem::take(&mut self.net).finish(&mut self.log);
-        report::build(
-            self.g,
-            self.done,
-            self.connections,
-            self.log,
-            net,
-            &self.cfg,
-        )
+        report::build(self.g, self.done, self.connections, self.log, net)
     }
 }
 

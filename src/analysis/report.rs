@@ -6,7 +6,7 @@
 use super::flow::{Flow, Trigger, N_OPS};
 use super::hist::LogHist;
 use super::net::NetSummary;
-use super::{Config, EventLog, Global};
+use super::{EventLog, Global};
 use dissectors::{Operation, RoceVersion, Transport};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -127,6 +127,8 @@ pub struct Totals {
     pub icrc_unchecked: u64,
     pub malformed: u64,
     pub truncated: u64,
+    /// Frames of protocols the decoder does not go into (TCP, IPv6 ND, ...).
+    pub unsupported: u64,
     pub pfc_pause_frames: u64,
     pub pfc_stalls: u64,
     pub arp_requests: u64,
@@ -336,7 +338,7 @@ fn gbps(bytes: u64, ns: u64) -> Option<f64> {
     (ns > 0).then(|| bytes as f64 * 8.0 / ns as f64)
 }
 
-pub(super) fn summarize(f: &Flow, _cfg: &Config) -> FlowSummary {
+pub(super) fn summarize(f: &Flow) -> FlowSummary {
     let dur = f.last_ts.saturating_sub(f.first_ts);
     let secs = dur as f64 / 1e9;
     let mut opcodes = BTreeMap::new();
@@ -419,7 +421,6 @@ pub(super) fn build(
     connections: Vec<(u32, u32)>,
     log: EventLog,
     net: NetSummary,
-    _cfg: &Config,
 ) -> Report {
     flows.sort_by_key(|f| f.id);
     let mut t = Totals {
@@ -435,6 +436,7 @@ pub(super) fn build(
         cnp_without_ce: g.cnp_unmatched,
         malformed: g.malformed,
         truncated: g.truncated,
+        unsupported: g.unsupported,
         pfc_pause_frames: net.pfc_frames,
         arp_unanswered: net.arp_unanswered,
         events_dropped: log.dropped,
