@@ -561,3 +561,88 @@ fn a_whole_message_resent_after_a_timeout_is_all_timeout() {
     // PSN 100 left the send ring: measured from the last new request.
     assert_eq!(r.flows[0].timeout_observed.min_ns, Some(t0 - 5_000));
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::{any, prop, prop_assert, prop_assert_eq, proptest, Strategy};
+
+    fn any_frame() -> impl Strategy<Value = (u64, Decoded)> {
+        let ops = prop::sample::select(vec![
+            SEND_ONLY,
+            WRITE_FIRST,
+            WRITE_MIDDLE,
+            WRITE_LAST,
+            READ_REQ,
+            READ_FIRST,
+            READ_MIDDLE,
+            READ_LAST,
+            ACK,
+            UD_SEND,
+            CNP,
+        ]);
+        let syndromes = prop::sample::select(vec![0x1f, 0x00, 0x24, 0x60, 0x61, 0x62]);
+        (
+            0u64..5_000,
+            any::<bool>(),
+            ops,
+            0u32..64,
+            syndromes,
+            0u32..20_000,
+        )
+            .prop_map(|(dt, dir, op, psn, syn, len)| {
+                // PSNs near the wrap point, so serial arithmetic is exercised too.
+                let psn = psn.wrapping_add(0xff_ffe0) & 0xff_ffff;
+                let d = if dir {
+                    pkt(A, B, QB, op, psn)
+                } else {
+                    pkt(B, A, QA, op, psn)
+                };
+                let d = with(d, |r| {
+                    if r.operation.is_some_and(|o| o.is_response()) {
+                        r.aeth = Some(AethRepr {
+                            syndrome: syn,
+                            msn: Msn(0),
+                        });
+                    }
+                    if op == READ_REQ {
+                        r.reth = Some(RethRepr {
+                            va: 0,
+                            rkey: 1,
+                            dma_len: len,
+                        });
+                    }
+                });
+                (dt, d)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_traffic_never_breaks_the_bookkeeping(
+            frames in prop::collection::vec(any_frame(), 1..300)
+        ) {
+            let mut a = Analyzer::new(Config {
+                idle_timeout_ns: 50_000,
+                ..Config::default()
+            });
+            let mut t = 0;
+            for (dt, d) in &frames {
+                t += dt;
+                a.ingest(t, 0, d);
+            }
+            let r = a.finish();
+            let x = r.totals;
+            prop_assert_eq!(x.frames, frames.len() as u64);
+            prop_assert!(x.recovered_gap_events + x.unrecovered_gap_events <= x.psn_gap_events);
+            prop_assert!(x.capture_loss_gap_events <= x.unrecovered_gap_events);
+            prop_assert_eq!(
+                x.retransmitted_packets,
+                x.nak_retransmissions + x.rnr_retransmissions + x.timeout_retransmissions
+                    + x.read_retransmissions + x.unknown_retransmissions
+            );
+            prop_assert!(x.missing_psns >= x.psn_gap_events);
+            let packets: u64 = r.flows.iter().map(|f| f.packets).sum();
+            prop_assert_eq!(packets, x.roce_packets);
+        }
+    }
+}
