@@ -423,6 +423,17 @@ pub(super) fn build(
     net: NetSummary,
 ) -> Report {
     flows.sort_by_key(|f| f.id);
+    // The PMTU is a property of the connection: a flow that only carried small
+    // packets (ACKs, READ requests) takes it from its peer.
+    for i in 0..flows.len() {
+        if flows[i].pmtu.is_none() {
+            if let Some(p) = flows[i].peer {
+                if let Ok(j) = flows.binary_search_by_key(&p, |f| f.id) {
+                    flows[i].pmtu = flows[j].pmtu;
+                }
+            }
+        }
+    }
     let mut t = Totals {
         frames: g.frames,
         roce_packets: g.roce_packets,
