@@ -1,10 +1,12 @@
 //! `rocetap analyze`: read captures, feed every frame to the analyzer, write the report
 //! (text, JSON or CSV) and turn `--fail-on` rules into the exit code: 0 all rules hold,
 //! 1 a rule failed, 2 bad rule / unreadable input / write failure. Several files are
-//! analysed as one capture, in the order given.
+//! merged into one capture in timestamp order; the interface of a frame from file `i`
+//! is reported as `i * 65536 + its interface id in that file`.
 
 use crate::analysis::{Analyzer, Config};
 use crate::capture::file::for_each_frame;
+use crate::capture::merge::for_each_merged;
 use crate::capture::Frame;
 use crate::cli::{AnalyzeArgs, Stage};
 use crate::decode::read_failure;
@@ -48,27 +50,55 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
         ..Config::default()
     });
     let mut input = Input::default();
-    for path in &paths {
-        let (reader, name, size) = open(path)?;
+    // Read, decode and feed one frame; `iface` already tells the sources apart.
+    let feed = |an: &mut Analyzer, f: &Frame<'_>, iface: u32| {
+        if a.stop_after == Some(Stage::Read) {
+            return;
+        }
+        let d = dissectors::decode(f.link, f.data, f.orig_len, &dcfg);
+        if a.stop_after == Some(Stage::Decode) {
+            std::hint::black_box(&d);
+            return;
+        }
+        an.ingest(f.ts_ns, iface, &d);
+    };
+    if paths.len() == 1 {
+        let (reader, name, size) = open(&paths[0])?;
         let mut progress = Progress::new(&name, size, a.quiet);
         let r = for_each_frame(reader, |f: &Frame<'_>| {
             progress.tick(f.data.len());
-            if a.stop_after == Some(Stage::Read) {
-                return ControlFlow::Continue(());
-            }
-            let d = dissectors::decode(f.link, f.data, f.orig_len, &dcfg);
-            if a.stop_after == Some(Stage::Decode) {
-                std::hint::black_box(&d);
-                return ControlFlow::Continue(());
-            }
-            an.ingest(f.ts_ns, f.iface, &d);
+            feed(&mut an, f, f.iface);
             ControlFlow::Continue(())
         });
         progress.done();
         let stats = r.map_err(|e| read_failure(&name, e))?;
         input.files.push(name);
-        input.frames += stats.frames;
-        input.bytes += stats.bytes;
+        input.frames = stats.frames;
+        input.bytes = stats.bytes;
+    } else {
+        let mut readers = Vec::new();
+        let mut total = Some(0u64);
+        for (i, path) in paths.iter().enumerate() {
+            let (reader, name, size) = open(path)?;
+            readers.push(reader);
+            let short = path
+                .file_name()
+                .map_or(name.clone(), |n| n.to_string_lossy().into());
+            an.name_iface((i as u32) << 16, short);
+            input.files.push(name);
+            total = total.zip(size).map(|(t, s)| t + s);
+        }
+        let label = format!("{} files", paths.len());
+        let mut progress = Progress::new(&label, total, a.quiet);
+        let r = for_each_merged(readers, |i, f| {
+            progress.tick(f.data.len());
+            feed(&mut an, f, ((i as u32) << 16) | (f.iface & 0xffff));
+            ControlFlow::Continue(())
+        });
+        progress.done();
+        let stats = r.map_err(|(i, e)| read_failure(&input.files[i], e))?;
+        input.frames = stats.iter().map(|s| s.frames).sum();
+        input.bytes = stats.iter().map(|s| s.bytes).sum();
     }
     let report = an.finish();
     // An unknown rule name is an error even when the output could be written.

@@ -239,3 +239,37 @@ fn csv_has_one_row_per_flow_and_text_puts_findings_first() {
     assert!(s.contains("NAKs (PSN sequence error)"));
     assert!(s.contains("Events:"));
 }
+
+#[test]
+fn several_files_are_merged_into_one_capture() {
+    let Some(dir) = captures() else { return };
+    let a = dir.join("public/rocev1.pcap");
+    let b = dir.join("public/rocev2_test.pcap");
+    let ra = analyze_json(&a);
+    let rb = analyze_json(&b);
+    let out = rocetap(&[
+        "analyze",
+        "-q",
+        "--format",
+        "json",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let both: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Different hosts: the merged totals are the sums.
+    for key in [
+        "frames",
+        "roce_packets",
+        "flows",
+        "connections",
+        "psn_gap_events",
+    ] {
+        assert_eq!(
+            total(&both, key),
+            total(&ra, key) + total(&rb, key),
+            "{key}"
+        );
+    }
+    assert_eq!(both["input"]["files"].as_array().unwrap().len(), 2);
+}

@@ -208,6 +208,11 @@ impl Analyzer {
         }
     }
 
+    /// Names an interface id for reports (e.g. the capture file it came from).
+    pub fn name_iface(&mut self, iface: u32, name: String) {
+        self.net.names.insert(iface, name);
+    }
+
     /// Feeds one frame. `iface` is the capture interface (pcapng interface id); an SLL2
     /// header's ifindex takes precedence.
     pub fn ingest(&mut self, ts: u64, iface: u32, d: &Decoded) {

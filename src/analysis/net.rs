@@ -19,7 +19,6 @@ struct PfcSource {
 
 #[derive(Clone, Copy, Debug)]
 struct ArpAsk {
-    iface: u32,
     requests: u64,
     first_ts: u64,
     answered: bool,
@@ -49,7 +48,11 @@ pub struct Net {
     pub pfc_frames: u64,
     /// When the current pause of each priority began (0 = never).
     pause_start: [u64; 8],
-    asks: FxHashMap<(Ipv4Addr, Ipv4Addr), ArpAsk>,
+    /// (interface, sender, target) -> what was asked there. Kept per interface: a reply
+    /// that leaves by another interface does not answer the request (ARP flux).
+    asks: FxHashMap<(u32, Ipv4Addr, Ipv4Addr), ArpAsk>,
+    /// Names given to interface ids (capture file, pcapng interface).
+    pub names: FxHashMap<u32, String>,
     ifaces: FxHashMap<u32, ArpIface>,
 }
 
@@ -104,9 +107,8 @@ impl Net {
             }
             ArpOp::Request => {
                 st.requests += 1;
-                let key = (a.sender_ip, a.target_ip);
+                let key = (iface, a.sender_ip, a.target_ip);
                 let ask = self.asks.entry(key).or_insert(ArpAsk {
-                    iface,
                     requests: 0,
                     first_ts: ts,
                     answered: false,
@@ -123,7 +125,7 @@ impl Net {
             }
             ArpOp::Reply => {
                 st.replies += 1;
-                if let Some(ask) = self.asks.get_mut(&(a.target_ip, a.sender_ip)) {
+                if let Some(ask) = self.asks.get_mut(&(iface, a.target_ip, a.sender_ip)) {
                     ask.answered = true;
                 }
             }
@@ -156,15 +158,15 @@ impl Net {
         let mut asks: Vec<_> = self.asks.iter().collect();
         asks.sort_by_key(|(k, a)| (a.first_ts, **k));
         let mut unanswered_total = 0;
-        for ((s, t), a) in asks {
+        for ((iface, s, t), a) in asks {
             if !a.answered {
                 unanswered_total += a.requests;
-                let e = unanswered_by_iface.entry(a.iface).or_default();
+                let e = unanswered_by_iface.entry(*iface).or_default();
                 e.0 += a.requests;
                 e.1.push(format!("who-has {t} tell {s} x{}", a.requests));
                 let mut ev = Event::link(a.first_ts, EventKind::ArpUnanswered);
                 ev.arp = Some((*s, *t));
-                ev.iface = Some(a.iface);
+                ev.iface = Some(*iface);
                 ev.count = a.requests;
                 log.push(ev);
             }
@@ -176,6 +178,7 @@ impl Net {
                 let (unanswered, asks) = unanswered_by_iface.remove(i).unwrap_or_default();
                 ArpSummary {
                     iface: *i,
+                    name: self.name(*i),
                     requests: s.requests,
                     replies: s.replies,
                     gratuitous: s.gratuitous,
@@ -191,6 +194,20 @@ impl Net {
             arp,
             arp_unanswered: unanswered_total,
             pfc_frames: self.pfc_frames,
+        }
+    }
+}
+
+impl Net {
+    /// How an interface id is shown: its given name; for an unnamed interface of a
+    /// named source (`source << 16 | interface`), `name#interface`; else `iface N`.
+    pub fn name(&self, iface: u32) -> String {
+        if let Some(n) = self.names.get(&iface) {
+            return n.clone();
+        }
+        match self.names.get(&(iface & 0xffff_0000)) {
+            Some(base) => format!("{base}#{}", iface & 0xffff),
+            None => format!("iface {iface}"),
         }
     }
 }

@@ -278,6 +278,7 @@ pub struct PfcSummary {
 #[derive(Clone, Debug, Serialize)]
 pub struct ArpSummary {
     pub iface: u32,
+    pub name: String,
     pub requests: u64,
     pub replies: u64,
     pub gratuitous: u64,
@@ -850,8 +851,13 @@ fn findings(
             .filter(|e| e.kind == EventKind::ArpCrossSubnet)
             .take(3)
             .filter_map(|e| {
-                e.arp
-                    .map(|(s, d)| format!("who-has {d} tell {s} (iface {})", e.iface.unwrap_or(0)))
+                let (s, d) = e.arp?;
+                let at = net
+                    .arp
+                    .iter()
+                    .find(|a| Some(a.iface) == e.iface)
+                    .map_or(String::new(), |a| format!(" on {}", a.name));
+                Some(format!("who-has {d} tell {s}{at}"))
             })
             .collect();
         add(
@@ -861,7 +867,7 @@ fn findings(
             None,
             first_event(events, None, |e| e.kind == EventKind::ArpCrossSubnet),
             format!(
-                "{} ARP requests ask for a target outside the sender's subnet ({}): a multi-homed host answers or asks from the wrong interface — add source-based routing (ip rule from <addr> table <n>) for each RDMA interface",
+                "ARP requests ask for a target outside the sender's subnet ({} sender/target pairs: {}): a multi-homed host asks from the wrong interface — add source-based routing (ip rule from <addr> table <n>) for each RDMA interface",
                 t.arp_cross_subnet,
                 asks.join(", ")
             ),
@@ -875,7 +881,7 @@ fn findings(
                 a.unanswered_asks
                     .iter()
                     .take(3)
-                    .map(move |s| format!("{s} on iface {}", a.iface))
+                    .map(move |s| format!("{s} on {}", a.name))
             })
             .take(3)
             .collect();

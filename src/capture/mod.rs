@@ -3,6 +3,7 @@
 //! code only ever sees [`Frame`]s.
 
 pub mod file;
+pub mod merge;
 #[allow(dead_code)] // used by synth and capture
 pub mod writer;
 
