@@ -331,8 +331,12 @@ impl Analyzer {
             return;
         };
         let slot = self.flow_slot(packed, d, r, ts);
-        let prio = d.pcp().or(d.dscp().map(|x| x >> 3));
-        let stall = self.net.pause_started(prio);
+        // The priority only matters once a pause was seen (PCP, else DSCP's top bits).
+        let stall = if self.net.pfc_frames > 0 {
+            self.net.pause_started(d.pcp().or(d.dscp().map(|x| x >> 3)))
+        } else {
+            None
+        };
         let f = self.slots[slot as usize]
             .as_mut()
             .expect("slot of a live flow");

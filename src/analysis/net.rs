@@ -69,10 +69,7 @@ impl Net {
     #[inline]
     pub fn pause_started(&self, prio: Option<u8>) -> Option<u64> {
         let p = usize::from(prio?);
-        self.pause_start
-            .get(p)
-            .copied()
-            .filter(|&t| t > 0 && self.pfc_frames > 0)
+        self.pause_start.get(p).copied().filter(|&t| t > 0)
     }
 
     pub fn pause(&mut self, ts: u64, mac: Option<[u8; 6]>, p: &PauseRepr, log: &mut EventLog) {
