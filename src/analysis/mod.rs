@@ -345,6 +345,11 @@ impl Analyzer {
             self.g.roce_unknown_opcode += 1;
             return;
         };
+        if d.stop.kind == StopKind::Malformed {
+            // Counted, but its headers cannot be trusted to move PSN state: a mangled
+            // frame must not invent gaps and then retransmissions.
+            return;
+        }
         if op == Operation::Cnp {
             self.g.cnp += 1;
             self.cnp(slot, ts);

@@ -646,3 +646,14 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_malformed_frame_does_not_move_psn_state() {
+    let mut bad = req(SEND_ONLY, 0x55_5555);
+    bad.stop.kind = dissectors::StopKind::Malformed;
+    let r = run(&[req_a(SEND_ONLY, 1), bad, req_a(SEND_ONLY, 2), ack(2)]);
+    assert_eq!(r.totals.malformed, 1);
+    assert_eq!(r.totals.psn_gap_events, 0);
+    assert_eq!(r.totals.retransmitted_packets, 0);
+    assert_eq!(r.flows[0].packets, 3);
+}
