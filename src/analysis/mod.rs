@@ -568,7 +568,12 @@ impl Analyzer {
             }
         }
         let peer = match self.slots[slot as usize].as_ref().and_then(|f| f.peer) {
-            Some(p) => Some(p),
+            Some(old) if self.answers(old, p) => Some(old),
+            // The response does not fit the paired request stream: when another flow's
+            // requests fit, the first pairing was wrong (QPs whose PSNs started close
+            // together); otherwise keep it (requests may just be missing from the
+            // capture).
+            Some(old) => self.pair(slot, p).or(Some(old)),
             None => self.pair(slot, p),
         };
         let Some(peer) = peer else {
@@ -615,12 +620,20 @@ impl Analyzer {
 
     /// Finds the request stream this response answers: a flow in the opposite
     /// direction whose recent requests cover PSN `p`. Pairs the two flows for good.
+    /// True when a response with PSN `p` fits the recent requests of flow `q`.
+    fn answers(&self, q: u32, p: Psn) -> bool {
+        self.slots[q as usize]
+            .as_ref()
+            .is_some_and(|qf| qf.req.started && (0..=PAIR_WINDOW).contains(&qf.req.next.diff(p)))
+    }
+
     fn pair(&mut self, slot: u32, p: Psn) -> Option<u32> {
         let f = self.slots[slot as usize].as_ref()?;
+        let current = f.peer;
         let cands = self.by_pair.get(&(f.key.dst, f.key.src))?;
         let mut best: Option<(i32, u32)> = None;
         for &c in cands {
-            if c == slot {
+            if c == slot || Some(c) == current {
                 continue;
             }
             let Some(cf) = self.slots[c as usize].as_ref() else {
@@ -635,6 +648,13 @@ impl Analyzer {
             }
         }
         let (_, c) = best?;
+        if let Some(old) = current {
+            let (f, of) = two(&mut self.slots, slot, old);
+            of.peer = None;
+            of.peer_id = None;
+            let pair = (f.id.min(of.id), f.id.max(of.id));
+            self.connections.retain(|&x| x != pair);
+        }
         let (f, cf) = two(&mut self.slots, slot, c);
         f.peer = Some(c);
         cf.peer = Some(slot);

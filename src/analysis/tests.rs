@@ -657,3 +657,33 @@ fn a_malformed_frame_does_not_move_psn_state() {
     assert_eq!(r.totals.retransmitted_packets, 0);
     assert_eq!(r.flows[0].packets, 3);
 }
+
+#[test]
+fn a_wrong_first_pairing_is_corrected_by_later_responses() {
+    // Two QPs A -> B whose PSNs both start at 0: the first ACK fits either.
+    const QA2: u32 = 0x12;
+    const QB2: u32 = 0x23;
+    let mut frames = vec![
+        pkt(A, B, QB, SEND_ONLY, 0),
+        pkt(A, B, QB, SEND_ONLY, 1),
+        pkt(A, B, QB, SEND_ONLY, 2),
+        pkt(A, B, QB2, SEND_ONLY, 0),
+        pkt(B, A, QA, ACK, 0), // answers QB's stream, but QB2's next (1) is closer
+    ];
+    for p in 3..10 {
+        frames.push(pkt(A, B, QB, SEND_ONLY, p));
+    }
+    frames.push(pkt(B, A, QA, ACK, 9)); // only QB's stream reaches 9
+    frames.push(pkt(B, A, QA2, ACK, 0));
+    let r = run(&frames);
+    let label = |f: &FlowSummary| (f.dst.clone(), f.qp.clone());
+    let by = |qp: &str| r.flows.iter().find(|f| f.qp == qp).unwrap();
+    assert_eq!(
+        by("0x000011").peer,
+        Some(by("0x000022").id),
+        "{:?}",
+        label(by("0x000011"))
+    );
+    assert_eq!(by("0x000012").peer, Some(by("0x000023").id));
+    assert_eq!(r.totals.connections, 2);
+}
