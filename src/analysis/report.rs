@@ -88,51 +88,74 @@ impl Event {
 /// Whole-run numbers. The keys named in `captures/README.md` keep exactly those meanings.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Totals {
+    /// Every frame read.
     pub frames: u64,
+    /// Frames with a BTH (RoCE v2, RoCE v1, native IB).
     pub roce_packets: u64,
+    /// Flows (src, dst, DestQP) seen, live or expired.
     pub flows: u64,
     pub connections: u64,
+    /// NAKs with syndrome 0x60 (PSN sequence error); the others by code below.
     pub nak_psn_seq: u64,
     pub nak_invalid_request: u64,
     pub nak_remote_access: u64,
     pub nak_remote_operational: u64,
     pub nak_invalid_rd_request: u64,
     pub nak_reserved: u64,
+    /// RNR NAKs (syndrome 0x20-0x3F).
     pub rnr_nak: u64,
+    /// Times a stream's PSN jumped past the next expected one: a request stream, or the
+    /// responses of a READ (a packet lost upstream of the tap, or missed by the capture).
     pub psn_gap_events: u64,
+    /// PSNs skipped by those jumps.
     pub missing_psns: u64,
+    /// Gaps whose first missing PSN later passed the tap in a resend.
     pub recovered_gap_events: u64,
+    /// Gaps never filled.
     pub unrecovered_gap_events: u64,
+    /// Unfilled gaps with no NAK naming them (or that the responder acknowledged
+    /// anyway): most likely packets the capture missed.
     pub capture_loss_gap_events: u64,
+    /// Packets sent again: go-back-N resends after a NAK (the one filling a gap
+    /// included), after an RNR NAK, after a timeout, and READ responses sent again after a
+    /// re-issued READ Request (that request itself is not counted).
     pub retransmitted_packets: u64,
     pub retransmission_episodes: u64,
     pub nak_retransmissions: u64,
     pub rnr_retransmissions: u64,
+    /// Packets resent with no NAK although the original passed the tap.
     pub timeout_retransmissions: u64,
     pub read_retransmissions: u64,
     pub unknown_retransmissions: u64,
     pub reads: u64,
+    /// READ Requests re-issued for the rest of a READ (PSN inside the original's range).
     pub read_rerequests: u64,
     pub read_missing_responses: u64,
     pub read_responses_resent: u64,
+    /// Packets with ECN = CE (IP or GRH traffic class).
     pub ce_marked: u64,
     pub ecn_not_ect: u64,
     pub ecn_ect0: u64,
     pub ecn_ect1: u64,
+    /// CNPs (opcode 0x81).
     pub cnp: u64,
+    /// CE marks after a flow's last CNP, never answered.
     pub ce_without_cnp: u64,
     pub cnp_without_ce: u64,
     pub icrc_ok: u64,
     pub icrc_bad: u64,
+    /// RoCE packets whose ICRC was cut by the snaplen or not computed.
     pub icrc_unchecked: u64,
     pub malformed: u64,
     pub truncated: u64,
     /// Frames of protocols the decoder does not go into (TCP, IPv6 ND, ...).
     pub unsupported: u64,
+    /// MAC control PAUSE and PFC frames.
     pub pfc_pause_frames: u64,
     pub pfc_stalls: u64,
     pub arp_requests: u64,
     pub arp_replies: u64,
+    /// ARP request packets (retries included) that no reply on their interface answered.
     pub arp_unanswered: u64,
     pub arp_cross_subnet: u64,
     pub events_dropped: u64,
