@@ -4,7 +4,7 @@
 //! a rule could depend on.
 
 use crate::analysis::report::Severity;
-use crate::analysis::{EventKind, Report};
+use crate::analysis::{Event, EventKind, Report};
 use crate::cli::AnalyzeFormat;
 use crate::report::rules::Verdict;
 use serde::Serialize;
@@ -69,7 +69,13 @@ pub fn write_report(
                 })).collect::<Vec<_>>(),
             });
             if events {
-                doc["events"] = serde_json::to_value(&r.events).map_err(io::Error::other)?;
+                let mut list = Vec::with_capacity(r.events.len());
+                for e in &r.events {
+                    let mut v = serde_json::to_value(e).map_err(io::Error::other)?;
+                    v["detail"] = Value::String(detail(e));
+                    list.push(v);
+                }
+                doc["events"] = Value::Array(list);
             }
             serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
             out.write_all(b"\n")
@@ -118,6 +124,56 @@ fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
             .map_err(io::Error::other)?;
     }
     w.flush()
+}
+
+/// One line of plain words about an event (text output and JSON `detail`).
+fn detail(e: &Event) -> String {
+    match e.kind {
+        EventKind::PsnGap => format!("{} PSNs missing", e.count),
+        EventKind::GapRecovered => "filled by a resend".into(),
+        EventKind::GapUnrecovered => format!(
+            "{} PSNs never seen{}",
+            e.count,
+            if e.capture_loss == Some(true) {
+                " (likely capture loss)"
+            } else {
+                " (NAKed, resend not captured)"
+            }
+        ),
+        EventKind::Nak => format!(
+            "NAK: {}",
+            dissectors::NakCode::from_value(e.code.unwrap_or(0)).name()
+        ),
+        EventKind::RnrNak => {
+            let c = e.code.unwrap_or(0);
+            format!(
+                "RNR NAK, timer code {c} ({} µs)",
+                dissectors::ib::aeth::rnr_timer_us(c)
+            )
+        }
+        EventKind::Retransmission => format!(
+            "{} packets, trigger {}{}",
+            e.count,
+            e.trigger.map_or("?", |t| t.name()),
+            e.latency_ns.map_or(String::new(), |l| format!(
+                ", after {:.1} µs",
+                l as f64 / 1e3
+            ))
+        ),
+        EventKind::ReadRerequest => "READ re-issued for the rest".into(),
+        EventKind::CnpWithoutCe => "CNP with no CE-marked traffic before it".into(),
+        EventKind::ArpCrossSubnet | EventKind::ArpUnanswered => {
+            let (s, d) = e.arp.unwrap_or((
+                std::net::Ipv4Addr::UNSPECIFIED,
+                std::net::Ipv4Addr::UNSPECIFIED,
+            ));
+            format!(
+                "who-has {d} tell {s} iface {} x{}",
+                e.iface.unwrap_or(0),
+                e.count.max(1)
+            )
+        }
+    }
 }
 
 fn secs(r: &Report, t: u64) -> f64 {
@@ -217,43 +273,7 @@ fn text(
         writeln!(out, "Events:")?;
         for e in &r.events {
             let flow = e.flow.map_or("-".into(), |f| f.to_string());
-            let detail = match e.kind {
-                EventKind::PsnGap => format!("{} PSNs missing", e.count),
-                EventKind::GapRecovered => "filled by a resend".into(),
-                EventKind::GapUnrecovered => format!(
-                    "{} PSNs never seen{}",
-                    e.count,
-                    if e.capture_loss == Some(true) {
-                        " (likely capture loss)"
-                    } else {
-                        " (NAKed, resend not captured)"
-                    }
-                ),
-                EventKind::Nak => format!("NAK code {}", e.code.unwrap_or(0)),
-                EventKind::RnrNak => format!("RNR timer code {}", e.code.unwrap_or(0)),
-                EventKind::Retransmission => format!(
-                    "{} packets, trigger {}{}",
-                    e.count,
-                    e.trigger.map_or("?", |t| t.name()),
-                    e.latency_ns.map_or(String::new(), |l| format!(
-                        ", after {:.1} µs",
-                        l as f64 / 1e3
-                    ))
-                ),
-                EventKind::ReadRerequest => "READ re-issued for the rest".into(),
-                EventKind::CnpWithoutCe => "CNP with no CE-marked traffic before it".into(),
-                EventKind::ArpCrossSubnet | EventKind::ArpUnanswered => {
-                    let (s, d) = e.arp.unwrap_or((
-                        std::net::Ipv4Addr::UNSPECIFIED,
-                        std::net::Ipv4Addr::UNSPECIFIED,
-                    ));
-                    format!(
-                        "who-has {d} tell {s} iface {} x{}",
-                        e.iface.unwrap_or(0),
-                        e.count.max(1)
-                    )
-                }
-            };
+            let detail = detail(e);
             let psn = match (e.psn, e.psn_end) {
                 (Some(a), Some(b)) if a != b => format!("{a}-{b}"),
                 (Some(a), _) => a.to_string(),
