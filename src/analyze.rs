@@ -47,6 +47,7 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
     let mut an = Analyzer::new(Config {
         idle_timeout_ns: (a.idle_timeout * 1e9) as u64,
         link_bps: (a.link_speed * 1e9) as u64,
+        max_flow_summaries: a.max_flows,
         ..Config::default()
     });
     let mut input = Input::default();

@@ -116,6 +116,9 @@ pub struct AnalyzeArgs {
     /// Seconds of capture time after which an idle flow is summarised and forgotten.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     pub idle_timeout: f64,
+    /// Finished flows whose summaries the report keeps; more still count in the totals.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub max_flows: usize,
     /// Link speed in Gb/s, to turn PFC pause quanta into time.
     #[arg(long, value_name = "GBPS", default_value_t = 100.0)]
     pub link_speed: f64,

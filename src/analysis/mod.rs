@@ -25,7 +25,7 @@ use dissectors::{
     Addr, AethKind, Decoded, Ecn, IcrcStatus, NakCode, Operation, Psn, Roce, StopKind, Transport,
 };
 use flow::{span_for, Episode, Flow, FlowKey, Gap, PendingNak, Read, Trigger};
-pub use report::{Event, EventKind, FlowSummary, Report};
+pub use report::{Event, EventKind, FlowSummary, Report, Totals};
 use rustc_hash::FxHashMap;
 
 /// Analyzer settings.
@@ -40,6 +40,9 @@ pub struct Config {
     /// ARP requests whose sender and target differ in this many leading bits are
     /// reported as asking across subnets.
     pub arp_prefix_len: u8,
+    /// Summaries of finished flows kept for the report; beyond it a flow only counts in
+    /// the totals, so memory stays bounded whatever the number of QPs over time.
+    pub max_flow_summaries: usize,
 }
 
 impl Default for Config {
@@ -49,6 +52,7 @@ impl Default for Config {
             max_events: 100_000,
             link_bps: 100_000_000_000,
             arp_prefix_len: 24,
+            max_flow_summaries: 20_000,
         }
     }
 }
@@ -171,6 +175,8 @@ pub struct Analyzer {
     /// Live flows by (src, dst): where to look for a flow's other direction.
     by_pair: FxHashMap<(Addr, Addr), Vec<u32>>,
     done: Vec<FlowSummary>,
+    /// Totals of every retired flow, kept or not.
+    sums: Totals,
     connections: Vec<(u32, u32)>,
     next_id: u32,
     log: EventLog,
@@ -196,6 +202,7 @@ impl Analyzer {
             free: Vec::new(),
             by_pair: FxHashMap::default(),
             done: Vec::new(),
+            sums: Totals::default(),
             connections: Vec::new(),
             next_id: 0,
             log: EventLog {
@@ -279,7 +286,13 @@ impl Analyzer {
                 self.by_pair.remove(&(f.key.src, f.key.dst));
             }
         }
-        self.done.push(report::summarize(&f));
+        let summary = report::summarize(&f);
+        report::add_flow(&mut self.sums, &summary);
+        if self.done.len() < self.cfg.max_flow_summaries {
+            self.done.push(summary);
+        } else {
+            self.sums.flow_summaries_dropped += 1;
+        }
         self.free.push(slot);
     }
 
@@ -717,7 +730,14 @@ impl Analyzer {
             self.retire(slot as u32);
         }
         let net = std::mem::take(&mut self.net).finish(&mut self.log);
-        report::build(self.g, self.done, self.connections, self.log, net)
+        report::build(
+            self.g,
+            self.sums,
+            self.done,
+            self.connections,
+            self.log,
+            net,
+        )
     }
 }
 

@@ -159,6 +159,9 @@ pub struct Totals {
     pub arp_unanswered: u64,
     pub arp_cross_subnet: u64,
     pub events_dropped: u64,
+    /// Flows counted in the totals whose summaries were not kept (beyond
+    /// `--max-flows`, to bound memory).
+    pub flow_summaries_dropped: u64,
 }
 
 /// Rates derived from the totals (usable in `--fail-on` rules).
@@ -439,8 +442,45 @@ pub(super) fn summarize(f: &Flow) -> FlowSummary {
     }
 }
 
+/// Adds a flow's counters to the run's totals (done when the flow is retired, so the
+/// totals stay exact even when its summary is not kept).
+pub(super) fn add_flow(t: &mut Totals, f: &FlowSummary) {
+    t.flows += 1;
+    let c = &f.c;
+    t.nak_psn_seq += c.nak_psn_seq;
+    t.nak_invalid_request += c.nak_invalid_request;
+    t.nak_remote_access += c.nak_remote_access;
+    t.nak_remote_operational += c.nak_remote_operational;
+    t.nak_invalid_rd_request += c.nak_invalid_rd_request;
+    t.nak_reserved += c.nak_reserved;
+    t.rnr_nak += c.rnr_nak;
+    t.psn_gap_events += c.psn_gap_events;
+    t.missing_psns += c.missing_psns;
+    t.recovered_gap_events += c.recovered_gap_events;
+    t.unrecovered_gap_events += c.unrecovered_gap_events;
+    t.capture_loss_gap_events += c.capture_loss_gap_events;
+    t.retransmitted_packets += c.retransmitted_packets;
+    t.retransmission_episodes += c.retransmission_episodes;
+    t.nak_retransmissions += c.nak_retransmissions;
+    t.rnr_retransmissions += c.rnr_retransmissions;
+    t.timeout_retransmissions += c.timeout_retransmissions;
+    t.read_retransmissions += c.read_retransmissions;
+    t.unknown_retransmissions += c.unknown_retransmissions;
+    t.reads += c.reads;
+    t.read_rerequests += c.read_rerequests;
+    t.read_missing_responses += c.read_missing_responses;
+    t.read_responses_resent += c.read_responses_resent;
+    t.ce_without_cnp += c.ce_without_cnp;
+    t.cnp_without_ce += c.cnp_without_ce;
+    t.icrc_ok += f.icrc_ok;
+    t.icrc_bad += f.icrc_bad;
+    t.icrc_unchecked += f.icrc_unchecked;
+    t.pfc_stalls += c.pfc_stalls;
+}
+
 pub(super) fn build(
     g: Global,
+    sums: Totals,
     mut flows: Vec<FlowSummary>,
     connections: Vec<(u32, u32)>,
     log: EventLog,
@@ -461,58 +501,26 @@ pub(super) fn build(
     let mut t = Totals {
         frames: g.frames,
         roce_packets: g.roce_packets,
-        flows: flows.len() as u64,
         connections: connections.len() as u64,
         ce_marked: g.ce_marked,
         ecn_not_ect: g.ecn[0],
         ecn_ect1: g.ecn[1],
         ecn_ect0: g.ecn[2],
         cnp: g.cnp,
-        cnp_without_ce: g.cnp_unmatched,
         malformed: g.malformed,
         truncated: g.truncated,
         unsupported: g.unsupported,
         pfc_pause_frames: net.pfc_frames,
         arp_unanswered: net.arp_unanswered,
         events_dropped: log.dropped,
-        ..Totals::default()
+        ..sums
     };
+    // Both the flows' sums and the frames without a matching CE flow count here.
+    t.cnp_without_ce = sums.cnp_without_ce + g.cnp_unmatched;
     for a in &net.arp {
         t.arp_requests += a.requests;
         t.arp_replies += a.replies;
         t.arp_cross_subnet += a.cross_subnet_requests;
-    }
-    for f in &flows {
-        let c = &f.c;
-        t.nak_psn_seq += c.nak_psn_seq;
-        t.nak_invalid_request += c.nak_invalid_request;
-        t.nak_remote_access += c.nak_remote_access;
-        t.nak_remote_operational += c.nak_remote_operational;
-        t.nak_invalid_rd_request += c.nak_invalid_rd_request;
-        t.nak_reserved += c.nak_reserved;
-        t.rnr_nak += c.rnr_nak;
-        t.psn_gap_events += c.psn_gap_events;
-        t.missing_psns += c.missing_psns;
-        t.recovered_gap_events += c.recovered_gap_events;
-        t.unrecovered_gap_events += c.unrecovered_gap_events;
-        t.capture_loss_gap_events += c.capture_loss_gap_events;
-        t.retransmitted_packets += c.retransmitted_packets;
-        t.retransmission_episodes += c.retransmission_episodes;
-        t.nak_retransmissions += c.nak_retransmissions;
-        t.rnr_retransmissions += c.rnr_retransmissions;
-        t.timeout_retransmissions += c.timeout_retransmissions;
-        t.read_retransmissions += c.read_retransmissions;
-        t.unknown_retransmissions += c.unknown_retransmissions;
-        t.reads += c.reads;
-        t.read_rerequests += c.read_rerequests;
-        t.read_missing_responses += c.read_missing_responses;
-        t.read_responses_resent += c.read_responses_resent;
-        t.ce_without_cnp += c.ce_without_cnp;
-        t.cnp_without_ce += c.cnp_without_ce;
-        t.icrc_ok += f.icrc_ok;
-        t.icrc_bad += f.icrc_bad;
-        t.icrc_unchecked += f.icrc_unchecked;
-        t.pfc_stalls += c.pfc_stalls;
     }
     let dur_ns = g.first_ts.map_or(0, |f| g.last_ts.saturating_sub(f));
     let secs = dur_ns as f64 / 1e9;

@@ -687,3 +687,22 @@ fn a_wrong_first_pairing_is_corrected_by_later_responses() {
     assert_eq!(by("0x000012").peer, Some(by("0x000023").id));
     assert_eq!(r.totals.connections, 2);
 }
+
+#[test]
+fn totals_stay_exact_beyond_the_kept_flow_summaries() {
+    let mut a = Analyzer::new(Config {
+        max_flow_summaries: 1,
+        ..Config::default()
+    });
+    for (i, qp) in [0x30u32, 0x31, 0x32].iter().enumerate() {
+        // each flow has one gap
+        a.ingest(i as u64 * 10, 0, &pkt(A, B, *qp, SEND_ONLY, 1));
+        a.ingest(i as u64 * 10 + 1, 0, &pkt(A, B, *qp, SEND_ONLY, 3));
+    }
+    let r = a.finish();
+    assert_eq!(r.flows.len(), 1);
+    assert_eq!(r.totals.flows, 3);
+    assert_eq!(r.totals.flow_summaries_dropped, 2);
+    assert_eq!(r.totals.psn_gap_events, 3);
+    assert_eq!(r.totals.unrecovered_gap_events, 3);
+}
