@@ -37,6 +37,11 @@ pub enum Command {
         after_help = "Examples:\n  rocetap netcheck --netns sbrarp-pod1\n  rocetap netcheck --pid 4242 --format json\n  rocetap netcheck --from state/pod1            # addr.json route.json rule.json [sysctl.json]\n  rocetap netcheck --from state/pod1 --route-get '198.19.8.1 from 198.18.1.5'\n\nCollect a pod's state anywhere with:\n  kubectl exec POD -- ip -j addr > addr.json   (and ip -j route show table all, ip -j rule)\n\nExit codes: 0 no problems, 1 findings (errors or warnings), 2 error."
     )]
     Netcheck(NetcheckArgs),
+    /// Follow every queue pair and report gaps, retransmissions, NAKs, ECN/CNP, PFC, ARP.
+    #[command(
+        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq == 0' --fail-on 'cnp_per_s < 1000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). A rule states what must hold: exit 1 when one does not.\n\nSeveral files are merged into one capture in timestamp order."
+    )]
+    Analyze(AnalyzeArgs),
 }
 
 /// Where frames come from: files (or stdin with `-`).
@@ -153,4 +158,50 @@ pub struct NetcheckArgs {
     /// Output format.
     #[arg(long, short = 'F', value_enum, default_value_t = NetcheckFormat::Text)]
     pub format: NetcheckFormat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnalyzeFormat {
+    Text,
+    Json,
+    Csv,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Read,
+    Decode,
+}
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    #[command(flatten)]
+    pub sources: Sources,
+    #[command(flatten)]
+    pub opts: DecodeOpts,
+    /// Output format: a summary for people, or JSON / CSV (one row per flow).
+    #[arg(long, short = 'F', value_enum, default_value_t = AnalyzeFormat::Text)]
+    pub format: AnalyzeFormat,
+    /// Also list the events (gaps, NAKs, retransmission runs, ...).
+    #[arg(long)]
+    pub events: bool,
+    /// A rule that must hold, e.g. 'nak_psn_seq == 0'; exit 1 when one fails. Repeatable.
+    #[arg(long = "fail-on", value_name = "RULE")]
+    pub fail_on: Vec<String>,
+    /// Seconds of capture time after which an idle flow is summarised and forgotten.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub idle_timeout: f64,
+    /// Finished flows whose summaries the report keeps; more still count in the totals.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub max_flows: usize,
+    /// Link speed in Gb/s, to turn PFC pause quanta into time.
+    #[arg(long, value_name = "GBPS", default_value_t = 100.0)]
+    pub link_speed: f64,
+    /// Benchmarking: stop each frame after reading it or after decoding it, to see
+    /// where the time goes (the report then only counts frames).
+    #[arg(long, value_enum, hide = true)]
+    pub stop_after: Option<Stage>,
+    /// No progress indication on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
 }

@@ -151,6 +151,7 @@ type Out<'a> = io::BufWriter<io::StdoutLock<'a>>;
 
 enum Sink<'a> {
     Plain(Out<'a>),
+    // Boxed: the csv writer carries its own buffer state and dwarfs the plain variant.
     Csv(Box<csv::Writer<Out<'a>>>),
 }
 

@@ -8,7 +8,6 @@ pub mod exit {
     /// Ran and found nothing that a rule or check rejects.
     pub const OK: i32 = 0;
     /// Findings: a `--fail-on` rule failed, netcheck found a problem.
-    #[allow(dead_code)] // used by analyze --fail-on
     pub const FINDINGS: i32 = 1;
     /// Bad arguments, unreadable input, missing privilege, write failure.
     pub const ERROR: i32 = 2;

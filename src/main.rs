@@ -1,5 +1,7 @@
 //! rocetap: parse the command line, run the command, map the result to an exit code.
 
+mod analysis;
+mod analyze;
 mod capture;
 mod cli;
 mod decode;
@@ -18,6 +20,7 @@ fn main() {
         cli::Command::Decode(a) => decode::run(a),
         cli::Command::Synth(a) => synth::run(a),
         cli::Command::Netcheck(a) => netcheck::run(a),
+        cli::Command::Analyze(a) => analyze::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

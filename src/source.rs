@@ -1,7 +1,7 @@
 //! Opening inputs by name (`-` is stdin) and showing progress on stderr for long reads
 //! when stderr is a terminal.
 
-use crate::capture::file::{ReadError, Reader};
+use crate::capture::file::{for_each_frame, ReadError, Reader};
 use crate::capture::Frame;
 use crate::error::Failure;
 use std::fs::File;
@@ -123,25 +123,15 @@ where
     F: FnMut(&Frame<'_>) -> ControlFlow<()>,
 {
     if paths.len() == 1 {
+        // One input: no copy, and the fast classic-pcap path of `for_each_frame`.
         let Opened { reader, name, size } = open(&paths[0])?;
         let mut progress = Progress::new(&name, size, quiet);
-        let mut r = Reader::new(reader).map_err(|e| read_failure(&name, e))?;
-        loop {
-            let step = r.next_with(|fr| {
-                progress.tick(fr.data.len());
-                f(fr)
-            });
-            match step {
-                Ok(Some(ControlFlow::Continue(()))) => {}
-                Ok(_) => break,
-                Err(e) => {
-                    progress.done();
-                    return Err(read_failure(&name, e));
-                }
-            }
-        }
+        let r = for_each_frame(reader, |fr| {
+            progress.tick(fr.data.len());
+            f(fr)
+        });
         progress.done();
-        return Ok(());
+        return r.map(|_| ()).map_err(|e| read_failure(&name, e));
     }
     struct Slot<'r> {
         reader: Reader<'r>,

@@ -44,6 +44,17 @@ impl FethRepr {
     }
 }
 
+impl FethRepr {
+    /// Placement type (bits 3-0).
+    pub fn placement_type(&self) -> u8 {
+        (self.word & 0xf) as u8
+    }
+    /// Selectivity level (bits 5-4).
+    pub fn selectivity(&self) -> u8 {
+        ((self.word >> 4) & 0x3) as u8
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,16 +68,5 @@ mod tests {
         for n in 0..LEN {
             assert!(FethRepr::parse(&b[..n]).is_err());
         }
-    }
-}
-
-impl FethRepr {
-    /// Placement type (bits 3-0).
-    pub fn placement_type(&self) -> u8 {
-        (self.word & 0xf) as u8
-    }
-    /// Selectivity level (bits 5-4).
-    pub fn selectivity(&self) -> u8 {
-        ((self.word >> 4) & 0x3) as u8
     }
 }

@@ -1,0 +1,283 @@
+//! Per-flow state: one flow is the packets from one address to another for one
+//! destination QP, `(src, dst, DestQP)`. A flow holds two streams that are never mixed:
+//! the *request* stream (what this side sends as requester: SEND, WRITE, READ Request,
+//! atomics) and the *response* stream (ACKs, NAKs, READ responses, atomic ACKs it sends
+//! back for the other side's requests). The two flows of an RC connection are peers.
+//!
+//! Every field has a fixed size (rings, arrays, histograms): a flow costs the same
+//! whether it saw ten packets or ten million.
+
+use super::hist::LogHist;
+use super::ring::Ring;
+use dissectors::{Addr, Psn, Qpn, RoceVersion, Transport};
+
+/// Identifies a flow: network source and destination and the BTH DestQP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    pub src: Addr,
+    pub dst: Addr,
+    pub qp: Qpn,
+}
+
+/// Why a run of retransmitted packets was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// A NAK (PSN sequence error) from the responder preceded it.
+    Nak,
+    /// An RNR NAK preceded it.
+    Rnr,
+    /// No NAK: the original was seen, so the requester's ACK timer expired.
+    Timeout,
+    /// READ responses sent again for a re-issued READ Request.
+    ReadRerequest,
+    /// No NAK seen and the original was never seen either.
+    Unknown,
+}
+
+impl Trigger {
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::Nak => "NAK",
+            Trigger::Rnr => "RNR NAK",
+            Trigger::Timeout => "timeout",
+            Trigger::ReadRerequest => "READ re-request",
+            Trigger::Unknown => "unknown",
+        }
+    }
+}
+
+/// PSNs a stream skipped: `[start, start + len)`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Gap {
+    pub start: Psn,
+    pub len: u32,
+    pub t_ns: u64,
+    /// A PSN-sequence-error NAK named a PSN inside it.
+    pub nak: bool,
+    /// An ACK covered it although no resend passed the tap: the responder got the
+    /// packet, only the capture missed it.
+    pub acked: bool,
+}
+
+impl Gap {
+    pub fn contains(&self, p: Psn) -> bool {
+        let d = p.diff(self.start);
+        d >= 0 && (d as u32) < self.len
+    }
+}
+
+/// One RDMA READ as its request announced it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Read {
+    pub start: Psn,
+    /// PSNs the READ consumes (ceil(len / PMTU)); 0 while the PMTU is unknown.
+    pub n: u32,
+    pub len: u32,
+    pub va: u64,
+    /// The next response PSN expected for it.
+    pub resp_next: Psn,
+    /// Responses were seen up to its end, or the tail was counted as a gap.
+    pub closed: bool,
+    /// A re-issued READ Request covers part of it: responses again are expected.
+    pub rereq: bool,
+}
+
+impl Read {
+    /// The most PSNs it can consume (the smallest PMTU when the PMTU is unknown).
+    pub fn max_span(&self) -> u32 {
+        if self.n > 0 {
+            self.n
+        } else {
+            span_for(self.len, 256)
+        }
+    }
+    pub fn contains(&self, p: Psn) -> bool {
+        let d = p.diff(self.start);
+        d >= 0 && (d as u32) < self.max_span()
+    }
+}
+
+/// PSNs a READ of `len` bytes consumes at a given PMTU (a zero-length READ uses one).
+pub fn span_for(len: u32, pmtu: u32) -> u32 {
+    len.div_ceil(pmtu).max(1)
+}
+
+/// A NAK or RNR NAK the requester has not acted on yet.
+#[derive(Clone, Copy, Debug)]
+pub struct PendingNak {
+    pub t_ns: u64,
+    /// `Some(timer code)` for an RNR NAK.
+    pub rnr: Option<u8>,
+}
+
+/// A run of retransmitted packets with one trigger.
+#[derive(Clone, Copy, Debug)]
+pub struct Episode {
+    pub trigger: Trigger,
+    pub last: Psn,
+    /// Index of its event, to fill in the packet count when it ends.
+    pub event: Option<usize>,
+    pub packets: u32,
+}
+
+pub const GAP_SLOTS: usize = 8;
+pub const READ_SLOTS: usize = 16;
+pub const ACKREQ_SLOTS: usize = 32;
+pub const SENT_SLOTS: usize = 32;
+
+/// What this side sent as requester.
+#[derive(Clone, Debug, Default)]
+pub struct ReqStream {
+    pub started: bool,
+    /// The next new PSN.
+    pub next: Psn,
+    /// A READ whose PSN span is not known yet (PMTU unknown): start and length.
+    pub open_read: Option<(Psn, u32)>,
+    pub gaps: Ring<Gap, GAP_SLOTS>,
+    pub reads: Ring<Read, READ_SLOTS>,
+    /// Requests with AckReq set, waiting for the ACK that covers them.
+    pub ackreq: Ring<(Psn, u64), ACKREQ_SLOTS>,
+    /// When recent PSNs were last sent, to measure how long a timeout took.
+    pub sent: Ring<(Psn, u64), SENT_SLOTS>,
+    pub pending: Option<PendingNak>,
+    pub episode: Option<Episode>,
+    /// When the last new (not resent) request was seen.
+    pub last_new_ts: u64,
+}
+
+/// What this side sent as responder.
+#[derive(Clone, Debug, Default)]
+pub struct RespStream {
+    pub gaps: Ring<Gap, GAP_SLOTS>,
+    pub episode: Option<Episode>,
+}
+
+/// Counters per flow, as they appear in reports.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct FlowCounters {
+    pub psn_gap_events: u64,
+    pub missing_psns: u64,
+    pub recovered_gap_events: u64,
+    pub unrecovered_gap_events: u64,
+    pub capture_loss_gap_events: u64,
+    pub retransmitted_packets: u64,
+    pub retransmission_episodes: u64,
+    pub nak_retransmissions: u64,
+    pub rnr_retransmissions: u64,
+    pub timeout_retransmissions: u64,
+    pub read_retransmissions: u64,
+    pub unknown_retransmissions: u64,
+    pub nak_psn_seq: u64,
+    pub nak_invalid_request: u64,
+    pub nak_remote_access: u64,
+    pub nak_remote_operational: u64,
+    pub nak_invalid_rd_request: u64,
+    pub nak_reserved: u64,
+    pub rnr_nak: u64,
+    pub reads: u64,
+    pub read_rerequests: u64,
+    /// READ responses sent again (after a re-issued READ or a resent READ Request),
+    /// including the ones that fill a response gap.
+    pub read_responses_resent: u64,
+    /// READ response PSNs that never passed the tap the first time (response gaps).
+    pub read_missing_responses: u64,
+    pub ce_marked: u64,
+    pub cnp_sent: u64,
+    pub cnp_received: u64,
+    pub ce_without_cnp: u64,
+    pub cnp_without_ce: u64,
+    pub pfc_stalls: u64,
+    pub pfc_stall_ns: u64,
+}
+
+/// Number of distinct BTH operations counted in the opcode mix.
+pub const N_OPS: usize = 27;
+
+/// Everything the analyzer keeps about one live flow.
+#[derive(Clone, Debug)]
+pub struct Flow {
+    pub id: u32,
+    pub key: FlowKey,
+    /// Slot of the peer flow (the other direction of the RC connection).
+    pub peer: Option<u32>,
+    pub peer_id: Option<u32>,
+    pub transport: Option<Transport>,
+    pub version: RoceVersion,
+    pub first_ts: u64,
+    pub last_ts: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub messages: u64,
+    pub ops: [u64; N_OPS],
+    pub other_ops: u64,
+    pub pmtu: u32,
+    pub dscp: Option<u8>,
+    pub pcp: Option<u8>,
+    pub vlan: Option<u16>,
+    pub ecn: [u64; 4],
+    /// ok, bad, unchecked
+    pub icrc: [u64; 3],
+    pub first_psn: Option<Psn>,
+    pub last_psn: Option<Psn>,
+    pub rnr_timers: [u32; 32],
+    pub c: FlowCounters,
+    pub req: ReqStream,
+    pub resp: RespStream,
+    pub ack_latency: LogHist,
+    pub nak_to_resend: LogHist,
+    pub rnr_wait: LogHist,
+    pub rnr_requested_us: f64,
+    pub timeout_observed: LogHist,
+    pub ce_to_cnp: LogHist,
+    /// CE marks since the last CNP for this flow, and when the first of them came.
+    pub ce_since_cnp: u64,
+    pub ce_first_since_cnp: u64,
+    pub last_ce_ts: u64,
+    /// Bytes and time at the first and the last CNP this flow's sender received.
+    pub first_cnp: Option<(u64, u64)>,
+    pub last_cnp: Option<(u64, u64)>,
+}
+
+impl Flow {
+    pub fn new(id: u32, key: FlowKey, version: RoceVersion, ts: u64) -> Self {
+        Flow {
+            id,
+            key,
+            peer: None,
+            peer_id: None,
+            transport: None,
+            version,
+            first_ts: ts,
+            last_ts: ts,
+            packets: 0,
+            bytes: 0,
+            messages: 0,
+            ops: [0; N_OPS],
+            other_ops: 0,
+            pmtu: 0,
+            dscp: None,
+            pcp: None,
+            vlan: None,
+            ecn: [0; 4],
+            icrc: [0; 3],
+            first_psn: None,
+            last_psn: None,
+            rnr_timers: [0; 32],
+            c: FlowCounters::default(),
+            req: ReqStream::default(),
+            resp: RespStream::default(),
+            ack_latency: LogHist::default(),
+            nak_to_resend: LogHist::default(),
+            rnr_wait: LogHist::default(),
+            rnr_requested_us: 0.0,
+            timeout_observed: LogHist::default(),
+            ce_to_cnp: LogHist::default(),
+            ce_since_cnp: 0,
+            ce_first_since_cnp: 0,
+            last_ce_ts: 0,
+            first_cnp: None,
+            last_cnp: None,
+        }
+    }
+}

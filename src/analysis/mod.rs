@@ -1,0 +1,1055 @@
+//! The analyzer: a deterministic state machine fed `(timestamp, decoded frame)` that
+//! follows every queue pair and says what went wrong — PSN gaps and whether they were
+//! recovered, go-back-N retransmissions and what triggered them (NAK, RNR NAK, timeout,
+//! READ re-request), NAKs by code, READ tracking, ACK latency, ECN marks and the CNPs
+//! they caused, PFC pauses and the flows they stalled, ICRC results, ARP trouble.
+//!
+//! Guarantees: no I/O, no clock, no threads — the same frames give the same report. The
+//! per-packet path does not allocate (flows live in a slot vector indexed through an
+//! FxHashMap with small `Copy` keys and hold only fixed-size rings and histograms); it
+//! allocates only when a new flow, an address pair or an event appears. Flows idle for
+//! longer than [`Config::idle_timeout_ns`] of capture time are folded into compact
+//! [`FlowSummary`]s, so memory follows the number of live QPs, not the packet count.
+//! PSNs are compared with 24-bit serial arithmetic everywhere; wraparound is ordinary.
+
+pub mod flow;
+pub mod hist;
+mod net;
+pub mod report;
+pub mod ring;
+#[cfg(test)]
+mod tests;
+
+use dissectors::ib::aeth::rnr_timer_us;
+use dissectors::{
+    Addr, AethKind, Decoded, Ecn, IcrcStatus, NakCode, Operation, Psn, Roce, StopKind, Transport,
+};
+use flow::{span_for, Episode, Flow, FlowKey, Gap, PendingNak, Read, Trigger};
+pub use report::{Event, EventKind, FlowSummary, Report, Totals};
+use rustc_hash::FxHashMap;
+
+/// Analyzer settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// A flow with no packet for this long (capture time) is summarised and forgotten.
+    pub idle_timeout_ns: u64,
+    /// Events kept for the report; later ones are counted, not stored.
+    pub max_events: usize,
+    /// Link speed used to turn PFC pause quanta (512 bit times) into time.
+    pub link_bps: u64,
+    /// ARP requests whose sender and target differ in this many leading bits are
+    /// reported as asking across subnets.
+    pub arp_prefix_len: u8,
+    /// Summaries of finished flows kept for the report; beyond it a flow only counts in
+    /// the totals, so memory stays bounded whatever the number of QPs over time.
+    pub max_flow_summaries: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            idle_timeout_ns: 60_000_000_000,
+            max_events: 100_000,
+            link_bps: 100_000_000_000,
+            arp_prefix_len: 24,
+            max_flow_summaries: 20_000,
+        }
+    }
+}
+
+/// PSN distance within which a response is taken to answer a request stream when the
+/// two directions of a connection are paired.
+const PAIR_WINDOW: i32 = 1 << 16;
+/// A gap this far behind the stream can no longer be filled; it is settled.
+const GAP_HORIZON: i32 = 1 << 22;
+/// How many frames pass between two looks for idle flows.
+const SWEEP_EVERY: u64 = 1 << 14;
+
+/// A flow key as plain integers — what the hash map hashes and compares per packet.
+/// Addresses become 128 bits (IPv4 as IPv4-mapped IPv6, a LID tagged in the top bits,
+/// which no IPv6 unicast address used by RoCE has).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Packed {
+    src: u128,
+    dst: u128,
+    qp: u32,
+}
+
+#[inline]
+fn ip_bits(a: std::net::IpAddr) -> u128 {
+    match a {
+        std::net::IpAddr::V4(v4) => 0xffff_0000_0000 | u128::from(u32::from(v4)),
+        std::net::IpAddr::V6(v6) => u128::from(v6),
+    }
+}
+
+#[inline]
+fn addr_bits(a: Addr) -> u128 {
+    match a {
+        Addr::Ip(ip) => ip_bits(ip),
+        Addr::Lid(l) => (0xfffe_u128 << 112) | u128::from(l),
+    }
+}
+
+impl Packed {
+    fn of(k: &FlowKey) -> Self {
+        Packed {
+            src: addr_bits(k.src),
+            dst: addr_bits(k.dst),
+            qp: k.qp.0,
+        }
+    }
+
+    /// The key of a decoded RoCE packet, straight from the IP header when there is one.
+    #[inline]
+    fn from_decoded(d: &Decoded, qp: dissectors::Qpn) -> Option<Self> {
+        if let Some(ip) = &d.ip {
+            return Some(Packed {
+                src: ip_bits(ip.src),
+                dst: ip_bits(ip.dst),
+                qp: qp.0,
+            });
+        }
+        let (src, dst) = d.endpoints()?;
+        Some(Packed::of(&FlowKey { src, dst, qp }))
+    }
+
+    /// Position in the direct-mapped flow cache.
+    #[inline]
+    fn way(&self) -> usize {
+        let x = self.qp ^ (self.src as u32) ^ (self.dst as u32).rotate_left(11);
+        (x ^ (x >> 16)) as usize & (CACHE_WAYS - 1)
+    }
+}
+
+/// Entries of the direct-mapped cache in front of the flow hash map: the flows of the
+/// last few packets are found with one compare instead of a hash lookup.
+const CACHE_WAYS: usize = 64;
+/// An empty cache entry.
+const NO_SLOT: u32 = u32::MAX;
+
+/// The recorded events, capped.
+#[derive(Debug, Default)]
+pub struct EventLog {
+    pub events: Vec<Event>,
+    pub dropped: u64,
+    cap: usize,
+}
+
+impl EventLog {
+    fn push(&mut self, e: Event) -> Option<usize> {
+        if self.events.len() < self.cap {
+            self.events.push(e);
+            Some(self.events.len() - 1)
+        } else {
+            self.dropped += 1;
+            None
+        }
+    }
+}
+
+/// Counters that are not per flow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Global {
+    pub frames: u64,
+    pub roce_packets: u64,
+    pub ce_marked: u64,
+    pub ecn: [u64; 4],
+    pub cnp: u64,
+    pub cnp_unmatched: u64,
+    pub malformed: u64,
+    pub truncated: u64,
+    pub unsupported: u64,
+    pub roce_unknown_opcode: u64,
+    pub first_ts: Option<u64>,
+    pub last_ts: u64,
+}
+
+pub struct Analyzer {
+    cfg: Config,
+    index: FxHashMap<Packed, u32>,
+    /// Direct-mapped cache of recent flows (key, slot); slot `NO_SLOT` when empty.
+    cache: [(Packed, u32); CACHE_WAYS],
+    slots: Vec<Option<Flow>>,
+    free: Vec<u32>,
+    /// Live flows by (src, dst): where to look for a flow's other direction.
+    by_pair: FxHashMap<(Addr, Addr), Vec<u32>>,
+    done: Vec<FlowSummary>,
+    /// Totals of every retired flow, kept or not.
+    sums: Totals,
+    connections: Vec<(u32, u32)>,
+    next_id: u32,
+    log: EventLog,
+    g: Global,
+    net: net::Net,
+    frames_since_sweep: u64,
+}
+
+impl Analyzer {
+    pub fn new(cfg: Config) -> Self {
+        Analyzer {
+            cfg,
+            index: FxHashMap::default(),
+            cache: [(
+                Packed {
+                    src: 0,
+                    dst: 0,
+                    qp: 0,
+                },
+                NO_SLOT,
+            ); CACHE_WAYS],
+            slots: Vec::new(),
+            free: Vec::new(),
+            by_pair: FxHashMap::default(),
+            done: Vec::new(),
+            sums: Totals::default(),
+            connections: Vec::new(),
+            next_id: 0,
+            log: EventLog {
+                cap: cfg.max_events,
+                ..EventLog::default()
+            },
+            g: Global::default(),
+            net: net::Net::new(cfg),
+            frames_since_sweep: 0,
+        }
+    }
+
+    /// Names an interface id for reports (e.g. the capture file it came from).
+    pub fn name_iface(&mut self, iface: u32, name: String) {
+        self.net.names.insert(iface, name);
+    }
+
+    /// Feeds one frame. `iface` is the capture interface (pcapng interface id); an SLL2
+    /// header's ifindex takes precedence.
+    pub fn ingest(&mut self, ts: u64, iface: u32, d: &Decoded) {
+        let g = &mut self.g;
+        g.frames += 1;
+        g.first_ts.get_or_insert(ts);
+        g.last_ts = g.last_ts.max(ts);
+        match d.stop.kind {
+            StopKind::Malformed => g.malformed += 1,
+            StopKind::Truncated => g.truncated += 1,
+            StopKind::Unsupported => g.unsupported += 1,
+            StopKind::Complete => {}
+        }
+        if let Some(e) = d.ecn() {
+            g.ecn[e.bits() as usize] += 1;
+            if e == Ecn::Ce {
+                g.ce_marked += 1;
+            }
+        }
+        if let Some(r) = &d.roce {
+            self.g.roce_packets += 1;
+            self.roce(ts, d, r);
+        } else if let Some(a) = &d.arp {
+            let iface = d.sll.and_then(|s| s.ifindex).unwrap_or(iface);
+            self.net.arp(ts, iface, a, &mut self.log);
+        } else if let Some(p) = &d.pause {
+            self.net.pause(ts, d.src_mac(), p, &mut self.log);
+        }
+        self.frames_since_sweep += 1;
+        if self.frames_since_sweep >= SWEEP_EVERY {
+            self.frames_since_sweep = 0;
+            self.sweep(ts);
+        }
+    }
+
+    /// Summarises flows idle since before `now - idle_timeout`.
+    fn sweep(&mut self, now: u64) {
+        let limit = now.saturating_sub(self.cfg.idle_timeout_ns);
+        for slot in 0..self.slots.len() {
+            let idle = matches!(&self.slots[slot], Some(f) if f.last_ts < limit);
+            if idle {
+                self.retire(slot as u32);
+            }
+        }
+    }
+
+    /// Settles a flow's open state, stores its summary and frees its slot.
+    fn retire(&mut self, slot: u32) {
+        let Some(mut f) = self.slots[slot as usize].take() else {
+            return;
+        };
+        settle(&mut f, &mut self.log);
+        if let Some(p) = f.peer {
+            if let Some(pf) = self.slots[p as usize].as_mut() {
+                pf.peer = None;
+            }
+        }
+        let packed = Packed::of(&f.key);
+        self.index.remove(&packed);
+        self.cache[packed.way()].1 = NO_SLOT;
+        if let Some(v) = self.by_pair.get_mut(&(f.key.src, f.key.dst)) {
+            v.retain(|&s| s != slot);
+            if v.is_empty() {
+                self.by_pair.remove(&(f.key.src, f.key.dst));
+            }
+        }
+        let summary = report::summarize(&f);
+        report::add_flow(&mut self.sums, &summary);
+        if self.done.len() < self.cfg.max_flow_summaries {
+            self.done.push(summary);
+        } else {
+            self.sums.flow_summaries_dropped += 1;
+        }
+        self.free.push(slot);
+    }
+
+    #[inline]
+    fn flow_slot(&mut self, packed: Packed, d: &Decoded, r: &Roce, ts: u64) -> u32 {
+        let way = packed.way();
+        let (k, s) = self.cache[way];
+        if s != NO_SLOT && k == packed {
+            return s;
+        }
+        let s = match self.index.get(&packed) {
+            Some(&s) => s,
+            None => self.new_flow(packed, d, r, ts),
+        };
+        self.cache[way] = (packed, s);
+        s
+    }
+
+    #[cold]
+    fn new_flow(&mut self, packed: Packed, d: &Decoded, r: &Roce, ts: u64) -> u32 {
+        let (src, dst) = d.endpoints().expect("a keyed packet has endpoints");
+        let key = FlowKey {
+            src,
+            dst,
+            qp: r.bth.dest_qp,
+        };
+        let f = Flow::new(self.next_id, key, r.version, ts);
+        self.next_id += 1;
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(f);
+                s
+            }
+            None => {
+                self.slots.push(Some(f));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(packed, slot);
+        self.by_pair
+            .entry((key.src, key.dst))
+            .or_default()
+            .push(slot);
+        slot
+    }
+
+    fn roce(&mut self, ts: u64, d: &Decoded, r: &Roce) {
+        let Some(packed) = Packed::from_decoded(d, r.bth.dest_qp) else {
+            return;
+        };
+        let slot = self.flow_slot(packed, d, r, ts);
+        // The priority only matters once a pause was seen (PCP, else DSCP's top bits).
+        let stall = if self.net.pfc_frames > 0 {
+            self.net.pause_started(d.pcp().or(d.dscp().map(|x| x >> 3)))
+        } else {
+            None
+        };
+        let f = self.slots[slot as usize]
+            .as_mut()
+            .expect("slot of a live flow");
+        account(f, ts, d, r, stall);
+        let Some(op) = r.operation else {
+            self.g.roce_unknown_opcode += 1;
+            return;
+        };
+        if d.stop.kind == StopKind::Malformed {
+            // Counted, but its headers cannot be trusted to move PSN state: a mangled
+            // frame must not invent gaps and then retransmissions.
+            return;
+        }
+        if op == Operation::Cnp {
+            self.g.cnp += 1;
+            self.cnp(slot, ts);
+        } else if op.is_response() {
+            self.response(slot, ts, op, r);
+        } else {
+            self.request(slot, ts, op, r);
+        }
+    }
+
+    fn pmtu_of(&self, slot: u32) -> u32 {
+        let f = self.slots[slot as usize].as_ref().expect("live flow");
+        let peer = f
+            .peer
+            .and_then(|p| self.slots[p as usize].as_ref())
+            .map_or(0, |p| p.pmtu);
+        f.pmtu.max(peer)
+    }
+
+    fn request(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce) {
+        // Only a READ needs the PMTU (to know how many PSNs it consumes).
+        let pmtu = if op == Operation::ReadRequest {
+            self.pmtu_of(slot)
+        } else {
+            0
+        };
+        let f = self.slots[slot as usize].as_mut().expect("live flow");
+        let log = &mut self.log;
+        let p = r.bth.psn;
+        if r.transport() == Transport::Ud {
+            // A UD QP numbers every datagram it sends, whatever the destination, and
+            // nothing is ever resent: per-destination PSN jumps are normal, not gaps.
+            f.messages += 1;
+            return;
+        }
+        // The PSN span of this request; `None` for a READ while the PMTU is unknown.
+        let read_len = r.reth.map_or(0, |x| x.dma_len);
+        let span = if op == Operation::ReadRequest {
+            if pmtu > 0 {
+                Some(span_for(read_len, pmtu))
+            } else if read_len <= 256 {
+                Some(1)
+            } else {
+                None
+            }
+        } else {
+            Some(1)
+        };
+        if !f.req.started {
+            f.req.started = true;
+            f.req.next = p;
+        }
+        // Resolve the span of an earlier READ from where the requester went on.
+        if let Some((start, len)) = f.req.open_read.take() {
+            let d = p.diff(start);
+            if d > 0 {
+                let d = d as u32;
+                let fits = [256u32, 512, 1024, 2048, 4096]
+                    .iter()
+                    .any(|&m| span_for(len, m) == d);
+                if fits {
+                    f.req.next = p;
+                    for i in 0..f.req.reads.len() {
+                        let rd = f.req.reads.get_mut(i);
+                        if rd.start == start && rd.n == 0 {
+                            rd.n = d;
+                        }
+                    }
+                }
+            }
+        }
+        let d = p.diff(f.req.next);
+        if d >= 0 {
+            if d > 0 {
+                open_gap(f, false, f.req.next, d as u32, ts, log);
+            }
+            end_episode(&mut f.req.episode, log);
+            // A new request.
+            if op.ends_message() {
+                f.messages += 1;
+            }
+            let n = span.unwrap_or_else(|| span_for(read_len, 4096));
+            f.req.next = p.plus(n);
+            if span.is_none() {
+                f.req.open_read = Some((p, read_len));
+            }
+            if op == Operation::ReadRequest {
+                f.c.reads += 1;
+                let va = r.reth.map_or(0, |x| x.va);
+                f.req.reads.push(Read {
+                    start: p,
+                    n: span.unwrap_or(0),
+                    len: read_len,
+                    va,
+                    resp_next: p,
+                    closed: false,
+                    rereq: false,
+                });
+            }
+            if r.bth.ack_req {
+                f.req.ackreq.push((p, ts));
+            }
+            f.req.sent.push((p, ts));
+            f.req.last_new_ts = ts;
+            return;
+        }
+        // Behind the stream: a READ re-request, or a packet sent again.
+        if op == Operation::ReadRequest {
+            if let Some(i) = rerequest_of(f, p, r) {
+                f.req.reads.get_mut(i).rereq = true;
+                f.c.read_rerequests += 1;
+                log.push(Event::new(ts, f.id, EventKind::ReadRerequest).psn(p));
+                return;
+            }
+        }
+        let fresh = match &f.req.episode {
+            None => true,
+            Some(e) => f.req.pending.is_some() || p.diff(e.last) <= 0,
+        };
+        if fresh {
+            end_episode(&mut f.req.episode, log);
+            // The original passed the tap unless the PSN lies in an open gap. The
+            // requester's timer runs from its last transmission of the PSN (or, when
+            // that fell out of the ring, at least from its last new request).
+            let in_gap = (0..f.req.gaps.len()).any(|i| {
+                let g = f.req.gaps.get(i);
+                g.len > 0 && g.contains(p)
+            });
+            let seen_before = if in_gap {
+                None
+            } else {
+                (0..f.req.sent.len())
+                    .rev()
+                    .map(|i| *f.req.sent.get(i))
+                    .find(|(q, _)| *q == p)
+                    .map(|(_, t)| t)
+                    .or(Some(f.req.last_new_ts))
+            };
+            let (trigger, latency) = match f.req.pending.take() {
+                Some(PendingNak {
+                    rnr: None, t_ns, ..
+                }) => {
+                    let l = ts.saturating_sub(t_ns);
+                    f.nak_to_resend.record(l);
+                    (Trigger::Nak, Some(l))
+                }
+                Some(PendingNak {
+                    rnr: Some(code),
+                    t_ns,
+                    ..
+                }) => {
+                    let l = ts.saturating_sub(t_ns);
+                    f.rnr_wait.record(l);
+                    f.rnr_requested_us += rnr_timer_us(code);
+                    (Trigger::Rnr, Some(l))
+                }
+                None => match seen_before {
+                    Some(t0) => {
+                        let l = ts.saturating_sub(t0);
+                        f.timeout_observed.record(l);
+                        (Trigger::Timeout, Some(l))
+                    }
+                    None => (Trigger::Unknown, None),
+                },
+            };
+            f.c.retransmission_episodes += 1;
+            let mut e = Event::new(ts, f.id, EventKind::Retransmission).psn(p);
+            e.trigger = Some(trigger);
+            e.latency_ns = latency;
+            let event = log.push(e);
+            f.req.episode = Some(Episode {
+                trigger,
+                last: p,
+                event,
+                packets: 0,
+            });
+        }
+        let ep = f.req.episode.as_mut().expect("episode just set");
+        ep.last = p;
+        ep.packets += 1;
+        let trigger = ep.trigger;
+        count_retransmission(f, trigger);
+        fill_gaps(f, false, p, ts, log);
+        f.req.sent.push((p, ts));
+    }
+
+    fn response(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce) {
+        let p = r.bth.psn;
+        {
+            let f = self.slots[slot as usize].as_mut().expect("live flow");
+            if let Some(a) = r.aeth {
+                match a.kind() {
+                    AethKind::Ack { .. } => {}
+                    AethKind::RnrNak { timer } => {
+                        f.c.rnr_nak += 1;
+                        f.rnr_timers[usize::from(timer & 31)] += 1;
+                        let mut e = Event::new(ts, f.id, EventKind::RnrNak).psn(p);
+                        e.code = Some(timer);
+                        self.log.push(e);
+                    }
+                    AethKind::Nak(code) => {
+                        match code {
+                            NakCode::PsnSequenceError => f.c.nak_psn_seq += 1,
+                            NakCode::InvalidRequest => f.c.nak_invalid_request += 1,
+                            NakCode::RemoteAccessError => f.c.nak_remote_access += 1,
+                            NakCode::RemoteOperationalError => f.c.nak_remote_operational += 1,
+                            NakCode::InvalidRdRequest => f.c.nak_invalid_rd_request += 1,
+                            NakCode::Unknown(_) => f.c.nak_reserved += 1,
+                        }
+                        let mut e = Event::new(ts, f.id, EventKind::Nak).psn(p);
+                        e.code = Some(nak_value(code));
+                        self.log.push(e);
+                    }
+                    AethKind::Reserved(_) => {}
+                }
+            }
+        }
+        let peer = match self.slots[slot as usize].as_ref().and_then(|f| f.peer) {
+            Some(old) if self.answers(old, p) => Some(old),
+            // The response does not fit the paired request stream: when another flow's
+            // requests fit, the first pairing was wrong (QPs whose PSNs started close
+            // together); otherwise keep it (requests may just be missing from the
+            // capture).
+            Some(old) => self.pair(slot, p).or(Some(old)),
+            None => self.pair(slot, p),
+        };
+        let Some(peer) = peer else {
+            return;
+        };
+        let (f, q) = two(&mut self.slots, slot, peer);
+        let log = &mut self.log;
+        if let Some(a) = r.aeth {
+            match a.kind() {
+                AethKind::Ack { .. } => acked(q, p, ts),
+                AethKind::RnrNak { timer } => {
+                    acked(q, p.minus(1), ts);
+                    q.req.pending = Some(PendingNak {
+                        t_ns: ts,
+                        rnr: Some(timer),
+                    });
+                }
+                AethKind::Nak(NakCode::PsnSequenceError) => {
+                    acked(q, p.minus(1), ts);
+                    for i in 0..q.req.gaps.len() {
+                        let g = q.req.gaps.get_mut(i);
+                        if g.contains(p) {
+                            g.nak = true;
+                        }
+                    }
+                    q.req.pending = Some(PendingNak {
+                        t_ns: ts,
+                        rnr: None,
+                    });
+                }
+                AethKind::Nak(_) | AethKind::Reserved(_) => {}
+            }
+        }
+        if matches!(
+            op,
+            Operation::ReadResponseFirst
+                | Operation::ReadResponseMiddle
+                | Operation::ReadResponseLast
+                | Operation::ReadResponseOnly
+        ) {
+            read_response(f, q, p, op, ts, log);
+        }
+    }
+
+    /// Finds the request stream this response answers: a flow in the opposite
+    /// direction whose recent requests cover PSN `p`. Pairs the two flows for good.
+    /// True when a response with PSN `p` fits the recent requests of flow `q`.
+    fn answers(&self, q: u32, p: Psn) -> bool {
+        self.slots[q as usize]
+            .as_ref()
+            .is_some_and(|qf| qf.req.started && (0..=PAIR_WINDOW).contains(&qf.req.next.diff(p)))
+    }
+
+    fn pair(&mut self, slot: u32, p: Psn) -> Option<u32> {
+        let f = self.slots[slot as usize].as_ref()?;
+        let current = f.peer;
+        let cands = self.by_pair.get(&(f.key.dst, f.key.src))?;
+        let mut best: Option<(i32, u32)> = None;
+        for &c in cands {
+            if c == slot || Some(c) == current {
+                continue;
+            }
+            let Some(cf) = self.slots[c as usize].as_ref() else {
+                continue;
+            };
+            if !cf.req.started || cf.peer.is_some() {
+                continue;
+            }
+            let dist = cf.req.next.diff(p);
+            if (0..=PAIR_WINDOW).contains(&dist) && best.map_or(true, |(d, _)| dist < d) {
+                best = Some((dist, c));
+            }
+        }
+        let (_, c) = best?;
+        if let Some(old) = current {
+            let (f, of) = two(&mut self.slots, slot, old);
+            of.peer = None;
+            of.peer_id = None;
+            let pair = (f.id.min(of.id), f.id.max(of.id));
+            self.connections.retain(|&x| x != pair);
+        }
+        let (f, cf) = two(&mut self.slots, slot, c);
+        f.peer = Some(c);
+        cf.peer = Some(slot);
+        f.peer_id = Some(cf.id);
+        cf.peer_id = Some(f.id);
+        self.connections.push((cf.id.min(f.id), cf.id.max(f.id)));
+        Some(c)
+    }
+
+    /// A CNP in flow `slot` (B -> A, DestQP = A's QP): it answers CE-marked traffic
+    /// A -> B, which is this flow's peer when paired, otherwise the flow A -> B that was
+    /// marked most recently.
+    fn cnp(&mut self, slot: u32, ts: u64) {
+        let f = self.slots[slot as usize].as_mut().expect("live flow");
+        f.c.cnp_sent += 1;
+        let f = self.slots[slot as usize].as_ref().expect("live flow");
+        let target = f.peer.filter(|&p| {
+            self.slots[p as usize]
+                .as_ref()
+                .is_some_and(|pf| pf.c.ce_marked > 0)
+        });
+        let target = target.or_else(|| {
+            let key = f.key;
+            self.by_pair.get(&(key.dst, key.src)).and_then(|v| {
+                v.iter()
+                    .copied()
+                    .filter_map(|s| self.slots[s as usize].as_ref().map(|x| (s, x)))
+                    .filter(|(_, x)| x.c.ce_marked > 0)
+                    .max_by_key(|(_, x)| x.last_ce_ts)
+                    .map(|(s, _)| s)
+            })
+        });
+        let Some(t) = target else {
+            self.g.cnp_unmatched += 1;
+            let id = self.slots[slot as usize].as_ref().map_or(0, |f| f.id);
+            self.log.push(Event::new(ts, id, EventKind::CnpWithoutCe));
+            return;
+        };
+        let tf = self.slots[t as usize].as_mut().expect("live flow");
+        tf.c.cnp_received += 1;
+        if tf.ce_since_cnp > 0 {
+            tf.ce_to_cnp
+                .record(ts.saturating_sub(tf.ce_first_since_cnp));
+            tf.ce_since_cnp = 0;
+        } else {
+            tf.c.cnp_without_ce += 1;
+            let id = tf.id;
+            self.log.push(Event::new(ts, id, EventKind::CnpWithoutCe));
+        }
+        let tf = self.slots[t as usize].as_mut().expect("live flow");
+        if tf.first_cnp.is_none() {
+            tf.first_cnp = Some((ts, tf.bytes));
+        }
+        tf.last_cnp = Some((ts, tf.bytes));
+    }
+
+    /// Ends the run: settles every live flow and returns the report.
+    pub fn finish(mut self) -> Report {
+        for slot in 0..self.slots.len() {
+            self.retire(slot as u32);
+        }
+        let net = std::mem::take(&mut self.net).finish(&mut self.log);
+        report::build(
+            self.g,
+            self.sums,
+            self.done,
+            self.connections,
+            self.log,
+            net,
+        )
+    }
+}
+
+/// Two distinct live flows, mutably.
+fn two(slots: &mut [Option<Flow>], a: u32, b: u32) -> (&mut Flow, &mut Flow) {
+    let (a, b) = (a as usize, b as usize);
+    assert_ne!(a, b);
+    if a < b {
+        let (x, y) = slots.split_at_mut(b);
+        (
+            x[a].as_mut().expect("live flow"),
+            y[0].as_mut().expect("live flow"),
+        )
+    } else {
+        let (x, y) = slots.split_at_mut(a);
+        (
+            y[0].as_mut().expect("live flow"),
+            x[b].as_mut().expect("live flow"),
+        )
+    }
+}
+
+/// The per-packet bookkeeping every RoCE packet gets in its flow.
+fn account(f: &mut Flow, ts: u64, d: &Decoded, r: &Roce, pause_start: Option<u64>) {
+    if let Some(ps) = pause_start {
+        // The flow's priority was paused after its previous packet: it stalled.
+        if ps > f.last_ts && ps <= ts && f.packets > 0 {
+            f.c.pfc_stalls += 1;
+            f.c.pfc_stall_ns += ts - ps;
+        }
+    }
+    f.packets += 1;
+    f.bytes += u64::from(d.orig_len);
+    f.first_ts = f.first_ts.min(ts);
+    f.last_ts = f.last_ts.max(ts);
+    if let Some(e) = d.ecn() {
+        f.ecn[e.bits() as usize] += 1;
+        if e == Ecn::Ce {
+            f.c.ce_marked += 1;
+            if f.ce_since_cnp == 0 {
+                f.ce_first_since_cnp = ts;
+            }
+            f.ce_since_cnp += 1;
+            f.last_ce_ts = ts;
+        }
+    }
+    match r.icrc {
+        IcrcStatus::Ok => f.icrc[0] += 1,
+        IcrcStatus::Bad => f.icrc[1] += 1,
+        IcrcStatus::Truncated | IcrcStatus::Absent => f.icrc[2] += 1,
+    }
+    if f.dscp.is_none() {
+        f.dscp = d.dscp();
+    }
+    if f.pcp.is_none() {
+        f.pcp = d.pcp();
+        f.vlan = d.vlans[0].map(|v| v.vid);
+    }
+    let t = r.transport();
+    if f.transport.is_none() && t != Transport::Cnp {
+        f.transport = Some(t);
+    }
+    match r.operation {
+        Some(o) => {
+            f.ops[o as usize] += 1;
+            // First and Middle packets are exactly one PMTU long.
+            if matches!(
+                o,
+                Operation::SendFirst
+                    | Operation::SendMiddle
+                    | Operation::WriteFirst
+                    | Operation::WriteMiddle
+                    | Operation::ReadResponseFirst
+                    | Operation::ReadResponseMiddle
+            ) && r.payload_len.is_power_of_two()
+                && (256..=4096).contains(&r.payload_len)
+            {
+                f.pmtu = f.pmtu.max(r.payload_len);
+            }
+            if o != Operation::Cnp {
+                f.first_psn.get_or_insert(r.bth.psn);
+                f.last_psn = Some(r.bth.psn);
+            }
+        }
+        None => f.other_ops += 1,
+    }
+}
+
+fn nak_value(c: NakCode) -> u8 {
+    match c {
+        NakCode::PsnSequenceError => 0,
+        NakCode::InvalidRequest => 1,
+        NakCode::RemoteAccessError => 2,
+        NakCode::RemoteOperationalError => 3,
+        NakCode::InvalidRdRequest => 4,
+        NakCode::Unknown(n) => n,
+    }
+}
+
+fn count_retransmission(f: &mut Flow, t: Trigger) {
+    f.c.retransmitted_packets += 1;
+    match t {
+        Trigger::Nak => f.c.nak_retransmissions += 1,
+        Trigger::Rnr => f.c.rnr_retransmissions += 1,
+        Trigger::Timeout => f.c.timeout_retransmissions += 1,
+        Trigger::ReadRerequest => f.c.read_retransmissions += 1,
+        Trigger::Unknown => f.c.unknown_retransmissions += 1,
+    }
+}
+
+/// A READ Request behind the stream whose PSN lies strictly inside an earlier READ and
+/// whose RETH ends where that READ ends: the requester asks for the rest again.
+fn rerequest_of(f: &Flow, p: Psn, r: &Roce) -> Option<usize> {
+    (0..f.req.reads.len()).rev().find(|&i| {
+        let rd = f.req.reads.get(i);
+        let inside = p.diff(rd.start) > 0 && rd.contains(p);
+        let same_end = r.reth.map_or(true, |x| {
+            x.va.wrapping_add(u64::from(x.dma_len)) == rd.va.wrapping_add(u64::from(rd.len))
+        });
+        inside && same_end
+    })
+}
+
+/// The responder acknowledged everything up to and including `p`.
+fn acked(q: &mut Flow, p: Psn, ts: u64) {
+    let hist = &mut q.ack_latency;
+    q.req.ackreq.pop_front_while(
+        |(a, _)| a.diff(p) <= 0,
+        |(_, t0)| hist.record(ts - t0.min(ts)),
+    );
+    // A gap the responder acknowledges without a resend having passed the tap was
+    // received: only the capture missed it.
+    for i in 0..q.req.gaps.len() {
+        let g = q.req.gaps.get_mut(i);
+        if g.len > 0 && g.start.plus(g.len - 1).diff(p) <= 0 {
+            g.acked = true;
+        }
+    }
+}
+
+fn open_gap(f: &mut Flow, resp: bool, start: Psn, len: u32, ts: u64, log: &mut EventLog) {
+    f.c.psn_gap_events += 1;
+    f.c.missing_psns += u64::from(len);
+    let mut e = Event::new(ts, f.id, EventKind::PsnGap).psn(start);
+    e.count = u64::from(len);
+    log.push(e);
+    let gap = Gap {
+        start,
+        len,
+        t_ns: ts,
+        nak: false,
+        acked: false,
+    };
+    if resp {
+        f.c.read_missing_responses += u64::from(len);
+    }
+    let gaps = if resp {
+        &mut f.resp.gaps
+    } else {
+        &mut f.req.gaps
+    };
+    let evicted = gaps.push(gap);
+    // Gaps far behind the stream can no longer be filled.
+    let mut old = [Gap::default(); flow::GAP_SLOTS];
+    let mut n = 0;
+    gaps.pop_front_while(
+        |g| start.diff(g.start) > GAP_HORIZON,
+        |g| {
+            old[n] = g;
+            n += 1;
+        },
+    );
+    for g in evicted.iter().chain(old[..n].iter()) {
+        unrecovered(f, g, log);
+    }
+}
+
+/// A gap ends without its PSNs ever passing the tap.
+fn unrecovered(f: &mut Flow, g: &Gap, log: &mut EventLog) {
+    if g.len == 0 {
+        return; // filled
+    }
+    f.c.unrecovered_gap_events += 1;
+    let capture_loss = g.acked || !g.nak;
+    if capture_loss {
+        f.c.capture_loss_gap_events += 1;
+    }
+    let mut e = Event::new(g.t_ns, f.id, EventKind::GapUnrecovered).psn(g.start);
+    e.count = u64::from(g.len);
+    e.capture_loss = Some(capture_loss);
+    log.push(e);
+}
+
+/// A resent PSN fills the gap that lacked it.
+fn fill_gaps(f: &mut Flow, resp: bool, p: Psn, ts: u64, log: &mut EventLog) {
+    let gaps = if resp {
+        &mut f.resp.gaps
+    } else {
+        &mut f.req.gaps
+    };
+    for i in 0..gaps.len() {
+        let g = gaps.get_mut(i);
+        if g.len > 0 && g.contains(p) {
+            let start = g.start;
+            g.len = 0; // filled: the resend covers the rest (go-back-N)
+            f.c.recovered_gap_events += 1;
+            log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(start));
+            return;
+        }
+    }
+}
+
+fn end_episode(e: &mut Option<Episode>, log: &mut EventLog) {
+    if let Some(ep) = e.take() {
+        if let Some(i) = ep.event {
+            log.events[i].count = u64::from(ep.packets);
+            log.events[i].psn_end = Some(ep.last.0);
+        }
+    }
+}
+
+/// A READ response from flow `f` answering a READ of request stream `q`.
+fn read_response(f: &mut Flow, q: &mut Flow, p: Psn, op: Operation, ts: u64, log: &mut EventLog) {
+    let Some(i) = (0..q.req.reads.len())
+        .rev()
+        .find(|&i| q.req.reads.get(i).contains(p))
+    else {
+        return;
+    };
+    // Responses come in request order: earlier READs that are not complete lost their
+    // tail (or everything) before the tap. Reads before a closed one are closed too.
+    for j in (0..i).rev() {
+        let rd = *q.req.reads.get(j);
+        if rd.closed {
+            break;
+        }
+        if rd.n > 0 {
+            let end = rd.start.plus(rd.n);
+            let missing = end.diff(rd.resp_next);
+            if missing > 0 {
+                open_gap(f, true, rd.resp_next, missing as u32, ts, log);
+                q.req.reads.get_mut(j).resp_next = end;
+            }
+            q.req.reads.get_mut(j).closed = true;
+        }
+    }
+    let rd = *q.req.reads.get(i);
+    let d = p.diff(rd.resp_next);
+    if d >= 0 {
+        end_episode(&mut f.resp.episode, log);
+        if d > 0 {
+            open_gap(f, true, rd.resp_next, d as u32, ts, log);
+        }
+        let rdm = q.req.reads.get_mut(i);
+        rdm.resp_next = p.next();
+        if matches!(
+            op,
+            Operation::ReadResponseLast | Operation::ReadResponseOnly
+        ) {
+            if rdm.n == 0 {
+                rdm.n = p.diff(rdm.start) as u32 + 1;
+            }
+            rdm.closed = true;
+        }
+        return;
+    }
+    // Sent again.
+    f.c.read_responses_resent += 1;
+    let trigger = if rd.rereq {
+        Trigger::ReadRerequest
+    } else {
+        q.req.episode.map_or(Trigger::Unknown, |e| e.trigger)
+    };
+    let fresh = f.resp.episode.map_or(true, |e| p.diff(e.last) <= 0);
+    if fresh {
+        end_episode(&mut f.resp.episode, log);
+        f.c.retransmission_episodes += 1;
+        let mut e = Event::new(ts, f.id, EventKind::Retransmission).psn(p);
+        e.trigger = Some(trigger);
+        let event = log.push(e);
+        f.resp.episode = Some(Episode {
+            trigger,
+            last: p,
+            event,
+            packets: 0,
+        });
+    }
+    if let Some(ep) = f.resp.episode.as_mut() {
+        ep.last = p;
+        ep.packets += 1;
+    }
+    count_retransmission(f, trigger);
+    fill_gaps(f, true, p, ts, log);
+}
+
+/// Closes whatever is still open in a flow that ends (or idles out).
+fn settle(f: &mut Flow, log: &mut EventLog) {
+    end_episode(&mut f.req.episode, log);
+    end_episode(&mut f.resp.episode, log);
+    let mut gaps = [Gap::default(); 2 * flow::GAP_SLOTS];
+    let mut n = 0;
+    f.req.gaps.drain(|g| {
+        gaps[n] = g;
+        n += 1;
+    });
+    f.resp.gaps.drain(|g| {
+        gaps[n] = g;
+        n += 1;
+    });
+    for g in &gaps[..n] {
+        unrecovered(f, g, log);
+    }
+    f.c.ce_without_cnp += f.ce_since_cnp;
+    f.ce_since_cnp = 0;
+}

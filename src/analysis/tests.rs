@@ -1,0 +1,708 @@
+//! Analyzer scenarios built from dissectors Reprs: each one is the wire pattern
+//! `docs/ROCE.md` describes for a kind of loss or recovery, fed as decoded frames.
+
+use super::*;
+use dissectors::{
+    AethRepr, ArpOp, ArpRepr, BthRepr, EthernetRepr, IpRepr, Layer, LinkType, Msn, Opcode, PKey,
+    PauseRepr, Qpn, RethRepr, RoceVersion, Stop, UdpRepr, VlanRepr,
+};
+use std::net::{IpAddr, Ipv4Addr};
+
+const A: [u8; 4] = [198, 18, 0, 1];
+const B: [u8; 4] = [198, 18, 0, 2];
+/// QP numbers: A's QP 0x11 talks to B's QP 0x22.
+const QA: u32 = 0x11;
+const QB: u32 = 0x22;
+
+const SEND_ONLY: u8 = 0x04;
+const WRITE_FIRST: u8 = 0x06;
+const WRITE_MIDDLE: u8 = 0x07;
+const WRITE_LAST: u8 = 0x08;
+const READ_REQ: u8 = 0x0C;
+const READ_FIRST: u8 = 0x0D;
+const READ_MIDDLE: u8 = 0x0E;
+const READ_LAST: u8 = 0x0F;
+const ACK: u8 = 0x11;
+const UD_SEND: u8 = 0x64;
+const CNP: u8 = 0x81;
+
+fn frame() -> Decoded {
+    Decoded {
+        link: LinkType::Ethernet,
+        cap_len: 1100,
+        orig_len: 1100,
+        erf: None,
+        sll: None,
+        eth: Some(EthernetRepr {
+            dst: [2; 6],
+            src: [1; 6],
+            ethertype: 0x0800,
+        }),
+        vlans: [None; 2],
+        ethertype: Some(0x0800),
+        lrh: None,
+        grh: None,
+        ip: None,
+        udp: None,
+        roce: None,
+        arp: None,
+        pause: None,
+        stop: Stop {
+            kind: dissectors::StopKind::Complete,
+            layer: Layer::Icrc,
+            offset: 0,
+            why: "",
+        },
+    }
+}
+
+/// A RoCE v2 packet `src -> dst` to `qp` with an opcode and PSN; a First/Middle packet
+/// carries 1024 bytes (so the PMTU is 1024).
+fn pkt(src: [u8; 4], dst: [u8; 4], qp: u32, opcode: u8, psn: u32) -> Decoded {
+    let op = Opcode(opcode);
+    let mut d = frame();
+    d.ip = Some(IpRepr {
+        src: IpAddr::V4(Ipv4Addr::from(src)),
+        dst: IpAddr::V4(Ipv4Addr::from(dst)),
+        dscp: 26,
+        ecn: Ecn::Ect0,
+        ttl: 64,
+        flow_label: 0,
+        ident: 0,
+        protocol: 17,
+        header_len: 20,
+        total_len: 1080,
+        fragmented: false,
+    });
+    d.udp = Some(UdpRepr {
+        src_port: 49152,
+        dst_port: 4791,
+        length: 1060,
+        checksum: 0,
+    });
+    let operation = op.operation();
+    let payload_len = match operation {
+        Some(Operation::WriteFirst | Operation::WriteMiddle | Operation::ReadResponseFirst)
+        | Some(Operation::ReadResponseMiddle) => 1024,
+        _ => 100,
+    };
+    d.roce = Some(Roce {
+        version: RoceVersion::V2,
+        bth: BthRepr {
+            opcode: op,
+            se: false,
+            mig_req: false,
+            pad_cnt: 0,
+            tver: 0,
+            pkey: PKey(0xffff),
+            fecn: false,
+            becn: opcode == CNP,
+            dest_qp: Qpn(qp),
+            ack_req: false,
+            psn: Psn(psn),
+        },
+        operation,
+        rdeth: None,
+        deth: None,
+        xrceth: None,
+        feth: None,
+        reth: None,
+        atomic_eth: None,
+        aeth: None,
+        atomic_ack_eth: None,
+        immdt: None,
+        ieth: None,
+        cnp: None,
+        bth_offset: 42,
+        payload_offset: 54,
+        payload_len,
+        icrc: IcrcStatus::Ok,
+        icrc_stored: None,
+        icrc_computed: None,
+    });
+    d
+}
+
+fn with(mut d: Decoded, f: impl FnOnce(&mut Roce)) -> Decoded {
+    f(d.roce.as_mut().unwrap());
+    d
+}
+
+/// A request A -> B (to B's QP).
+fn req(opcode: u8, psn: u32) -> Decoded {
+    pkt(A, B, QB, opcode, psn)
+}
+
+/// A request with AckReq set.
+fn req_a(opcode: u8, psn: u32) -> Decoded {
+    with(req(opcode, psn), |r| r.bth.ack_req = true)
+}
+
+/// A response B -> A (to A's QP) with an AETH syndrome.
+fn resp(opcode: u8, psn: u32, syndrome: u8) -> Decoded {
+    with(pkt(B, A, QA, opcode, psn), |r| {
+        r.aeth = Some(AethRepr {
+            syndrome,
+            msn: Msn(0),
+        })
+    })
+}
+
+fn ack(psn: u32) -> Decoded {
+    resp(ACK, psn, 0x1f)
+}
+
+fn read_req(psn: u32, va: u64, len: u32) -> Decoded {
+    with(req_a(READ_REQ, psn), |r| {
+        r.reth = Some(RethRepr {
+            va,
+            rkey: 7,
+            dma_len: len,
+        })
+    })
+}
+
+/// Runs frames 1 µs apart (or at the given times) and returns the report.
+fn run(frames: &[Decoded]) -> Report {
+    let mut a = Analyzer::new(Config::default());
+    for (i, d) in frames.iter().enumerate() {
+        a.ingest(1_000_000 + i as u64 * 1000, 0, d);
+    }
+    a.finish()
+}
+
+fn run_at(frames: &[(u64, Decoded)]) -> Report {
+    let mut a = Analyzer::new(Config::default());
+    for (t, d) in frames {
+        a.ingest(*t, 0, d);
+    }
+    a.finish()
+}
+
+#[test]
+fn clean_rc_pairs_directions_and_measures_ack_latency() {
+    let r = run(&[
+        req(WRITE_FIRST, 100),
+        req(WRITE_MIDDLE, 101),
+        req_a(WRITE_LAST, 102),
+        ack(102),
+        req_a(SEND_ONLY, 103),
+        ack(103),
+    ]);
+    let t = r.totals;
+    assert_eq!(t.flows, 2);
+    assert_eq!(t.connections, 1);
+    assert_eq!(
+        (
+            t.psn_gap_events,
+            t.retransmitted_packets,
+            t.nak_psn_seq,
+            t.unrecovered_gap_events
+        ),
+        (0, 0, 0, 0)
+    );
+    let f = &r.flows[0];
+    assert_eq!(f.messages, 2);
+    assert_eq!(f.pmtu, Some(1024));
+    assert_eq!(f.peer, Some(1));
+    assert_eq!(f.ack_latency.count, 2);
+    assert_eq!(f.ack_latency.min_ns, Some(1000));
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+}
+
+#[test]
+fn upstream_loss_is_a_gap_filled_by_a_nak_triggered_resend() {
+    // 3 is lost before the tap: gap, NAK naming 3, go-back-N resend 3, 4, 5.
+    let r = run(&[
+        req(WRITE_FIRST, 1),
+        req(WRITE_MIDDLE, 2),
+        req(WRITE_MIDDLE, 4),
+        resp(ACK, 3, 0x60),
+        req(WRITE_MIDDLE, 5),
+        req(WRITE_MIDDLE, 3),
+        req(WRITE_MIDDLE, 4),
+        req_a(WRITE_LAST, 5),
+        ack(5),
+        req_a(SEND_ONLY, 6),
+    ]);
+    let t = r.totals;
+    assert_eq!(t.psn_gap_events, 1);
+    assert_eq!(t.missing_psns, 1);
+    assert_eq!(t.recovered_gap_events, 1);
+    assert_eq!(t.unrecovered_gap_events, 0);
+    assert_eq!(t.nak_psn_seq, 1);
+    assert_eq!(t.retransmitted_packets, 3);
+    assert_eq!(t.nak_retransmissions, 3);
+    assert_eq!(t.retransmission_episodes, 1);
+    assert_eq!(r.flows[0].nak_to_resend.min_ns, Some(2000));
+}
+
+#[test]
+fn downstream_loss_shows_every_packet_then_nak_then_duplicates() {
+    let r = run(&[
+        req(WRITE_FIRST, 10),
+        req(WRITE_MIDDLE, 11),
+        req(WRITE_MIDDLE, 12),
+        req_a(WRITE_LAST, 13),
+        resp(ACK, 11, 0x60),
+        req(WRITE_MIDDLE, 11),
+        req(WRITE_MIDDLE, 12),
+        req_a(WRITE_LAST, 13),
+        ack(13),
+    ]);
+    let t = r.totals;
+    assert_eq!(t.psn_gap_events, 0);
+    assert_eq!(t.retransmitted_packets, 3);
+    assert_eq!(t.nak_retransmissions, 3);
+    assert_eq!(t.timeout_retransmissions, 0);
+}
+
+#[test]
+fn tail_loss_is_a_timeout_retransmission() {
+    let r = run_at(&[
+        (1_000, req_a(SEND_ONLY, 7)),
+        (2_000, ack(7)),
+        (3_000, req_a(SEND_ONLY, 8)),
+        // No ACK, no NAK: resent after the transport timer.
+        (540_000, req_a(SEND_ONLY, 8)),
+        (541_000, ack(8)),
+    ]);
+    let t = r.totals;
+    assert_eq!(t.retransmitted_packets, 1);
+    assert_eq!(t.timeout_retransmissions, 1);
+    assert_eq!(t.nak_psn_seq, 0);
+    assert_eq!(r.flows[0].timeout_observed.min_ns, Some(537_000));
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.kind == "timeout_retransmissions"));
+}
+
+#[test]
+fn rnr_nak_then_resend_after_the_wait() {
+    let r = run_at(&[
+        (1_000, req_a(SEND_ONLY, 50)),
+        (2_000, resp(ACK, 50, 0x20 | 4)), // RNR, timer code 4 = 40 µs
+        (43_000, req_a(SEND_ONLY, 50)),
+        (44_000, ack(50)),
+    ]);
+    let t = r.totals;
+    assert_eq!(t.rnr_nak, 1);
+    assert_eq!(t.rnr_retransmissions, 1);
+    assert_eq!(t.retransmitted_packets, 1);
+    let f = &r.flows[0];
+    assert_eq!(f.rnr_wait.min_ns, Some(41_000));
+    assert_eq!(f.rnr_requested_us_mean, Some(40.0));
+    assert_eq!(r.flows[1].rnr_timers.get(&4), Some(&1));
+}
+
+#[test]
+fn capture_loss_is_an_unrecovered_gap_without_nak_or_resend() {
+    let r = run(&[
+        req(WRITE_FIRST, 0),
+        req(WRITE_MIDDLE, 1),
+        req(WRITE_MIDDLE, 5),
+        req_a(WRITE_LAST, 6),
+        ack(6),
+    ]);
+    let t = r.totals;
+    assert_eq!(t.psn_gap_events, 1);
+    assert_eq!(t.missing_psns, 3);
+    assert_eq!(t.unrecovered_gap_events, 1);
+    assert_eq!(t.capture_loss_gap_events, 1);
+    assert_eq!(t.retransmitted_packets, 0);
+    assert!(r.findings.iter().any(|f| f.kind == "capture_loss"));
+}
+
+#[test]
+fn psn_wraparound_is_not_a_gap() {
+    let r = run(&[
+        req(WRITE_FIRST, 0xff_fffe),
+        req(WRITE_MIDDLE, 0xff_ffff),
+        req(WRITE_MIDDLE, 0),
+        req_a(WRITE_LAST, 1),
+        ack(1),
+    ]);
+    assert_eq!(r.totals.psn_gap_events, 0);
+    assert_eq!(r.totals.retransmitted_packets, 0);
+    assert_eq!(r.flows[0].ack_latency.count, 1);
+}
+
+#[test]
+fn read_response_gap_rerequest_and_resent_responses() {
+    // PMTU 1024 is known from the WRITE; a 3 KiB READ uses PSNs 21..=23. The Middle
+    // response (22) is lost before the tap; the requester re-issues the READ at 22.
+    let r = run(&[
+        req(WRITE_FIRST, 19),
+        req_a(WRITE_LAST, 20),
+        ack(20),
+        read_req(21, 0x1000, 3072),
+        req_a(SEND_ONLY, 24),
+        resp(READ_FIRST, 21, 0x1f),
+        resp(READ_LAST, 23, 0x1f),
+        read_req(22, 0x1400, 2048),
+        resp(READ_MIDDLE, 22, 0x1f),
+        resp(READ_LAST, 23, 0x1f),
+        ack(24),
+    ]);
+    let t = r.totals;
+    assert_eq!(t.read_rerequests, 1);
+    assert_eq!(t.psn_gap_events, 1, "the missing response, not the request");
+    assert_eq!(t.recovered_gap_events, 1);
+    assert_eq!(t.retransmitted_packets, 2);
+    assert_eq!(t.read_retransmissions, 2);
+    assert_eq!(r.flows[0].c.reads, 1);
+    assert_eq!(t.read_missing_responses, 1);
+    assert_eq!(t.read_responses_resent, 2);
+}
+
+#[test]
+fn read_span_is_learned_when_the_pmtu_is_unknown() {
+    // 5000 bytes: 2 PSNs at PMTU 4096; the next request at 12 is not a gap.
+    let r = run(&[read_req(10, 0, 5000), req_a(SEND_ONLY, 12), ack(12)]);
+    assert_eq!(r.totals.psn_gap_events, 0);
+}
+
+#[test]
+fn ce_marks_pair_with_the_cnp_sent_back() {
+    let ce = |p| {
+        let mut d = req(WRITE_MIDDLE, p);
+        d.ip.as_mut().unwrap().ecn = Ecn::Ce;
+        d
+    };
+    let r = run(&[
+        req(WRITE_FIRST, 1),
+        ce(2),
+        ce(3),
+        resp(ACK, 2, 0x1f),
+        pkt(B, A, QA, CNP, 0),
+        ce(4),
+        // a CNP to a QP with no CE-marked traffic
+        pkt(A, B, QB, CNP, 0),
+    ]);
+    let t = r.totals;
+    assert_eq!(t.ce_marked, 3);
+    assert_eq!(t.cnp, 2);
+    assert_eq!(t.ce_without_cnp, 1);
+    assert_eq!(t.cnp_without_ce, 1);
+    let f = &r.flows[0];
+    assert_eq!(f.c.cnp_received, 1);
+    assert_eq!(f.ce_to_cnp.min_ns, Some(3000));
+}
+
+#[test]
+fn nak_codes_are_counted_apart() {
+    let r = run(&[
+        req_a(SEND_ONLY, 1),
+        resp(ACK, 1, 0x61),
+        req_a(SEND_ONLY, 2),
+        resp(ACK, 2, 0x62),
+        req_a(SEND_ONLY, 3),
+        resp(ACK, 3, 0x63),
+        resp(ACK, 3, 0x64),
+    ]);
+    let t = r.totals;
+    assert_eq!(
+        (
+            t.nak_psn_seq,
+            t.nak_invalid_request,
+            t.nak_remote_access,
+            t.nak_remote_operational,
+            t.nak_invalid_rd_request
+        ),
+        (0, 1, 1, 1, 1)
+    );
+    assert!(r.findings.iter().any(|f| f.kind == "nak_remote_access"));
+}
+
+#[test]
+fn responses_pair_with_the_qp_whose_psns_they_answer() {
+    // Two QPs from A to B with far-apart PSNs; the NAK must reach the right one.
+    let r = run(&[
+        pkt(A, B, 0x22, SEND_ONLY, 1000),
+        pkt(A, B, 0x23, SEND_ONLY, 500_000),
+        pkt(A, B, 0x23, SEND_ONLY, 500_001),
+        pkt(B, A, 0x12, ACK, 500_001),
+        with(pkt(B, A, 0x12, ACK, 500_001), |r| {
+            r.aeth = Some(AethRepr {
+                syndrome: 0x60,
+                msn: Msn(0),
+            })
+        }),
+        pkt(A, B, 0x23, SEND_ONLY, 500_001),
+    ]);
+    let f23 = r.flows.iter().find(|f| f.qp == "0x000023").unwrap();
+    assert_eq!(f23.c.nak_retransmissions, 1);
+    assert!(f23.peer.is_some());
+    let f22 = r.flows.iter().find(|f| f.qp == "0x000022").unwrap();
+    assert_eq!(f22.peer, None);
+}
+
+#[test]
+fn ud_psn_jumps_are_not_gaps() {
+    let r = run(&[
+        pkt(A, B, 0x400, UD_SEND, 5),
+        pkt(A, B, 0x400, UD_SEND, 9),
+        pkt(A, B, 0x400, UD_SEND, 3),
+    ]);
+    assert_eq!(r.totals.psn_gap_events, 0);
+    assert_eq!(r.totals.retransmitted_packets, 0);
+}
+
+#[test]
+fn every_icrc_failing_is_one_finding_about_the_capture() {
+    let frames: Vec<Decoded> = (0..50)
+        .map(|i| with(req(SEND_ONLY, i), |r| r.icrc = IcrcStatus::Bad))
+        .collect();
+    let r = run(&frames);
+    let icrc: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind.starts_with("icrc"))
+        .collect();
+    assert_eq!(icrc.len(), 1);
+    assert_eq!(icrc[0].kind, "icrc_not_preserved");
+    assert_eq!(r.totals.icrc_bad, 50);
+}
+
+#[test]
+fn idle_flows_are_summarised_and_forgotten() {
+    let mut a = Analyzer::new(Config {
+        idle_timeout_ns: 1_000_000,
+        ..Config::default()
+    });
+    a.ingest(0, 0, &pkt(A, B, 0x99, SEND_ONLY, 1));
+    for i in 0..SWEEP_EVERY {
+        a.ingest(10_000_000 + i, 0, &req(SEND_ONLY, i as u32));
+    }
+    assert_eq!(a.index.len(), 1, "the idle flow was retired");
+    let r = a.finish();
+    assert_eq!(r.totals.flows, 2);
+    assert_eq!(r.flows[0].packets, 1);
+    assert_eq!(r.flows[1].packets, SWEEP_EVERY);
+}
+
+#[test]
+fn pfc_pause_counts_and_stalls_flows_of_that_priority() {
+    let tagged = |p| {
+        let mut d = req(SEND_ONLY, p);
+        d.vlans[0] = Some(VlanRepr {
+            tpid: 0x8100,
+            pcp: 3,
+            dei: false,
+            vid: 100,
+            ethertype: 0x0800,
+        });
+        d
+    };
+    let mut pause = frame();
+    pause.pause = Some(PauseRepr::Pfc {
+        enable: 1 << 3,
+        quanta: [0, 0, 0, 0xffff, 0, 0, 0, 0],
+    });
+    let r = run_at(&[(1_000, tagged(1)), (2_000, pause), (400_000, tagged(2))]);
+    assert_eq!(r.totals.pfc_pause_frames, 1);
+    assert_eq!(r.totals.pfc_stalls, 1);
+    assert_eq!(r.flows[0].c.pfc_stall_ns, 398_000);
+    let p = &r.pfc[0].per_priority[0];
+    assert_eq!((p.priority, p.quanta), (3, 0xffff));
+    // 65535 quanta * 512 bit times at 100 Gb/s
+    assert_eq!(p.pause_ns, 335_539);
+}
+
+#[test]
+fn arp_unanswered_and_cross_subnet_requests() {
+    let arp = |op, s: [u8; 4], t: [u8; 4]| {
+        let mut d = frame();
+        d.arp = Some(ArpRepr::ethernet(
+            op,
+            [0xee; 6],
+            Ipv4Addr::from(s),
+            [0; 6],
+            Ipv4Addr::from(t),
+        ));
+        d
+    };
+    let r = run(&[
+        arp(ArpOp::Request, [198, 19, 8, 1], [198, 18, 1, 5]),
+        arp(ArpOp::Request, [198, 19, 8, 1], [198, 18, 1, 5]),
+        arp(ArpOp::Request, [198, 19, 8, 1], [198, 18, 1, 5]),
+        arp(ArpOp::Request, [10, 0, 0, 1], [10, 0, 0, 2]),
+        arp(ArpOp::Reply, [10, 0, 0, 2], [10, 0, 0, 1]),
+    ]);
+    let t = r.totals;
+    assert_eq!(t.arp_requests, 4);
+    assert_eq!(t.arp_replies, 1);
+    assert_eq!(t.arp_unanswered, 3);
+    assert_eq!(t.arp_cross_subnet, 1);
+    assert!(r.findings.iter().any(|f| f.kind == "arp_cross_subnet"));
+}
+
+#[test]
+fn a_whole_message_resent_after_a_timeout_is_all_timeout() {
+    // A 40-packet WRITE whose last packet is lost after the tap: no ACK, the requester
+    // resends the whole message from its first PSN, further back than the send ring.
+    let mut frames = vec![(1_000u64, req(WRITE_FIRST, 100))];
+    for i in 1..39 {
+        frames.push((1_000 + i * 100, req(WRITE_MIDDLE, 100 + i as u32)));
+    }
+    frames.push((5_000, req_a(WRITE_LAST, 139)));
+    let t0 = 600_000;
+    frames.push((t0, req(WRITE_FIRST, 100)));
+    for i in 1..39 {
+        frames.push((t0 + i * 100, req(WRITE_MIDDLE, 100 + i as u32)));
+    }
+    frames.push((t0 + 5_000, req_a(WRITE_LAST, 139)));
+    frames.push((t0 + 6_000, ack(139)));
+    let r = run_at(&frames);
+    assert_eq!(r.totals.timeout_retransmissions, 40);
+    assert_eq!(r.totals.retransmission_episodes, 1);
+    assert_eq!(r.totals.unknown_retransmissions, 0);
+    // PSN 100 left the send ring: measured from the last new request.
+    assert_eq!(r.flows[0].timeout_observed.min_ns, Some(t0 - 5_000));
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::{any, prop, prop_assert, prop_assert_eq, proptest, Strategy};
+
+    fn any_frame() -> impl Strategy<Value = (u64, Decoded)> {
+        let ops = prop::sample::select(vec![
+            SEND_ONLY,
+            WRITE_FIRST,
+            WRITE_MIDDLE,
+            WRITE_LAST,
+            READ_REQ,
+            READ_FIRST,
+            READ_MIDDLE,
+            READ_LAST,
+            ACK,
+            UD_SEND,
+            CNP,
+        ]);
+        let syndromes = prop::sample::select(vec![0x1f, 0x00, 0x24, 0x60, 0x61, 0x62]);
+        (
+            0u64..5_000,
+            any::<bool>(),
+            ops,
+            0u32..64,
+            syndromes,
+            0u32..20_000,
+        )
+            .prop_map(|(dt, dir, op, psn, syn, len)| {
+                // PSNs near the wrap point, so serial arithmetic is exercised too.
+                let psn = psn.wrapping_add(0xff_ffe0) & 0xff_ffff;
+                let d = if dir {
+                    pkt(A, B, QB, op, psn)
+                } else {
+                    pkt(B, A, QA, op, psn)
+                };
+                let d = with(d, |r| {
+                    if r.operation.is_some_and(|o| o.is_response()) {
+                        r.aeth = Some(AethRepr {
+                            syndrome: syn,
+                            msn: Msn(0),
+                        });
+                    }
+                    if op == READ_REQ {
+                        r.reth = Some(RethRepr {
+                            va: 0,
+                            rkey: 1,
+                            dma_len: len,
+                        });
+                    }
+                });
+                (dt, d)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_traffic_never_breaks_the_bookkeeping(
+            frames in prop::collection::vec(any_frame(), 1..300)
+        ) {
+            let mut a = Analyzer::new(Config {
+                idle_timeout_ns: 50_000,
+                ..Config::default()
+            });
+            let mut t = 0;
+            for (dt, d) in &frames {
+                t += dt;
+                a.ingest(t, 0, d);
+            }
+            let r = a.finish();
+            let x = r.totals;
+            prop_assert_eq!(x.frames, frames.len() as u64);
+            prop_assert!(x.recovered_gap_events + x.unrecovered_gap_events <= x.psn_gap_events);
+            prop_assert!(x.capture_loss_gap_events <= x.unrecovered_gap_events);
+            prop_assert_eq!(
+                x.retransmitted_packets,
+                x.nak_retransmissions + x.rnr_retransmissions + x.timeout_retransmissions
+                    + x.read_retransmissions + x.unknown_retransmissions
+            );
+            prop_assert!(x.missing_psns >= x.psn_gap_events);
+            let packets: u64 = r.flows.iter().map(|f| f.packets).sum();
+            prop_assert_eq!(packets, x.roce_packets);
+        }
+    }
+}
+
+#[test]
+fn a_malformed_frame_does_not_move_psn_state() {
+    let mut bad = req(SEND_ONLY, 0x55_5555);
+    bad.stop.kind = dissectors::StopKind::Malformed;
+    let r = run(&[req_a(SEND_ONLY, 1), bad, req_a(SEND_ONLY, 2), ack(2)]);
+    assert_eq!(r.totals.malformed, 1);
+    assert_eq!(r.totals.psn_gap_events, 0);
+    assert_eq!(r.totals.retransmitted_packets, 0);
+    assert_eq!(r.flows[0].packets, 3);
+}
+
+#[test]
+fn a_wrong_first_pairing_is_corrected_by_later_responses() {
+    // Two QPs A -> B whose PSNs both start at 0: the first ACK fits either.
+    const QA2: u32 = 0x12;
+    const QB2: u32 = 0x23;
+    let mut frames = vec![
+        pkt(A, B, QB, SEND_ONLY, 0),
+        pkt(A, B, QB, SEND_ONLY, 1),
+        pkt(A, B, QB, SEND_ONLY, 2),
+        pkt(A, B, QB2, SEND_ONLY, 0),
+        pkt(B, A, QA, ACK, 0), // answers QB's stream, but QB2's next (1) is closer
+    ];
+    for p in 3..10 {
+        frames.push(pkt(A, B, QB, SEND_ONLY, p));
+    }
+    frames.push(pkt(B, A, QA, ACK, 9)); // only QB's stream reaches 9
+    frames.push(pkt(B, A, QA2, ACK, 0));
+    let r = run(&frames);
+    let label = |f: &FlowSummary| (f.dst.clone(), f.qp.clone());
+    let by = |qp: &str| r.flows.iter().find(|f| f.qp == qp).unwrap();
+    assert_eq!(
+        by("0x000011").peer,
+        Some(by("0x000022").id),
+        "{:?}",
+        label(by("0x000011"))
+    );
+    assert_eq!(by("0x000012").peer, Some(by("0x000023").id));
+    assert_eq!(r.totals.connections, 2);
+}
+
+#[test]
+fn totals_stay_exact_beyond_the_kept_flow_summaries() {
+    let mut a = Analyzer::new(Config {
+        max_flow_summaries: 1,
+        ..Config::default()
+    });
+    for (i, qp) in [0x30u32, 0x31, 0x32].iter().enumerate() {
+        // each flow has one gap
+        a.ingest(i as u64 * 10, 0, &pkt(A, B, *qp, SEND_ONLY, 1));
+        a.ingest(i as u64 * 10 + 1, 0, &pkt(A, B, *qp, SEND_ONLY, 3));
+    }
+    let r = a.finish();
+    assert_eq!(r.flows.len(), 1);
+    assert_eq!(r.totals.flows, 3);
+    assert_eq!(r.totals.flow_summaries_dropped, 2);
+    assert_eq!(r.totals.psn_gap_events, 3);
+    assert_eq!(r.totals.unrecovered_gap_events, 3);
+}

@@ -1,0 +1,298 @@
+//! Writers for `rocetap analyze`: a text summary for people (findings worst first, then
+//! a flows table, then events on request), a JSON document (`rocetap.analyze/1`) and CSV
+//! with one row per flow. They only format an [`analysis::Report`]; they compute nothing
+//! a rule could depend on.
+
+use crate::analysis::report::Severity;
+use crate::analysis::{Event, EventKind, Report};
+use crate::cli::AnalyzeFormat;
+use crate::report::rules::Verdict;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::io::{self, Write};
+
+/// What was read.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Input {
+    pub files: Vec<String>,
+    pub frames: u64,
+    pub bytes: u64,
+}
+
+/// The value of a `--fail-on` name: a key of `totals` or of `derived`.
+pub fn lookup(r: &Report, name: &str) -> Option<f64> {
+    for v in [
+        serde_json::to_value(r.totals).ok()?,
+        serde_json::to_value(r.derived).ok()?,
+    ] {
+        if let Some(x) = v.get(name).and_then(Value::as_f64) {
+            return Some(x);
+        }
+    }
+    None
+}
+
+/// A number without a useless fraction.
+pub fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+pub fn write_report(
+    out: &mut impl Write,
+    format: AnalyzeFormat,
+    events: bool,
+    input: &Input,
+    r: &Report,
+    verdicts: &[Verdict<'_>],
+) -> io::Result<()> {
+    match format {
+        AnalyzeFormat::Text => text(out, events, input, r, verdicts),
+        AnalyzeFormat::Json => {
+            let mut doc = json!({
+                "schema": "rocetap.analyze/1",
+                "input": input,
+                "totals": r.totals,
+                "derived": r.derived,
+                "flows": r.flows,
+                "connections": r.connections,
+                "findings": r.findings,
+                "pfc": r.pfc,
+                "arp": r.arp,
+                "rules": verdicts.iter().map(|v| json!({
+                    "rule": v.rule.to_string(),
+                    "actual": v.actual,
+                    "holds": v.holds,
+                })).collect::<Vec<_>>(),
+            });
+            if events {
+                let mut list = Vec::with_capacity(r.events.len());
+                for e in &r.events {
+                    let mut v = serde_json::to_value(e).map_err(io::Error::other)?;
+                    v["detail"] = Value::String(detail(e));
+                    list.push(v);
+                }
+                doc["events"] = Value::Array(list);
+            }
+            serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
+            out.write_all(b"\n")
+        }
+        AnalyzeFormat::Csv => csv_flows(out, r),
+    }
+}
+
+/// Flattens a flow summary into (column, cell) pairs: nested objects become `a.b`
+/// columns, maps of counts (opcodes, RNR timers) one `k=v;...` cell.
+fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(m) if prefix == "opcodes" || prefix == "rnr_timers" => {
+            let cell: Vec<String> = m.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            out.push((prefix.to_string(), cell.join(";")));
+        }
+        Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        Value::Null => out.push((prefix.to_string(), String::new())),
+        Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    let mut header = false;
+    for f in &r.flows {
+        let v = serde_json::to_value(f).map_err(io::Error::other)?;
+        let mut cells = Vec::new();
+        flatten("", &v, &mut cells);
+        if !header {
+            w.write_record(cells.iter().map(|(k, _)| k.as_str()))
+                .map_err(io::Error::other)?;
+            header = true;
+        }
+        w.write_record(cells.iter().map(|(_, c)| c.as_str()))
+            .map_err(io::Error::other)?;
+    }
+    w.flush()
+}
+
+/// One line of plain words about an event (text output and JSON `detail`).
+fn detail(e: &Event) -> String {
+    match e.kind {
+        EventKind::PsnGap => format!("{} PSNs missing", e.count),
+        EventKind::GapRecovered => "filled by a resend".into(),
+        EventKind::GapUnrecovered => format!(
+            "{} PSNs never seen{}",
+            e.count,
+            if e.capture_loss == Some(true) {
+                " (likely capture loss)"
+            } else {
+                " (NAKed, resend not captured)"
+            }
+        ),
+        EventKind::Nak => format!(
+            "NAK: {}",
+            dissectors::NakCode::from_value(e.code.unwrap_or(0)).name()
+        ),
+        EventKind::RnrNak => {
+            let c = e.code.unwrap_or(0);
+            format!(
+                "RNR NAK, timer code {c} ({} µs)",
+                dissectors::ib::aeth::rnr_timer_us(c)
+            )
+        }
+        EventKind::Retransmission => format!(
+            "{} packets, trigger {}{}",
+            e.count,
+            e.trigger.map_or("?", |t| t.name()),
+            e.latency_ns.map_or(String::new(), |l| format!(
+                ", after {:.1} µs",
+                l as f64 / 1e3
+            ))
+        ),
+        EventKind::ReadRerequest => "READ re-issued for the rest".into(),
+        EventKind::CnpWithoutCe => "CNP with no CE-marked traffic before it".into(),
+        EventKind::ArpCrossSubnet | EventKind::ArpUnanswered => {
+            let (s, d) = e.arp.unwrap_or((
+                std::net::Ipv4Addr::UNSPECIFIED,
+                std::net::Ipv4Addr::UNSPECIFIED,
+            ));
+            format!(
+                "who-has {d} tell {s} iface {} x{}",
+                e.iface.unwrap_or(0),
+                e.count.max(1)
+            )
+        }
+    }
+}
+
+fn secs(r: &Report, t: u64) -> f64 {
+    t.saturating_sub(r.first_ts_ns.unwrap_or(0)) as f64 / 1e9
+}
+
+fn text(
+    out: &mut impl Write,
+    events: bool,
+    input: &Input,
+    r: &Report,
+    verdicts: &[Verdict<'_>],
+) -> io::Result<()> {
+    let t = &r.totals;
+    writeln!(
+        out,
+        "{}: {} frames, {} RoCE packets over {:.6} s; {} flows, {} RC connections paired",
+        input.files.join(", "),
+        t.frames,
+        t.roce_packets,
+        r.derived.duration_s,
+        t.flows,
+        t.connections
+    )?;
+    writeln!(out)?;
+    if r.findings.is_empty() {
+        writeln!(out, "No problems found.")?;
+    } else {
+        writeln!(out, "Findings, worst first:")?;
+        for f in &r.findings {
+            let sev = match f.severity {
+                Severity::Error => "ERROR  ",
+                Severity::Warning => "WARNING",
+                Severity::Info => "info   ",
+            };
+            writeln!(out, "  {sev} {}", f.message)?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Totals: NAKs {} (PSN seq {}), RNR NAKs {}, PSN gaps {} ({} PSNs, {} recovered, {} unrecovered, {} likely capture loss), retransmitted {} (NAK {}, RNR {}, timeout {}, READ {}, unknown {}), READ re-requests {}, CE {}, CNP {}, ICRC ok/bad/unchecked {}/{}/{}, malformed {}, truncated {}, PFC {}, ARP unanswered {}",
+        r.derived.naks, t.nak_psn_seq, t.rnr_nak, t.psn_gap_events, t.missing_psns,
+        t.recovered_gap_events, t.unrecovered_gap_events, t.capture_loss_gap_events,
+        t.retransmitted_packets, t.nak_retransmissions, t.rnr_retransmissions,
+        t.timeout_retransmissions, t.read_retransmissions, t.unknown_retransmissions,
+        t.read_rerequests, t.ce_marked, t.cnp, t.icrc_ok, t.icrc_bad, t.icrc_unchecked,
+        t.malformed, t.truncated, t.pfc_pause_frames, t.arp_unanswered
+    )?;
+    if !verdicts.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "Rules:")?;
+        for v in verdicts {
+            writeln!(
+                out,
+                "  {} {} (actual {})",
+                if v.holds { "ok  " } else { "FAIL" },
+                v.rule,
+                num(v.actual)
+            )?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "Flows:")?;
+    writeln!(
+        out,
+        "  {:>4} {:<44} {:<4} {:>8} {:>9} {:>7} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4} {:>5} {:>5} {:>6} {:>10}",
+        "id", "flow", "tr", "packets", "Gb/s", "msgs", "pmtu", "gaps", "retx", "NAK", "RNR", "CE", "CNP", "peer", "ICRCok", "ack p50"
+    )?;
+    for f in &r.flows {
+        let label = format!("{} → {} {}", f.src, f.dst, f.qp);
+        writeln!(
+            out,
+            "  {:>4} {:<44} {:<4} {:>8} {:>9.3} {:>7} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4} {:>5} {:>5} {:>6} {:>10}",
+            f.id,
+            label,
+            f.transport,
+            f.packets,
+            f.gbps,
+            f.messages,
+            f.pmtu.map_or("-".into(), |p| p.to_string()),
+            f.c.psn_gap_events,
+            f.c.retransmitted_packets,
+            f.c.nak_psn_seq + f.c.nak_invalid_request + f.c.nak_remote_access + f.c.nak_remote_operational + f.c.nak_invalid_rd_request + f.c.nak_reserved,
+            f.c.rnr_nak,
+            f.c.ce_marked,
+            f.c.cnp_sent,
+            f.peer.map_or("-".into(), |p| p.to_string()),
+            f.icrc_ok,
+            f.ack_latency
+                .median_ns
+                .map_or("-".into(), |n| format!("{:.1}µs", n as f64 / 1e3)),
+        )?;
+    }
+    if events {
+        writeln!(out)?;
+        writeln!(out, "Events:")?;
+        for e in &r.events {
+            let flow = e.flow.map_or("-".into(), |f| f.to_string());
+            let detail = detail(e);
+            let psn = match (e.psn, e.psn_end) {
+                (Some(a), Some(b)) if a != b => format!("{a}-{b}"),
+                (Some(a), _) => a.to_string(),
+                _ => "-".into(),
+            };
+            let kind = serde_json::to_value(e.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "  {:.9} flow {:>4} {:<16} psn {:<17} {}",
+                secs(r, e.t_ns),
+                flow,
+                kind,
+                psn,
+                detail
+            )?;
+        }
+    }
+    Ok(())
+}
