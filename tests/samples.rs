@@ -88,6 +88,28 @@ fn decode_csv(cap: &Path) -> Vec<u8> {
     o.stdout
 }
 
+/// `rocetap analyze NAME --format FORMAT`, run inside samples/ so the report names the
+/// file the same way wherever the repository lives.
+fn analyze_out(cap: &Path, format: &str) -> Vec<u8> {
+    let file = cap.file_name().unwrap().to_str().unwrap();
+    let o = run(&["analyze", file, "--format", format], &samples());
+    assert!(
+        o.status.success(),
+        "analyze {file}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+/// The expected-output files of a sample besides its truth: (file name, producer).
+fn expected_outputs(name: &str, cap: &Path) -> Vec<(String, Vec<u8>)> {
+    vec![
+        (format!("{name}.decode.csv"), decode_csv(cap)),
+        (format!("{name}.analyze.json"), analyze_out(cap, "json")),
+        (format!("{name}.analyze.txt"), analyze_out(cap, "text")),
+    ]
+}
+
 /// With UPDATE_EXPECT=1, regenerates every sample (once per test run) before any test
 /// looks at them.
 fn maybe_update() {
@@ -122,11 +144,9 @@ fn maybe_update() {
             let o = run(&a, &samples());
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
             let cap = capture(&name).unwrap();
-            fs::write(
-                samples().join(format!("{name}.decode.csv")),
-                decode_csv(&cap),
-            )
-            .unwrap();
+            for (file, bytes) in expected_outputs(&name, &cap) {
+                fs::write(samples().join(file), bytes).unwrap();
+            }
         }
     });
 }
@@ -145,9 +165,11 @@ fn every_scenario_has_a_sample_with_expected_outputs() {
                 }
             }
         }
-        let csv = samples().join(format!("{name}.decode.csv"));
-        if !csv.exists() {
-            missing.push(csv.display().to_string());
+        for ext in ["decode.csv", "analyze.json", "analyze.txt"] {
+            let f = samples().join(format!("{name}.{ext}"));
+            if !f.exists() {
+                missing.push(f.display().to_string());
+            }
         }
     }
     // The README documents every sample with the command that made it.
@@ -207,12 +229,14 @@ fn samples_regenerate_byte_for_byte_and_decode_as_expected() {
             "{name}: regenerating gives a different truth file"
         );
         fs::remove_dir_all(&dir).unwrap();
-        let expected = fs::read(samples().join(format!("{name}.decode.csv"))).unwrap();
-        assert!(
-            decode_csv(&cap) == expected,
-            "{name}: decode --format csv differs from {name}.decode.csv \
-             (UPDATE_EXPECT=1 cargo test --test samples rewrites it; review the diff)"
-        );
+        for (file, got) in expected_outputs(&name, &cap) {
+            let expected = fs::read(samples().join(&file)).unwrap_or_default();
+            assert!(
+                got == expected,
+                "{name}: output differs from samples/{file} \
+                 (UPDATE_EXPECT=1 cargo test --test samples rewrites it; review the diff)"
+            );
+        }
     }
 }
 
@@ -678,6 +702,7 @@ impl Flow {
                 let d = diff(p, e);
                 if d > 0 {
                     r.psn_gap_events += 1;
+                    r.missing_psns += d as u64;
                     self.filled.push(false);
                     let g = self.filled.len() - 1;
                     for k in 0..d as u32 {
@@ -795,7 +820,6 @@ fn recount(rows: &[Row]) -> Recount {
         }
     }
     for f in flows.values() {
-        r.missing_psns += f.holes.len() as u64;
         r.unrecovered_gap_events += f.filled.iter().filter(|x| !**x).count() as u64;
     }
     r
@@ -883,4 +907,28 @@ fn recount_agrees_with_an_external_reference_trace() {
         ),
         "{got:?}"
     );
+}
+
+/// The analyzer reproduces every `observable` number of every sample's truth file.
+#[test]
+fn analyzer_reproduces_every_truth_number() {
+    maybe_update();
+    let mut wrong = Vec::new();
+    for name in scenarios() {
+        let Some(cap) = capture(&name) else { continue };
+        let truth = truth_of(&cap);
+        let report: serde_json::Value =
+            serde_json::from_slice(&analyze_out(&cap, "json")).expect("analyze JSON");
+        let totals = &report["totals"];
+        let obs = truth["observable"].as_object().expect("observable");
+        assert!(obs.len() >= 8, "{name}: truth has too few keys");
+        for (k, v) in obs {
+            match totals.get(k) {
+                Some(t) if t == v => {}
+                Some(t) => wrong.push(format!("{name}: {k}: truth {v}, analyze {t}")),
+                None => wrong.push(format!("{name}: {k}: not in analyze totals")),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -22,7 +22,8 @@ mod tests;
 
 use dissectors::ib::aeth::rnr_timer_us;
 use dissectors::{
-    Addr, AethKind, Decoded, Ecn, IcrcStatus, NakCode, Operation, Psn, Roce, StopKind, Transport,
+    Addr, AethKind, Decoded, Ecn, IcrcStatus, Layer, NakCode, Operation, Psn, Roce, StopKind,
+    Transport,
 };
 use flow::{span_for, Episode, Flow, FlowKey, Gap, PendingNak, Read, Trigger};
 pub use report::{Event, EventKind, FlowSummary, Report, Totals};
@@ -358,9 +359,13 @@ impl Analyzer {
             self.g.roce_unknown_opcode += 1;
             return;
         };
-        if d.stop.kind == StopKind::Malformed {
-            // Counted, but its headers cannot be trusted to move PSN state: a mangled
-            // frame must not invent gaps and then retransmissions.
+        if d.stop.kind == StopKind::Malformed
+            || (d.stop.kind == StopKind::Truncated
+                && !matches!(d.stop.layer, Layer::Payload | Layer::Icrc))
+        {
+            // Counted, but its headers cannot be trusted (mangled) or are incomplete (cut
+            // inside the transport headers) to move PSN state: such a frame must not
+            // invent gaps and then retransmissions.
             return;
         }
         if op == Operation::Cnp {
@@ -373,13 +378,17 @@ impl Analyzer {
         }
     }
 
+    /// The connection's PMTU: learned from this direction's full-size packets, else from
+    /// the paired direction's (a pairing can still be wrong early on, so the flow's own
+    /// evidence wins).
     fn pmtu_of(&self, slot: u32) -> u32 {
         let f = self.slots[slot as usize].as_ref().expect("live flow");
-        let peer = f
-            .peer
+        if f.pmtu > 0 {
+            return f.pmtu;
+        }
+        f.peer
             .and_then(|p| self.slots[p as usize].as_ref())
-            .map_or(0, |p| p.pmtu);
-        f.pmtu.max(peer)
+            .map_or(0, |p| p.pmtu)
     }
 
     fn request(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce) {
@@ -581,13 +590,20 @@ impl Analyzer {
             }
         }
         let peer = match self.slots[slot as usize].as_ref().and_then(|f| f.peer) {
-            Some(old) if self.answers(old, p) => Some(old),
-            // The response does not fit the paired request stream: when another flow's
-            // requests fit, the first pairing was wrong (QPs whose PSNs started close
-            // together); otherwise keep it (requests may just be missing from the
-            // capture).
-            Some(old) => self.pair(slot, p).or(Some(old)),
-            None => self.pair(slot, p),
+            // The paired request stream sent exactly this PSN: the pairing holds.
+            Some(old) if self.sent_at(old, p, ts).is_some() => Some(old),
+            // Another request stream sent exactly this PSN, or the response does not
+            // fit the paired stream at all: the first pairing was wrong (QPs whose PSNs
+            // started close together). Otherwise keep it (requests may just be missing
+            // from the capture).
+            Some(old) => {
+                let fits = self.answers(old, p);
+                match self.pair(slot, p, ts, fits) {
+                    Some(new) => Some(new),
+                    None => Some(old),
+                }
+            }
+            None => self.pair(slot, p, ts, false),
         };
         let Some(peer) = peer else {
             return;
@@ -640,11 +656,26 @@ impl Analyzer {
             .is_some_and(|qf| qf.req.started && (0..=PAIR_WINDOW).contains(&qf.req.next.diff(p)))
     }
 
-    fn pair(&mut self, slot: u32, p: Psn) -> Option<u32> {
+    /// When request flow `q` last sent PSN `p` (new or resent), at or before `now`.
+    fn sent_at(&self, q: u32, p: Psn, now: u64) -> Option<u64> {
+        let qf = self.slots[q as usize].as_ref()?;
+        (0..qf.req.sent.len())
+            .map(|i| *qf.req.sent.get(i))
+            .filter(|&(sp, st)| sp == p && st <= now)
+            .map(|(_, st)| st)
+            .max()
+    }
+
+    /// Pairs response flow `slot` with the request flow it answers: preferably one that
+    /// sent exactly PSN `p`, most recently before `now` (a response follows its request
+    /// within a round trip); else, unless `exact_only`, the one whose next PSN is
+    /// closest above `p`.
+    fn pair(&mut self, slot: u32, p: Psn, now: u64, exact_only: bool) -> Option<u32> {
         let f = self.slots[slot as usize].as_ref()?;
         let current = f.peer;
         let cands = self.by_pair.get(&(f.key.dst, f.key.src))?;
-        let mut best: Option<(i32, u32)> = None;
+        let mut exact: Option<(u64, u32)> = None;
+        let mut near: Option<(i32, u32)> = None;
         for &c in cands {
             if c == slot || Some(c) == current {
                 continue;
@@ -655,12 +686,21 @@ impl Analyzer {
             if !cf.req.started || cf.peer.is_some() {
                 continue;
             }
+            if let Some(t) = self.sent_at(c, p, now) {
+                if exact.map_or(true, |(bt, _)| t > bt) {
+                    exact = Some((t, c));
+                }
+            }
             let dist = cf.req.next.diff(p);
-            if (0..=PAIR_WINDOW).contains(&dist) && best.map_or(true, |(d, _)| dist < d) {
-                best = Some((dist, c));
+            if (0..=PAIR_WINDOW).contains(&dist) && near.map_or(true, |(d, _)| dist < d) {
+                near = Some((dist, c));
             }
         }
-        let (_, c) = best?;
+        let c = match (exact, near) {
+            (Some((_, c)), _) => c,
+            (None, Some((_, c))) if !exact_only => c,
+            _ => return None,
+        };
         if let Some(old) = current {
             let (f, of) = two(&mut self.slots, slot, old);
             of.peer = None;
@@ -784,7 +824,10 @@ fn account(f: &mut Flow, ts: u64, d: &Decoded, r: &Roce, pause_start: Option<u64
             f.last_ce_ts = ts;
         }
     }
+    // A malformed frame is already counted as such; its ICRC verdict would count the
+    // same damage twice.
     match r.icrc {
+        _ if d.stop.kind == StopKind::Malformed => f.icrc[2] += 1,
         IcrcStatus::Ok => f.icrc[0] += 1,
         IcrcStatus::Bad => f.icrc[1] += 1,
         IcrcStatus::Truncated | IcrcStatus::Absent => f.icrc[2] += 1,

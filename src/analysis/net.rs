@@ -38,6 +38,7 @@ pub struct NetSummary {
     pub arp: Vec<ArpSummary>,
     pub arp_unanswered: u64,
     pub pfc_frames: u64,
+    pub pfc_resume_frames: u64,
 }
 
 #[derive(Default)]
@@ -45,7 +46,10 @@ pub struct Net {
     link_bps: u64,
     prefix: u8,
     pfc: FxHashMap<[u8; 6], PfcSource>,
+    /// PAUSE / PFC frames that pause at least one priority (XOFF).
     pub pfc_frames: u64,
+    /// PFC frames whose every enabled priority has quanta 0 (XON: resume).
+    pub pfc_resume_frames: u64,
     /// When the current pause of each priority began (0 = never).
     pause_start: [u64; 8],
     /// (interface, sender, target) -> what was asked there. Kept per interface: a reply
@@ -73,7 +77,12 @@ impl Net {
     }
 
     pub fn pause(&mut self, ts: u64, mac: Option<[u8; 6]>, p: &PauseRepr, log: &mut EventLog) {
-        self.pfc_frames += 1;
+        let pauses = (0..8u8).any(|prio| p.quanta_for(prio) > 0);
+        if pauses {
+            self.pfc_frames += 1;
+        } else {
+            self.pfc_resume_frames += 1;
+        }
         let src = self.pfc.entry(mac.unwrap_or([0; 6])).or_default();
         src.frames += 1;
         for prio in 0..8u8 {
@@ -191,6 +200,7 @@ impl Net {
             arp,
             arp_unanswered: unanswered_total,
             pfc_frames: self.pfc_frames,
+            pfc_resume_frames: self.pfc_resume_frames,
         }
     }
 }

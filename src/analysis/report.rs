@@ -150,8 +150,10 @@ pub struct Totals {
     pub truncated: u64,
     /// Frames of protocols the decoder does not go into (TCP, IPv6 ND, ...).
     pub unsupported: u64,
-    /// MAC control PAUSE and PFC frames.
+    /// MAC control PAUSE and PFC frames that pause at least one priority (XOFF).
     pub pfc_pause_frames: u64,
+    /// PFC frames that only resume priorities (every enabled quanta 0, XON).
+    pub pfc_resume_frames: u64,
     pub pfc_stalls: u64,
     pub arp_requests: u64,
     pub arp_replies: u64,
@@ -511,6 +513,7 @@ pub(super) fn build(
         truncated: g.truncated,
         unsupported: g.unsupported,
         pfc_pause_frames: net.pfc_frames,
+        pfc_resume_frames: net.pfc_resume_frames,
         arp_unanswered: net.arp_unanswered,
         events_dropped: log.dropped,
         ..sums

@@ -197,10 +197,11 @@ impl<'w> Out<'w> {
             Retx::Nak | Retx::Rnr | Retx::Read => self.obs.retransmitted_packets += 1,
         }
         if mark.gap > 0 {
+            // `missing_psns`: every PSN a gap skipped, whether a resend fills it later.
             self.obs.psn_gap_events += 1;
+            self.obs.missing_psns += u64::from(mark.gap);
             if mark.unrecovered {
                 self.obs.unrecovered_gap_events += 1;
-                self.obs.missing_psns += u64::from(mark.gap);
             }
         }
         if mark.reread {
