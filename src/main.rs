@@ -1,9 +1,11 @@
 //! rocetap: parse the command line, run the command, map the result to an exit code.
 
 mod capture;
+mod capture_cmd;
 mod cli;
 mod decode;
 mod error;
+mod interfaces;
 mod report;
 mod source;
 
@@ -14,6 +16,8 @@ fn main() {
     let cli = cli::Cli::parse();
     let result: Result<i32, Failure> = match cli.command {
         cli::Command::Decode(a) => decode::run(a),
+        cli::Command::Capture(a) => capture_cmd::run(a),
+        cli::Command::Interfaces(a) => interfaces::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

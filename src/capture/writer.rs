@@ -38,7 +38,18 @@ pub struct Writer<W: Write> {
 impl<W: Write> Writer<W> {
     /// Starts a file: writes the pcap header, or the pcapng section header and one
     /// interface description per interface (classic pcap uses the first one).
-    pub fn new(mut w: W, format: Format, ifaces: &[Interface]) -> io::Result<Self> {
+    pub fn new(w: W, format: Format, ifaces: &[Interface]) -> io::Result<Self> {
+        Self::with_comment(w, format, ifaces, None)
+    }
+
+    /// Like [`Writer::new`]; pcapng also gets `comment` on its section header (Wireshark
+    /// shows it under Statistics > Capture File Properties). Classic pcap has no place for it.
+    pub fn with_comment(
+        mut w: W,
+        format: Format,
+        ifaces: &[Interface],
+        comment: Option<&str>,
+    ) -> io::Result<Self> {
         let first = ifaces
             .first()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no interface"))?;
@@ -62,15 +73,22 @@ impl<W: Write> Writer<W> {
                 bytes += h.len() as u64;
             }
             Format::PcapNg => {
-                // Section header block, no options.
-                let mut shb = Vec::with_capacity(28);
+                // Section header block, with an opt_comment when asked for.
+                let mut opts = Vec::new();
+                if let Some(c) = comment {
+                    push_option(&mut opts, 1, c.as_bytes());
+                    push_option(&mut opts, 0, &[]);
+                }
+                let len = 28 + opts.len() as u32;
+                let mut shb = Vec::with_capacity(len as usize);
                 shb.extend_from_slice(&0x0A0D_0D0Au32.to_le_bytes());
-                shb.extend_from_slice(&28u32.to_le_bytes());
+                shb.extend_from_slice(&len.to_le_bytes());
                 shb.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
                 shb.extend_from_slice(&1u16.to_le_bytes());
                 shb.extend_from_slice(&0u16.to_le_bytes());
                 shb.extend_from_slice(&(-1i64).to_le_bytes());
-                shb.extend_from_slice(&28u32.to_le_bytes());
+                shb.extend_from_slice(&opts);
+                shb.extend_from_slice(&len.to_le_bytes());
                 w.write_all(&shb)?;
                 bytes += shb.len() as u64;
                 for i in ifaces {
@@ -159,6 +177,11 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
+    /// The underlying writer (e.g. to commit a buffer between frames).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.w
+    }
+
     pub fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
     }
@@ -199,7 +222,8 @@ mod tests {
                     name: None,
                 },
             ];
-            let mut w = Writer::new(Vec::new(), format, &ifaces).unwrap();
+            let mut w =
+                Writer::with_comment(Vec::new(), format, &ifaces, Some("section note")).unwrap();
             w.write(1_700_000_000_123_456_789, 0, &[1, 2, 3], 3, Some("hello"))
                 .unwrap();
             let iface = if format == Format::PcapNg { 1 } else { 0 };
