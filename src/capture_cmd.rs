@@ -102,6 +102,8 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         snaplen,
         buffer_bytes: a.buffer_kib.saturating_mul(1024),
         promisc: !a.no_promisc,
+        // Throughput over latency, as tcpdump -w: see LiveOptions::immediate.
+        immediate: a.immediate,
         filter,
         queue_batches: a.queue.max(1),
         ..LiveOptions::default()
@@ -172,6 +174,16 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
 
     let live = opened.start();
     let names: Vec<String> = live.sources().iter().map(|s| s.name.clone()).collect();
+    if !a.quiet {
+        for s in live.sources() {
+            eprintln!(
+                "capturing on {} ({:?}), snapshot length {snaplen} bytes, filter: {}",
+                s.name,
+                s.link,
+                s.filter.as_deref().unwrap_or("none")
+            );
+        }
+    }
     let mut merger = Merger::new(names.len());
     let mut annotator = a.annotate.then(Annotator::new);
     let cfg = dissectors::Config {

@@ -170,6 +170,10 @@ pub struct CaptureArgs {
         default_value_t = 8192
     )]
     pub buffer_kib: u32,
+    /// libpcap immediate mode: lower latency, but on Linux a ring of only
+    /// buffer / snaplen frames (drops in bursts unless -s is small).
+    #[arg(long)]
+    pub immediate: bool,
     /// Do not put the interface into promiscuous mode.
     #[arg(short = 'p', long = "no-promiscuous-mode")]
     pub no_promisc: bool,

@@ -209,7 +209,7 @@ mod tests {
         );
         assert_eq!(
             note(&mut a, &frame(0x11, 0x21, 5, Some(0x2e), 2, false)).as_deref(),
-            Some("RNR NAK, timer 14 (0.96 ms)")
+            Some("RNR NAK, timer 14 (1.28 ms)")
         );
         assert_eq!(
             note(&mut a, &frame(0x11, 0x21, 5, Some(0x1f), 2, false)),

@@ -53,6 +53,11 @@ pub struct LiveOptions {
     /// Kernel buffer size in bytes.
     pub buffer_bytes: u32,
     pub promisc: bool,
+    /// libpcap immediate mode: every frame is delivered at once. On Linux this makes
+    /// libpcap use TPACKET_V2, whose ring holds only buffer / snaplen frames, so bursts
+    /// of whole frames overflow it; without it (TPACKET_V3) frames wait up to the block
+    /// timeout (50 ms) but the ring is packed. Interactive users want it; `capture` not.
+    pub immediate: bool,
     /// Capture filter for every device.
     pub filter: Filter,
     /// Frames per batch at most.
@@ -67,6 +72,7 @@ impl Default for LiveOptions {
             snaplen: 262_144,
             buffer_bytes: 8 << 20,
             promisc: true,
+            immediate: true,
             filter: Filter::All,
             batch_frames: 256,
             queue_batches: 256,
@@ -355,10 +361,15 @@ impl Opened {
                 batch_frames: self.opts.batch_frames.max(1),
             };
             let link = info.link;
+            let margin = if self.opts.immediate {
+                FLUSH_INTERVAL
+            } else {
+                FLUSH_INTERVAL + Duration::from_millis(READ_TIMEOUT_MS as u64)
+            };
             let t = std::thread::Builder::new()
                 .name(format!("rocetap-src-{i}"))
                 .spawn(move || match pending {
-                    Pending::Device(cap) => run_device(cap, link, ctx),
+                    Pending::Device(cap) => run_device(cap, link, margin, ctx),
                     Pending::File(r) => run_file(r, ctx),
                 })
                 .expect("spawn a capture thread");
@@ -392,7 +403,7 @@ fn open_device(name: &str, opts: &LiveOptions) -> Result<(SourceInfo, Capture<Ac
     };
     let cap = Capture::from_device(name)
         .map_err(dev_err)?
-        .immediate_mode(true)
+        .immediate_mode(opts.immediate)
         .timeout(READ_TIMEOUT_MS)
         .promisc(opts.promisc)
         .snaplen(opts.snaplen.min(i32::MAX as u32) as i32)
@@ -468,7 +479,7 @@ fn read_pcap_stats(cap: &mut Capture<Active>, st: &SourceStats) {
     }
 }
 
-fn run_device(cap: Capture<Active>, link: LinkType, ctx: Ctx) {
+fn run_device(cap: Capture<Active>, link: LinkType, margin: Duration, ctx: Ctx) {
     // Non-blocking reads plus poll(2): libpcap 1.10's blocking read does not return on
     // its timeout in immediate mode, and an idle device must still send heartbeats.
     let mut cap = match cap.setnonblock() {
@@ -520,10 +531,10 @@ fn run_device(cap: Capture<Active>, link: LinkType, ctx: Ctx) {
         };
         if batch.len() >= ctx.batch_frames || last_send.elapsed() >= FLUSH_INTERVAL || idle {
             // Idle: libpcap had nothing ready, so anything later is stamped after now
-            // (minus a margin for frames in a block the kernel has not handed over yet).
+            // minus a margin for frames in a block the kernel has not handed over yet.
             let wm = if idle {
                 now_ns()
-                    .saturating_sub(FLUSH_INTERVAL.as_nanos() as u64)
+                    .saturating_sub(margin.as_nanos() as u64)
                     .max(last_ts)
             } else {
                 last_ts

@@ -31,6 +31,8 @@ const COMMIT_BYTES: usize = 256 << 10;
 pub struct Sink {
     file: File,
     buf: Vec<u8>,
+    /// Offsets in `buf` where a frame (or the file header) ends.
+    ends: Vec<usize>,
     /// Bytes known to be in the file.
     durable: u64,
 }
@@ -46,25 +48,46 @@ impl Write for Sink {
 }
 
 impl Sink {
-    /// Writes the buffer (complete frames only) to the file; on failure, cuts the file
-    /// back to the last complete frame.
+    /// Marks the end of a complete frame (or header) in the buffer.
+    fn mark(&mut self) {
+        self.ends.push(self.buf.len());
+    }
+
+    /// Writes the buffer to the file; on failure, cuts the file back to the last complete
+    /// frame that made it to disk.
     fn commit(&mut self) -> io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
+        let mut done = 0;
+        let mut result = Ok(());
+        while done < self.buf.len() {
+            match self.file.write(&self.buf[done..]) {
+                Ok(0) => {
+                    result = Err(io::Error::from(io::ErrorKind::WriteZero));
+                    break;
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
         }
-        let r = self.file.write_all(&self.buf);
-        let n = self.buf.len() as u64;
+        if result.is_err() {
+            let complete = self
+                .ends
+                .iter()
+                .rev()
+                .find(|e| **e <= done)
+                .copied()
+                .unwrap_or(0);
+            self.durable += complete as u64;
+            let _ = self.file.set_len(self.durable);
+        } else {
+            self.durable += done as u64;
+        }
         self.buf.clear();
-        match r {
-            Ok(()) => {
-                self.durable += n;
-                Ok(())
-            }
-            Err(e) => {
-                let _ = self.file.set_len(self.durable);
-                Err(e)
-            }
-        }
+        self.ends.clear();
+        result
     }
 }
 
@@ -192,6 +215,7 @@ impl Output {
         let sink = Sink {
             file,
             buf: Vec::with_capacity(COMMIT_BYTES + 65536),
+            ends: Vec::with_capacity(4096),
             durable: 0,
         };
         let mut w = Writer::with_comment(
@@ -201,6 +225,7 @@ impl Output {
             self.opts.comment.as_deref(),
         )
         .map_err(|e| err(e, false, &path))?;
+        w.get_mut().mark();
         w.get_mut().commit().map_err(|e| err(e, false, &path))?;
         self.created.insert(path.clone());
         if self.opts.rotate_secs.is_some() {
@@ -265,6 +290,7 @@ impl Output {
         let res = w
             .write(ts_ns, iface, data, orig_len, comment)
             .and_then(|()| {
+                w.get_mut().mark();
                 if w.get_mut().buf.len() >= COMMIT_BYTES {
                     w.get_mut().commit()
                 } else {
