@@ -58,7 +58,7 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         return Err(Failure::new("capture: -W needs -C or -G").hint("e.g. -C 100 -W 10"));
     }
     let rotate_bytes = match a.rotate_mb {
-        Some(mb) if !(mb > 0.0) => {
+        Some(mb) if mb.is_nan() || mb <= 0.0 => {
             return Err(Failure::new(format!(
                 "capture: -C {mb}: the size must be more than 0"
             )))
@@ -72,7 +72,7 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         ));
     }
     let duration = match a.duration {
-        Some(d) if !(d > 0.0) || !d.is_finite() => {
+        Some(d) if d.is_nan() || d <= 0.0 || !d.is_finite() => {
             return Err(Failure::new(format!(
                 "capture: --duration {d}: give a positive number of seconds"
             )))

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -300,10 +300,7 @@ impl LiveSource {
     /// Waits up to `timeout` for the next batch; `None` on timeout or when every source
     /// has ended (see [`LiveSource::finished`]).
     pub fn recv_timeout(&self, timeout: Duration) -> Option<Batch> {
-        match self.rx.recv_timeout(timeout) {
-            Ok(b) => Some(b),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.rx.recv_timeout(timeout).ok()
     }
 
     /// Asks every source to stop; they send what they hold and end within ~20 ms.
