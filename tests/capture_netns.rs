@@ -59,6 +59,11 @@ fn run(cmd: &[&str]) -> Output {
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
+thread_local! {
+    /// Interface names of the pcapng files read on this thread, in order.
+    static IFACE_NAMES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Two namespaces joined by a veth pair (MTU 9000, IPv6 off so nothing but the test's
 /// frames crosses it), removed on drop — also when the test fails.
 struct Netns {
@@ -66,6 +71,7 @@ struct Netns {
     b: String,
     if_a: String,
     if_b: String,
+    tag: String,
 }
 
 impl Netns {
@@ -81,6 +87,7 @@ impl Netns {
             b: b.clone(),
             if_a: format!("rc{tag}a"),
             if_b: format!("rc{tag}b"),
+            tag: tag.clone(),
         };
         run(&["ip", "netns", "add", &a]);
         run(&["ip", "netns", "add", &b]);
@@ -103,18 +110,32 @@ impl Netns {
         ns
     }
 
+    /// A second veth pair between the same namespaces; returns (A side, B side).
+    fn second_link(&self) -> (String, String) {
+        let (x, y) = (format!("rc{}x", self.tag), format!("rc{}y", self.tag));
+        run(&[
+            "ip", "link", "add", &x, "netns", &self.a, "type", "veth", "peer", "name", &y, "netns",
+            &self.b,
+        ]);
+        for (n, i) in [(&self.a, &x), (&self.b, &y)] {
+            let _ = Command::new("ip")
+                .args(["netns", "exec", n, "sysctl", "-qw"])
+                .arg(format!("net.ipv6.conf.{i}.disable_ipv6=1"))
+                .output();
+            run(&["ip", "-n", n, "link", "set", i, "mtu", "9000"]);
+            run(&["ip", "-n", n, "link", "set", i, "up"]);
+        }
+        (x, y)
+    }
+
     /// Replays `pcap` out of side A (tcpreplay, top speed unless `pps`).
     fn replay(&self, pcap: &Path, pps: Option<u32>) {
+        self.replay_on(&self.if_a, pcap, pps)
+    }
+
+    fn replay_on(&self, iface: &str, pcap: &Path, pps: Option<u32>) {
         let mut c = Command::new("ip");
-        c.args([
-            "netns",
-            "exec",
-            &self.a,
-            "tcpreplay",
-            "-q",
-            "-i",
-            &self.if_a,
-        ]);
+        c.args(["netns", "exec", &self.a, "tcpreplay", "-q", "-i", iface]);
         match pps {
             Some(p) => c.arg(format!("--pps={p}")),
             None => c.arg("-t"),
@@ -221,6 +242,11 @@ impl Drop for Running {
 /// Every frame of a pcap / pcapng file, read with pcap-parser (not rocetap's reader).
 /// Panics when the file is not valid up to its end.
 fn frames_of(path: &Path) -> Vec<Vec<u8>> {
+    records_of(path).into_iter().map(|r| r.2).collect()
+}
+
+/// (interface id, timestamp in the file's units, bytes) of every frame.
+fn records_of(path: &Path) -> Vec<(u32, u64, Vec<u8>)> {
     let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut r = pcap_parser::create_reader(1 << 20, f).expect("a capture file");
     let mut out = Vec::new();
@@ -228,9 +254,27 @@ fn frames_of(path: &Path) -> Vec<Vec<u8>> {
         match r.next() {
             Ok((off, block)) => {
                 match block {
-                    PcapBlockOwned::Legacy(b) => out.push(b.data[..b.caplen as usize].to_vec()),
-                    PcapBlockOwned::NG(pcap_parser::Block::EnhancedPacket(b)) => {
-                        out.push(b.data[..b.caplen as usize].to_vec())
+                    PcapBlockOwned::Legacy(b) => out.push((
+                        0,
+                        u64::from(b.ts_sec) * 1_000_000_000 + u64::from(b.ts_usec),
+                        b.data[..b.caplen as usize].to_vec(),
+                    )),
+                    PcapBlockOwned::NG(pcap_parser::Block::EnhancedPacket(b)) => out.push((
+                        b.if_id,
+                        (u64::from(b.ts_high) << 32) | u64::from(b.ts_low),
+                        b.data[..b.caplen as usize].to_vec(),
+                    )),
+                    PcapBlockOwned::NG(pcap_parser::Block::InterfaceDescription(i)) => {
+                        let name = i
+                            .options
+                            .iter()
+                            .find(|o| o.code == pcap_parser::pcapng::OptionCode::IfName)
+                            .map(|o| {
+                                String::from_utf8_lossy(&o.value)
+                                    .trim_end_matches('\0')
+                                    .to_string()
+                            });
+                        IFACE_NAMES.with(|n| n.borrow_mut().push(name.unwrap_or_default()));
                     }
                     _ => {}
                 }
@@ -924,4 +968,68 @@ fn write_errors_stop_with_a_valid_file_and_exit_2() {
     let got = frames_of(&dir.path("copy.pcap"));
     assert!(got.len() > 50 && got.len() < 600, "{} frames", got.len());
     assert_eq!(got, frames[..got.len()].to_vec());
+}
+
+#[test]
+fn several_interfaces_merge_in_timestamp_order_into_pcapng() {
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    let dir = TempDir::new("cap-multi");
+    let ns = Netns::new();
+    let (x, y) = ns.second_link();
+    let one: Vec<Vec<u8>> = (0..80).map(|i| Roce::send(0x91, i, 100).bytes()).collect();
+    let two: Vec<Vec<u8>> = (0..60).map(|i| Roce::send(0x92, i, 300).bytes()).collect();
+    let t1 = write_trace(&dir, "one.pcap", &one);
+    let t2 = write_trace(&dir, "two.pcap", &two);
+    let out = dir.path("multi.pcapng");
+    let cap = ns.capture(&[
+        "-i",
+        &y,
+        "-w",
+        out.to_str().unwrap(),
+        "-c",
+        "140",
+        "--duration",
+        "30",
+    ]);
+    // Both links at once, at different rates: frames interleave in time.
+    std::thread::scope(|s| {
+        s.spawn(|| ns.replay_on(&ns.if_a, &t1, Some(200)));
+        s.spawn(|| ns.replay_on(&x, &t2, Some(150)));
+    });
+    let (code, err) = cap.finish(Duration::from_secs(40));
+    assert_eq!(code, Some(0), "{err}");
+    IFACE_NAMES.with(|n| n.borrow_mut().clear());
+    let recs = records_of(&out);
+    let names = IFACE_NAMES.with(|n| n.borrow().clone());
+    assert_eq!(names, vec![ns.if_b.clone(), y.clone()]);
+    assert_eq!(recs.len(), 140, "{err}");
+    assert!(
+        recs.windows(2).all(|w| w[0].1 <= w[1].1),
+        "timestamps never go back"
+    );
+    let on = |i: u32| -> Vec<Vec<u8>> {
+        recs.iter()
+            .filter(|r| r.0 == i)
+            .map(|r| r.2.clone())
+            .collect()
+    };
+    assert_eq!(
+        on(0),
+        one,
+        "interface 0 ({}) holds what was sent on it",
+        ns.if_b
+    );
+    assert_eq!(on(1), two, "interface 1 ({y}) holds what was sent on it");
+    let switches = recs.windows(2).filter(|w| w[0].0 != w[1].0).count();
+    assert!(
+        switches > 10,
+        "the two links interleave ({switches} switches)"
+    );
+    assert!(
+        err.contains(&format!("  {}: 80 captured", ns.if_b)),
+        "{err}"
+    );
+    assert!(err.contains(&format!("  {y}: 60 captured")), "{err}");
 }
