@@ -1033,3 +1033,65 @@ fn several_interfaces_merge_in_timestamp_order_into_pcapng() {
     );
     assert!(err.contains(&format!("  {y}: 60 captured")), "{err}");
 }
+
+/// The `CapEff` and real/effective uid of a running process.
+fn creds(pid: u32) -> (String, String) {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    (field("CapEff:"), field("Uid:"))
+}
+
+#[test]
+fn privileges_are_dropped_once_the_device_is_open() {
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    let dir = TempDir::new("cap-drop");
+    let ns = Netns::new();
+    let frames: Vec<Vec<u8>> = (0..20).map(|i| Roce::send(0x99, i, 64).bytes()).collect();
+    let trace = write_trace(&dir, "in.pcap", &frames);
+
+    // As plain root: every capability is cleared, the capture still works.
+    let out = dir.path("root.pcap");
+    let cap = ns.capture(&["-w", out.to_str().unwrap(), "-c", "20", "--duration", "30"]);
+    let (capeff, _) = creds(cap.child.id());
+    assert_eq!(
+        capeff, "0000000000000000",
+        "no capability left while capturing"
+    );
+    ns.replay(&trace, None);
+    let (code, err) = cap.finish(Duration::from_secs(40));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(frames_of(&out), frames);
+
+    // Under sudo (SUDO_UID/SUDO_GID): rocetap becomes that user; the file is theirs.
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let shared = dir.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let out = shared.join("user.pcap");
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &ns.b, bin(), "capture", "-i", &ns.if_b])
+        .args(["-w", out.to_str().unwrap(), "-c", "20", "--duration", "30"])
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let cap = Running::start(c);
+    let (capeff, uid) = creds(cap.child.id());
+    assert_eq!(capeff, "0000000000000000");
+    assert!(uid.split_whitespace().all(|u| u == "65534"), "uid {uid}");
+    ns.replay(&trace, None);
+    let (code, err) = cap.finish(Duration::from_secs(40));
+    assert_eq!(code, Some(0), "{err}");
+    let meta = std::fs::metadata(&out).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+    assert_eq!(frames_of(&out), frames);
+}

@@ -739,6 +739,36 @@ mod tests {
     }
 
     #[test]
+    fn a_full_queue_drops_whole_batches_and_counts_their_frames() {
+        let (tx, rx) = sync_channel(1);
+        let ctx = Ctx {
+            source: 0,
+            tx,
+            stop: Arc::new(AtomicBool::new(false)),
+            stats: Arc::new(SourceStats::default()),
+            batch_frames: 4,
+        };
+        assert!(ctx.offer(batch(0, &[1, 2, 3], 3, false)));
+        // The consumer is not reading: the next two batches are dropped and counted.
+        assert!(ctx.offer(batch(0, &[4, 5], 5, false)));
+        assert!(ctx.offer(batch(0, &[6], 6, false)));
+        assert_eq!(ctx.stats.queue_dropped.load(Ordering::Relaxed), 3);
+        assert_eq!(rx.recv().unwrap().len(), 3);
+        // The end marker waits for room instead of being dropped.
+        assert!(ctx.offer(batch(0, &[7], 7, false)));
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            let a = rx.recv().unwrap();
+            let b = rx.recv().unwrap();
+            (a.len(), b.last)
+        });
+        assert!(ctx.offer(batch(0, &[], u64::MAX, true)));
+        assert_eq!(t.join().unwrap(), (1, true));
+        assert_eq!(ctx.stats.queue_dropped.load(Ordering::Relaxed), 3);
+        drop(ctx);
+    }
+
+    #[test]
     fn file_sources_deliver_everything_in_order() {
         use crate::capture::writer::{Format, Interface, Writer};
         let dir = std::env::temp_dir().join(format!("rocetap-live-{}", std::process::id()));

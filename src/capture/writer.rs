@@ -230,6 +230,8 @@ mod tests {
             w.write(1_700_000_001_000_001_000, iface, &[4; 61], 100, None)
                 .unwrap();
             let buf = w.into_inner().unwrap();
+            let has_note = buf.windows(12).any(|w| w == b"section note");
+            assert_eq!(has_note, format == Format::PcapNg);
             let mut got = Vec::new();
             let stats = for_each_frame(&buf[..], |f| {
                 got.push((f.ts_ns, f.link, f.data.to_vec(), f.orig_len, f.iface));
