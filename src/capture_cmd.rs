@@ -294,6 +294,14 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         // The failing file was already cut back to its last complete frame.
         drop(out);
     }
+    if let Some(an) = annotator.as_ref().filter(|a| a.icrc_unreliable()) {
+        let (checked, bad) = an.icrc_counts();
+        eprintln!(
+            "note: ICRC bad on {bad} of {checked} RoCE frames: this capture path does not preserve \
+             ICRCs, so after the first {} frames bad ICRCs were not annotated one by one",
+            crate::capture::annotate::ICRC_SAMPLE
+        );
+    }
     let mut errors = Vec::new();
     for (n, s) in names.iter().zip(&stats) {
         if let Some(e) = s.error.lock().unwrap_or_else(|e| e.into_inner()).clone() {

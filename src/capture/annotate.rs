@@ -9,6 +9,11 @@
 //! number of PSNs), responses and ACKs are never gap-checked, and duplicates (a PSN behind
 //! the expectation) are retransmissions, not gaps. The map is bounded: at
 //! [`MAX_FLOWS`] entries it starts over, so memory never grows with the capture.
+//!
+//! Some capture paths do not preserve the ICRC (every frame fails it): once at least
+//! [`ICRC_SAMPLE`] ICRCs were checked and most were bad, "ICRC bad" is a property of the
+//! capture, not news about a packet, and is no longer written on each frame
+//! ([`Annotator::icrc_unreliable`] tells the caller).
 
 use dissectors::{AethKind, Decoded, Ecn, IcrcStatus, Operation, Psn, Qpn, Transport};
 use std::collections::HashMap;
@@ -16,6 +21,8 @@ use std::fmt::Write as _;
 
 /// Most flows tracked at once.
 pub const MAX_FLOWS: usize = 1 << 16;
+/// ICRCs checked before judging whether the capture path preserves them.
+pub const ICRC_SAMPLE: u64 = 32;
 
 type Key = (dissectors::Addr, dissectors::Addr, Qpn);
 
@@ -23,11 +30,24 @@ type Key = (dissectors::Addr, dissectors::Addr, Qpn);
 pub struct Annotator {
     expected: HashMap<Key, Psn>,
     text: String,
+    icrc_checked: u64,
+    icrc_bad: u64,
 }
 
 impl Annotator {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// True when most ICRCs checked so far were bad (after [`ICRC_SAMPLE`] of them):
+    /// the capture path does not preserve them.
+    pub fn icrc_unreliable(&self) -> bool {
+        self.icrc_checked >= ICRC_SAMPLE && self.icrc_bad * 2 > self.icrc_checked
+    }
+
+    /// (checked, bad) ICRC counts.
+    pub fn icrc_counts(&self) -> (u64, u64) {
+        (self.icrc_checked, self.icrc_bad)
     }
 
     /// The comment for one decoded frame, or `None` when there is nothing to say. The
@@ -70,7 +90,14 @@ impl Annotator {
         if d.ecn() == Some(Ecn::Ce) {
             note(t, format_args!("ECN CE"));
         }
-        if roce.icrc == IcrcStatus::Bad {
+        if matches!(roce.icrc, IcrcStatus::Ok | IcrcStatus::Bad) {
+            self.icrc_checked += 1;
+            self.icrc_bad += u64::from(roce.icrc == IcrcStatus::Bad);
+        }
+        let icrc_news =
+            !(self.icrc_checked >= ICRC_SAMPLE && self.icrc_bad * 2 > self.icrc_checked);
+        let t = &mut self.text;
+        if roce.icrc == IcrcStatus::Bad && icrc_news {
             match (roce.icrc_stored, roce.icrc_computed) {
                 (Some(s), Some(c)) => note(
                     t,
@@ -219,5 +246,32 @@ mod tests {
         assert!(cnp.starts_with("CNP for QP 0x00a022"), "{cnp}");
         let ce = note(&mut a, &frame(0x04, 0x11, 106, None, 3, true)).unwrap();
         assert!(ce.starts_with("ECN CE; ICRC bad: stored 0x"), "{ce}");
+        assert!(!a.icrc_unreliable());
+    }
+
+    #[test]
+    fn a_capture_that_breaks_every_icrc_stops_saying_so_per_frame() {
+        let mut a = Annotator::new();
+        let mut said = 0;
+        for i in 0..100 {
+            if note(&mut a, &frame(0x04, 0x11, i, None, 2, true)).is_some() {
+                said += 1;
+            }
+        }
+        assert_eq!(
+            said,
+            ICRC_SAMPLE - 1,
+            "said until the sample showed the pattern"
+        );
+        assert!(a.icrc_unreliable());
+        assert_eq!(a.icrc_counts(), (100, 100));
+        // Mostly good ICRCs: each bad one is news.
+        let mut b = Annotator::new();
+        for i in 0..100 {
+            let bad = i % 10 == 0;
+            let n = note(&mut b, &frame(0x04, 0x11, i, None, 2, bad));
+            assert_eq!(n.is_some(), bad, "frame {i}");
+        }
+        assert!(!b.icrc_unreliable());
     }
 }
