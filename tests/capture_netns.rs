@@ -735,6 +735,27 @@ fn sigint_mid_capture_leaves_a_valid_file_with_every_frame_counted() {
 }
 
 #[test]
+fn sigterm_flushes_the_file_and_exits_0() {
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    let dir = TempDir::new("cap-term");
+    let ns = Netns::new();
+    let frames: Vec<Vec<u8>> = (0..25).map(|i| Roce::send(0x5a, i, 500).bytes()).collect();
+    let trace = write_trace(&dir, "in.pcap", &frames);
+    let out = dir.path("term.pcap");
+    let cap = ns.capture(&["-w", out.to_str().unwrap(), "--duration", "60"]);
+    ns.replay(&trace, None);
+    std::thread::sleep(Duration::from_millis(500));
+    cap.signal("TERM");
+    let (code, err) = cap.finish(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("capture signal"), "{err}");
+    assert_eq!(frames_of(&out), frames, "{err}");
+    assert_eq!(report_number(&err, "packets captured"), 25);
+}
+
+#[test]
 fn capture_without_cap_net_raw_fails_cleanly() {
     if !ready(&[]) {
         return;

@@ -393,6 +393,38 @@ mod tests {
     }
 
     #[test]
+    fn time_rotation_keeps_the_newest_files() {
+        let dir = std::env::temp_dir().join(format!("rocetap-out-g-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut o = Output::create(OutputOptions {
+            rotate_secs: Some(1),
+            ring: Some(2),
+            ..opts(&dir, "g.pcap")
+        })
+        .unwrap();
+        for i in 0..4u64 {
+            o.write(i, 0, &[i as u8; 100], 100, None).unwrap();
+            o.write(i, 0, &[i as u8; 100], 100, None).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1050));
+        }
+        assert_eq!(o.files_opened, 4);
+        o.finish().unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 2, "{names:?}");
+        for n in &names {
+            let secs = n.strip_prefix("g.pcap.").unwrap();
+            assert!(secs.parse::<u64>().is_ok(), "{n}");
+            assert_eq!(frames_in(&dir.join(n)), 2);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn write_error_is_reported() {
         if !Path::new("/dev/full").exists() {
             return;
