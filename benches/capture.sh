@@ -7,7 +7,8 @@
 #   TRACE  Ethernet pcap to replay (default: ../shared/captures/public/rdma-nccl2.pcap)
 #   LOOPS  tcpreplay --loop count (default 400)
 #   RUNS   repetitions per tool (default 3)
-# Env: ROCETAP=path to the binary (default: target/release/rocetap, built if missing).
+# Env: ROCETAP=path to the binary (default: target/release/rocetap, built if missing);
+#      ROCETAP_ARGS=extra `rocetap capture` options (e.g. "--immediate" or "-s 128").
 #
 # Traffic stays inside the namespaces (198.19.254.0/24); both are removed on exit.
 set -eu
@@ -53,7 +54,8 @@ run() {
     out=$work/out.pcap
     rm -f "$out"
     case $1 in
-        rocetap) ip netns exec "$b" "$rocetap" capture -i rtb1 -w "$out" --all --force 2>"$work/err" & ;;
+        # shellcheck disable=SC2086 # ROCETAP_ARGS is a list of options
+        rocetap) ip netns exec "$b" "$rocetap" capture -i rtb1 -w "$out" --all --force ${ROCETAP_ARGS:-} 2>"$work/err" & ;;
         tcpdump) ip netns exec "$b" tcpdump -i rtb1 -w "$out" 2>"$work/err" & ;;
     esac
     pid=$!
@@ -84,6 +86,7 @@ run() {
 }
 
 echo "trace: $(basename "$trace"), $per_loop frames x $loops loops = $sent frames per run, $runs runs"
+echo "rocetap capture options: --all ${ROCETAP_ARGS:-}"
 printf '%-8s %4s %12s %10s %10s %10s %10s %10s\n' tool run "sent pps" sent captured written "kernel dr" "own dr"
 for tool in rocetap tcpdump; do
     i=1
