@@ -1116,3 +1116,42 @@ fn privileges_are_dropped_once_the_device_is_open() {
     assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
     assert_eq!(frames_of(&out), frames);
 }
+
+#[test]
+fn the_any_device_captures_linux_cooked_v2() {
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    let dir = TempDir::new("cap-any");
+    let ns = Netns::new();
+    let frames: Vec<Vec<u8>> = (0..30).map(|i| Roce::send(0x7a, i, 80).bytes()).collect();
+    let trace = write_trace(&dir, "in.pcap", &frames);
+    let out = dir.path("any.pcap");
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &ns.b, bin(), "capture", "-i", "any"])
+        .args(["-w", out.to_str().unwrap(), "-c", "30", "--duration", "30"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let cap = Running::start(c);
+    ns.replay(&trace, None);
+    let (code, err) = cap.finish(Duration::from_secs(40));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("capturing on any (LinuxSll2)")
+            && err.contains("filter: udp dst port 4791 or"),
+        "{err}"
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(&bytes[20..24], &276u32.to_le_bytes(), "LINKTYPE_LINUX_SLL2");
+    let got = frames_of(&out);
+    assert_eq!(got.len(), 30);
+    for (g, f) in got.iter().zip(&frames) {
+        // SLL2: protocol (2), reserved (2), ifindex (4), ARPHRD (2), packet type (1),
+        // address length (1), address (8); then the frame after its Ethernet header.
+        assert_eq!(&g[0..2], &[0x08, 0x00]);
+        assert_eq!(g[11], 6, "6-byte MAC");
+        assert_eq!(&g[12..18], &f[6..12], "source MAC");
+        assert_eq!(&g[20..], &f[14..], "network layer and up, byte for byte");
+    }
+}

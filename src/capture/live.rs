@@ -411,6 +411,14 @@ fn open_device(name: &str, opts: &LiveOptions) -> Result<(SourceInfo, Capture<Ac
         .open()
         .map_err(dev_err)?;
     let mut cap = cap;
+    // `any` defaults to Linux cooked v1; v2 also records the interface index.
+    if cap.get_datalink().0 == 113
+        && cap
+            .list_datalinks()
+            .is_ok_and(|l| l.iter().any(|d| d.0 == 276))
+    {
+        let _ = cap.set_datalink(pcap::Linktype(276));
+    }
     let link = LinkType::from_linktype(cap.get_datalink().0 as u32);
     let filter = match &opts.filter {
         Filter::All => None,
