@@ -201,11 +201,11 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         let comment = match annotator.as_mut() {
             Some(an) => {
                 let d = dissectors::decode(f.link, f.data, f.orig_len, &cfg);
-                an.comment(&d).map(str::to_string)
+                an.comment(&d)
             }
             None => None,
         };
-        out.write(f.ts_ns, f.source, f.data, f.orig_len, comment.as_deref())
+        out.write(f.ts_ns, f.source, f.data, f.orig_len, comment)
     };
 
     loop {

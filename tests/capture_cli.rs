@@ -192,3 +192,28 @@ fn argument_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!Path::new(p).exists());
 }
+
+#[test]
+fn output_directory_the_dropped_user_cannot_write_is_a_clear_error() {
+    if !is_root() {
+        skip("needs root (to drop to SUDO_UID)");
+        return;
+    }
+    // Root-owned 0755: after dropping to SUDO_UID 65534 rocetap cannot create files here.
+    let d = TempDir::new("cap-perm");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&d.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let f = d.path("x.pcap");
+    let out = Command::new(common::bin())
+        .args(["capture", "-i", "lo", "-w", f.to_str().unwrap(), "-c", "1"])
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .output()
+        .unwrap();
+    fails(
+        &out,
+        &format!("writing {}: Permission denied", f.display()),
+        Some("SUDO_UID"),
+    );
+    assert!(!f.exists());
+}
