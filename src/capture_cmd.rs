@@ -84,11 +84,26 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         return Err(Failure::new("capture: -w - (stdout) is not supported")
             .hint("write to a file; rocetap decode/analyze read pcap from stdin with -r -"));
     }
-    if a.write.exists() && !a.force && a.rotate_secs.is_none() {
-        return Err(
-            Failure::new(format!("writing {}: the file exists", a.write.display()))
-                .hint("add --force to replace it"),
-        );
+    if !a.force && a.rotate_secs.is_none() {
+        // The first file, and with -C -W every name of the ring.
+        let ring = if a.rotate_mb.is_some() {
+            a.ring.unwrap_or(1)
+        } else {
+            1
+        };
+        for k in 0..ring.max(1) {
+            let mut name = a.write.as_os_str().to_owned();
+            if k > 0 {
+                name.push(k.to_string());
+            }
+            let p = std::path::PathBuf::from(name);
+            if p.exists() {
+                return Err(
+                    Failure::new(format!("writing {}: the file exists", p.display()))
+                        .hint("add --force to replace it"),
+                );
+            }
+        }
     }
 
     let filter = if !a.filter.is_empty() {

@@ -165,6 +165,23 @@ fn argument_errors() {
     let out = rocetap(&["capture", "-i", "lo", "-w", e]);
     fails(&out, "the file exists", Some("--force"));
     assert_eq!(std::fs::read(&existing).unwrap(), b"precious");
+    // With a ring, every name of the ring is checked before anything is captured.
+    let ring2 = d.path("ring.pcap2");
+    std::fs::write(&ring2, b"old").unwrap();
+    let r = d.path("ring.pcap");
+    let out = rocetap(&[
+        "capture",
+        "-i",
+        "lo",
+        "-w",
+        r.to_str().unwrap(),
+        "-C",
+        "1",
+        "-W",
+        "3",
+    ]);
+    fails(&out, "ring.pcap2: the file exists", Some("--force"));
+    assert!(!r.exists());
     let p = d.path("new.pcap");
     let p = p.to_str().unwrap();
     fails(
