@@ -547,7 +547,12 @@ fn run_device(cap: Capture<Active>, link: LinkType, margin: Duration, ctx: Ctx) 
                 last_ts
             };
             if !batch.is_empty() || idle {
-                let mut b = std::mem::replace(&mut batch, Batch::new(ctx.source, ctx.batch_frames));
+                // An empty heartbeat allocates nothing; a filled batch is handed over.
+                let mut b = if batch.is_empty() {
+                    Batch::new(ctx.source, 0)
+                } else {
+                    std::mem::replace(&mut batch, Batch::new(ctx.source, ctx.batch_frames))
+                };
                 b.watermark_ns = wm;
                 if !ctx.offer(b) {
                     return;
