@@ -42,7 +42,35 @@ pub enum Command {
         after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq == 0' --fail-on 'cnp_per_s < 1000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). A rule states what must hold: exit 1 when one does not.\n\nSeveral files are merged into one capture in timestamp order."
     )]
     Analyze(AnalyzeArgs),
+    /// Capture live traffic to pcap / pcapng, headless (like tcpdump -w), with rotation
+    /// and honest drop accounting.
+    #[command(after_help = CAPTURE_HELP)]
+    Capture(CaptureArgs),
+    /// List capture devices (like tcpdump -D) and RDMA devices with their netdevs,
+    /// port state, link layer and RoCE GIDs.
+    Interfaces(InterfacesArgs),
 }
+
+const CAPTURE_HELP: &str = "Examples:
+  sudo rocetap capture -i eth2 -w roce.pcapng
+  sudo rocetap capture -i eth2 -i eth3 -w both.pcapng --annotate -c 100000
+  sudo rocetap capture -i any -w ring.pcap -C 100 -W 10 --headers-only
+  sudo rocetap capture -i eth2 -w all.pcap --all 'not port 22'
+
+FILE NAMES
+  no rotation: FILE.  -C MB: FILE, FILE1, FILE2, ... (the number is appended to the
+  whole name, like tcpdump); with -W N they form a ring: after FILE<N-1> comes FILE again.
+  -G SECONDS: FILE.<unix seconds when the file was opened> (plus -<k> when -C opens
+  another file within the same second); with -W N only the newest N files are kept.
+
+Stopping: -c, --duration, or SIGINT / SIGTERM (the file is flushed and valid; exit 0).
+SIGUSR1 prints the counters. On exit a report says how many frames were received,
+written, and dropped by the kernel, the interface and rocetap itself (queue full).
+Privileges: needs CAP_NET_RAW. Once the devices are open rocetap drops privileges:
+under sudo it becomes SUDO_UID/SUDO_GID (files then belong to you), otherwise it clears
+every capability.
+RDMA devices (mlx5_0) need a libpcap built with RDMA support (not Debian/Ubuntu's); the
+RDMA sniffer never reports drops, so such captures carry a note saying so.";
 
 /// Where frames come from: files (or stdin with `-`).
 #[derive(Args, Debug, Clone)]
@@ -204,4 +232,103 @@ pub struct AnalyzeArgs {
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureFormat {
+    /// Classic pcap, microsecond timestamps (what tcpdump writes).
+    Pcap,
+    /// Classic pcap, nanosecond timestamps.
+    PcapNs,
+    /// pcapng, nanosecond timestamps, one interface block per -i, packet comments.
+    Pcapng,
+}
+
+#[derive(Args, Debug)]
+pub struct CaptureArgs {
+    /// Capture from this device: a netdev, `any`, or an RDMA device (`mlx5_0`,
+    /// `mlx5_0:2`). Repeatable; frames of several devices are merged by timestamp.
+    #[arg(short = 'i', long = "interface", value_name = "IFACE", required = true)]
+    pub interfaces: Vec<String>,
+    /// Write frames to this file (see FILE NAMES below for rotation).
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    pub write: PathBuf,
+    /// Bytes kept per frame (0 means the default, whole frames).
+    #[arg(short = 's', long, value_name = "SNAPLEN", default_value_t = 262_144)]
+    pub snaplen: u32,
+    /// Keep only the first 128 bytes of each frame: every RoCE header (Ethernet, two VLAN
+    /// tags, IPv6 or GRH, UDP, BTH and the longest extended-header chain), no payload.
+    #[arg(long, conflicts_with = "snaplen")]
+    pub headers_only: bool,
+    /// Stop after writing this many frames.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Start a new file when the current one would exceed MB million bytes.
+    #[arg(short = 'C', value_name = "MB")]
+    pub rotate_mb: Option<f64>,
+    /// Start a new file every SECONDS seconds.
+    #[arg(short = 'G', value_name = "SECONDS")]
+    pub rotate_secs: Option<u64>,
+    /// Keep at most N files (a ring; needs -C or -G).
+    #[arg(short = 'W', value_name = "N")]
+    pub ring: Option<u32>,
+    /// Output format; by default pcapng when FILE ends in .pcapng, else pcap.
+    #[arg(long, value_enum)]
+    pub format: Option<CaptureFormat>,
+    /// Add a comment to notable RoCE frames (NAK, RNR NAK, CNP, ECN CE, bad ICRC, PSN
+    /// gap) that Wireshark shows; pcapng only.
+    #[arg(long)]
+    pub annotate: bool,
+    /// Capture everything (no default RoCE filter).
+    #[arg(long)]
+    pub all: bool,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Kernel capture buffer in KiB.
+    #[arg(
+        short = 'B',
+        long = "buffer-size",
+        value_name = "KiB",
+        default_value_t = 8192
+    )]
+    pub buffer_kib: u32,
+    /// libpcap immediate mode: lower latency, but on Linux a ring of only
+    /// buffer / snaplen frames (drops in bursts unless -s is small).
+    #[arg(long)]
+    pub immediate: bool,
+    /// Do not put the interface into promiscuous mode.
+    #[arg(short = 'p', long = "no-promiscuous-mode")]
+    pub no_promisc: bool,
+    /// UDP destination port of RoCE v2 for the default filter.
+    #[arg(long, value_name = "PORT", default_value_t = 4791)]
+    pub roce_port: u16,
+    /// No status line and no final report.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Root of sysfs, where RDMA devices are looked up.
+    #[arg(long, value_name = "DIR", default_value = "/sys", hide = true)]
+    pub sysfs_root: PathBuf,
+    /// Batches (of up to 256 frames) queued between capture and writer before frames are dropped.
+    #[arg(long, value_name = "N", default_value_t = 1024, hide = true)]
+    pub queue: usize,
+    /// Capture filter (BPF, as tcpdump). Default: RoCE v2 (udp dst port 4791), RoCE v1
+    /// (ether proto 0x8915), ARP and MAC control / PFC (ether proto 0x8808), VLAN-tagged
+    /// or not.
+    #[arg(
+        value_name = "FILTER",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub filter: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct InterfacesArgs {
+    /// Root of sysfs, where RDMA devices are looked up (for tests and containers).
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    pub sysfs_root: PathBuf,
 }

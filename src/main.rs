@@ -3,9 +3,11 @@
 mod analysis;
 mod analyze;
 mod capture;
+mod capture_cmd;
 mod cli;
 mod decode;
 mod error;
+mod interfaces;
 mod netcheck;
 mod report;
 mod source;
@@ -21,6 +23,8 @@ fn main() {
         cli::Command::Synth(a) => synth::run(a),
         cli::Command::Netcheck(a) => netcheck::run(a),
         cli::Command::Analyze(a) => analyze::run(a),
+        cli::Command::Capture(a) => capture_cmd::run(a),
+        cli::Command::Interfaces(a) => interfaces::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

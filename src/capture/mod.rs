@@ -1,8 +1,16 @@
-//! Frame sources and sinks: reading pcap / pcapng files and streams, writing pcap /
-//! pcapng. Everything that touches capture files lives here; the analysis and report
-//! code only ever sees [`Frame`]s.
+//! Frame sources and sinks: live libpcap devices and files behind one threaded source
+//! API, reading pcap / pcapng files and streams, writing pcap / pcapng with
+//! rotation. Everything that touches libpcap or capture files lives here; the analysis
+//! and report code only ever sees [`Frame`]s.
 
+pub mod annotate;
 pub mod file;
+// The reusable source API (files, stdin, merged devices) is also for analyze/top -i.
+#[allow(dead_code)]
+pub mod live;
+pub mod output;
+pub mod privileges;
+pub mod rdma;
 pub mod writer;
 
 use dissectors::LinkType;

@@ -39,7 +39,18 @@ pub struct Writer<W: Write> {
 impl<W: Write> Writer<W> {
     /// Starts a file: writes the pcap header, or the pcapng section header and one
     /// interface description per interface (classic pcap uses the first one).
-    pub fn new(mut w: W, format: Format, ifaces: &[Interface]) -> io::Result<Self> {
+    pub fn new(w: W, format: Format, ifaces: &[Interface]) -> io::Result<Self> {
+        Self::with_comment(w, format, ifaces, None)
+    }
+
+    /// Like [`Writer::new`]; pcapng also gets `comment` on its section header (Wireshark
+    /// shows it under Statistics > Capture File Properties). Classic pcap has no place for it.
+    pub fn with_comment(
+        mut w: W,
+        format: Format,
+        ifaces: &[Interface],
+        comment: Option<&str>,
+    ) -> io::Result<Self> {
         let first = ifaces
             .first()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no interface"))?;
@@ -63,15 +74,22 @@ impl<W: Write> Writer<W> {
                 bytes += h.len() as u64;
             }
             Format::PcapNg => {
-                // Section header block, no options.
-                let mut shb = Vec::with_capacity(28);
+                // Section header block, with an opt_comment when asked for.
+                let mut opts = Vec::new();
+                if let Some(c) = comment {
+                    push_option(&mut opts, 1, c.as_bytes());
+                    push_option(&mut opts, 0, &[]);
+                }
+                let len = 28 + opts.len() as u32;
+                let mut shb = Vec::with_capacity(len as usize);
                 shb.extend_from_slice(&0x0A0D_0D0Au32.to_le_bytes());
-                shb.extend_from_slice(&28u32.to_le_bytes());
+                shb.extend_from_slice(&len.to_le_bytes());
                 shb.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
                 shb.extend_from_slice(&1u16.to_le_bytes());
                 shb.extend_from_slice(&0u16.to_le_bytes());
                 shb.extend_from_slice(&(-1i64).to_le_bytes());
-                shb.extend_from_slice(&28u32.to_le_bytes());
+                shb.extend_from_slice(&opts);
+                shb.extend_from_slice(&len.to_le_bytes());
                 w.write_all(&shb)?;
                 bytes += shb.len() as u64;
                 for i in ifaces {
@@ -160,6 +178,11 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
+    /// The underlying writer (e.g. to commit a buffer between frames).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.w
+    }
+
     #[allow(dead_code)] // for `capture`, which flushes at rotation without closing
     pub fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
@@ -201,13 +224,16 @@ mod tests {
                     name: None,
                 },
             ];
-            let mut w = Writer::new(Vec::new(), format, &ifaces).unwrap();
+            let mut w =
+                Writer::with_comment(Vec::new(), format, &ifaces, Some("section note")).unwrap();
             w.write(1_700_000_000_123_456_789, 0, &[1, 2, 3], 3, Some("hello"))
                 .unwrap();
             let iface = if format == Format::PcapNg { 1 } else { 0 };
             w.write(1_700_000_001_000_001_000, iface, &[4; 61], 100, None)
                 .unwrap();
             let buf = w.into_inner().unwrap();
+            let has_note = buf.windows(12).any(|w| w == b"section note");
+            assert_eq!(has_note, format == Format::PcapNg);
             let mut got = Vec::new();
             let stats = for_each_frame(&buf[..], |f| {
                 got.push((f.ts_ns, f.link, f.data.to_vec(), f.orig_len, f.iface));

@@ -1,0 +1,191 @@
+//! RDMA devices as sysfs describes them (`<root>/class/infiniband/<dev>`): ports, their
+//! state and link layer, the netdevs behind them, and the GID table with RoCE v1 / v2
+//! types — what `show_gids` reads. Used to explain why an RDMA device cannot be captured
+//! from and by `rocetap interfaces`. The root is a parameter so tests can build a fake tree.
+//!
+//! Nothing here fails: a file that is missing or unreadable (sysfs returns EINVAL for
+//! unused GID entries) is simply absent from the result.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Gid {
+    pub index: u32,
+    pub gid: String,
+    /// "RoCE v2", "IB/RoCE v1".
+    pub kind: Option<String>,
+    pub ndev: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Port {
+    pub number: u32,
+    /// "ACTIVE", "DOWN" (the text after "4: ").
+    pub state: Option<String>,
+    /// "Ethernet" (RoCE) or "InfiniBand".
+    pub link_layer: Option<String>,
+    pub gids: Vec<Gid>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RdmaDevice {
+    pub name: String,
+    pub ports: Vec<Port>,
+    /// Netdevs of the device (`device/net/*`) and of its GIDs, sorted, no duplicates.
+    pub netdevs: Vec<String>,
+}
+
+fn class_dir(root: &Path) -> PathBuf {
+    root.join("class/infiniband")
+}
+
+fn read_trim(p: &Path) -> Option<String> {
+    let s = fs::read_to_string(p).ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+fn sorted_entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort_by(|a, b| match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        _ => a.cmp(b),
+    });
+    v
+}
+
+/// Splits `mlx5_0:2` into the device and port; `None` when `name` is no RDMA device.
+pub fn parse_name(root: &Path, name: &str) -> Option<(String, Option<u32>)> {
+    let (dev, port) = match name.rsplit_once(':') {
+        Some((d, p)) if p.parse::<u32>().is_ok() => (d, p.parse().ok()),
+        _ => (name, None),
+    };
+    if dev.is_empty() || dev.contains('/') || !class_dir(root).join(dev).is_dir() {
+        return None;
+    }
+    Some((dev.to_string(), port))
+}
+
+/// Every RDMA device under `root`, by name.
+pub fn list(root: &Path) -> Vec<RdmaDevice> {
+    sorted_entries(&class_dir(root))
+        .into_iter()
+        .filter_map(|n| device(root, &n))
+        .collect()
+}
+
+/// One RDMA device.
+pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
+    let dir = class_dir(root).join(name);
+    if !dir.is_dir() {
+        return None;
+    }
+    let mut netdevs = sorted_entries(&dir.join("device/net"));
+    let mut ports = Vec::new();
+    for p in sorted_entries(&dir.join("ports")) {
+        let Ok(number) = p.parse::<u32>() else {
+            continue;
+        };
+        let pd = dir.join("ports").join(&p);
+        let state = read_trim(&pd.join("state"))
+            .map(|s| s.split_once(": ").map_or(s.clone(), |(_, t)| t.to_string()));
+        let mut gids = Vec::new();
+        for g in sorted_entries(&pd.join("gids")) {
+            let Ok(index) = g.parse::<u32>() else {
+                continue;
+            };
+            let Some(gid) = read_trim(&pd.join("gids").join(&g)) else {
+                continue;
+            };
+            if gid.chars().all(|c| c == '0' || c == ':') {
+                continue;
+            }
+            let ndev = read_trim(&pd.join("gid_attrs/ndevs").join(&g));
+            if let Some(n) = &ndev {
+                netdevs.push(n.clone());
+            }
+            gids.push(Gid {
+                index,
+                gid,
+                kind: read_trim(&pd.join("gid_attrs/types").join(&g)),
+                ndev,
+            });
+        }
+        ports.push(Port {
+            number,
+            state,
+            link_layer: read_trim(&pd.join("link_layer")),
+            gids,
+        });
+    }
+    netdevs.sort();
+    netdevs.dedup();
+    Some(RdmaDevice {
+        name: name.to_string(),
+        ports,
+        netdevs,
+    })
+}
+
+/// The note every capture from an RDMA device carries.
+pub const SNIFFER_NOTE: &str = "captured from an RDMA device through the libpcap RDMA sniffer, \
+which never reports drops: a PSN gap without a NAK may be capture loss, not network loss";
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// Builds a fake sysfs tree with one mlx5 device (two GIDs on port 1) under `root`.
+    pub fn fake_tree(root: &Path) {
+        let d = root.join("class/infiniband/mlx5_0");
+        let p = d.join("ports/1");
+        for sub in ["gids", "gid_attrs/types", "gid_attrs/ndevs"] {
+            fs::create_dir_all(p.join(sub)).unwrap();
+        }
+        fs::create_dir_all(d.join("device/net/ens1f0np0")).unwrap();
+        fs::write(p.join("state"), "4: ACTIVE\n").unwrap();
+        fs::write(p.join("link_layer"), "Ethernet\n").unwrap();
+        let gids = [
+            ("0", "fe80:0000:0000:0000:0a0b:0cff:fe0d:0e0f", "IB/RoCE v1"),
+            ("1", "0000:0000:0000:0000:0000:ffff:c612:0001", "RoCE v2"),
+            ("2", "0000:0000:0000:0000:0000:0000:0000:0000", ""),
+        ];
+        for (i, g, t) in gids {
+            fs::write(p.join("gids").join(i), format!("{g}\n")).unwrap();
+            fs::write(p.join("gid_attrs/types").join(i), format!("{t}\n")).unwrap();
+            if !t.is_empty() {
+                fs::write(p.join("gid_attrs/ndevs").join(i), "ens1f0np0\n").unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn reads_a_fake_tree() {
+        let root = std::env::temp_dir().join(format!("rocetap-sysfs-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fake_tree(&root);
+        assert_eq!(parse_name(&root, "mlx5_0"), Some(("mlx5_0".into(), None)));
+        assert_eq!(
+            parse_name(&root, "mlx5_0:1"),
+            Some(("mlx5_0".into(), Some(1)))
+        );
+        assert_eq!(parse_name(&root, "eth0"), None);
+        assert_eq!(parse_name(&root, "../infiniband"), None);
+        let devs = list(&root);
+        assert_eq!(devs.len(), 1);
+        let d = &devs[0];
+        assert_eq!(d.netdevs, vec!["ens1f0np0".to_string()]);
+        assert_eq!(d.ports.len(), 1);
+        assert_eq!(d.ports[0].state.as_deref(), Some("ACTIVE"));
+        assert_eq!(d.ports[0].link_layer.as_deref(), Some("Ethernet"));
+        assert_eq!(d.ports[0].gids.len(), 2, "the zero GID is skipped");
+        assert_eq!(d.ports[0].gids[1].kind.as_deref(), Some("RoCE v2"));
+        let _ = fs::remove_dir_all(&root);
+    }
+}
