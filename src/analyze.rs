@@ -1,6 +1,6 @@
 //! `rocetap analyze`: read captures, feed every frame to the analyzer, write the report
-//! (text, JSON or CSV) and turn `--fail-on` rules into the exit code: 0 all rules hold,
-//! 1 a rule failed, 2 bad rule / unreadable input / write failure. Several files are
+//! (text, JSON or CSV) and turn `--fail-on` rules into the exit code: 0 no rule's
+//! condition is true, 1 a rule failed (its condition is true), 2 bad rule / unreadable input / write failure. Several files are
 //! merged into one capture in timestamp order; the interface of a frame from file `i`
 //! is reported as `i * 65536 + its interface id in that file`.
 
@@ -94,7 +94,7 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
         }
         return Err(Failure::new(format!("writing output: {e}")));
     }
-    let failed: Vec<_> = verdicts.iter().filter(|v| !v.holds).collect();
+    let failed: Vec<_> = verdicts.iter().filter(|v| v.failed).collect();
     if failed.is_empty() {
         Ok(exit::OK)
     } else {

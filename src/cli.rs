@@ -39,7 +39,8 @@ pub enum Command {
     Netcheck(NetcheckArgs),
     /// Follow every queue pair and report gaps, retransmissions, NAKs, ECN/CNP, PFC, ARP.
     #[command(
-        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq == 0' --fail-on 'cnp_per_s < 1000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). A rule states what must hold: exit 1 when one does not.\n\nSeveral files are merged into one capture in timestamp order."
+        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq > 0' --fail-on 'cnp_per_s > 5000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). The run fails (exit 1) when a rule's condition is true; a malformed
+rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into one capture in timestamp order."
     )]
     Analyze(AnalyzeArgs),
     /// Capture live traffic to pcap / pcapng, headless (like tcpdump -w), with rotation
@@ -213,7 +214,8 @@ pub struct AnalyzeArgs {
     /// Also list the events (gaps, NAKs, retransmission runs, ...).
     #[arg(long)]
     pub events: bool,
-    /// A rule that must hold, e.g. 'nak_psn_seq == 0'; exit 1 when one fails. Repeatable.
+    /// Fail (exit 1) when this condition is true, e.g. 'nak_psn_seq > 0' or
+    /// 'cnp_per_s > 5000'; NAME is a key of "totals" or "derived". Repeatable.
     #[arg(long = "fail-on", value_name = "RULE")]
     pub fail_on: Vec<String>,
     /// Seconds of capture time after which an idle flow is summarised and forgotten.

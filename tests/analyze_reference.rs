@@ -166,27 +166,28 @@ fn empty_pcap() -> PathBuf {
 fn fail_on_exit_codes() {
     let p = empty_pcap();
     let f = p.to_str().unwrap();
+    // A --fail-on rule fails the run when its condition is true.
     let ok = rocetap(&[
         "analyze",
         f,
         "--fail-on",
-        "frames == 0",
+        "frames > 0",
         "--fail-on",
-        "cnp_per_s < 1",
+        "cnp_per_s > 1",
     ]);
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
     let fail = rocetap(&[
         "analyze",
         f,
         "--fail-on",
-        "frames > 0",
+        "frames == 0",
         "--fail-on",
-        "naks == 0",
+        "naks > 0",
     ]);
     assert_eq!(fail.status.code(), Some(1), "{fail:?}");
     let err = String::from_utf8_lossy(&fail.stderr);
-    assert!(err.contains("rule failed: frames > 0"), "{err}");
-    assert!(!err.contains("naks == 0"), "{err}");
+    assert!(err.contains("rule failed: frames == 0"), "{err}");
+    assert!(!err.contains("naks > 0"), "{err}");
     for bad in ["frames = 0", "frames >", "> 3", "frames > x"] {
         let o = rocetap(&["analyze", f, "--fail-on", bad]);
         assert_eq!(o.status.code(), Some(2), "{bad}: {o:?}");
@@ -205,16 +206,17 @@ fn fail_on_against_the_reference_trace() {
     let Some(dir) = captures() else { return };
     let t = dir.join("reference/roce_mixed_seed1_s128.pcap");
     let t = t.to_str().unwrap();
-    let o = rocetap(&["analyze", "-q", t, "--fail-on", "nak_psn_seq == 0"]);
+    let o = rocetap(&["analyze", "-q", t, "--fail-on", "nak_psn_seq > 0"]);
     assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("rule failed: nak_psn_seq > 0 (actual 7)"));
     let o = rocetap(&[
         "analyze",
         "-q",
         t,
         "--fail-on",
-        "nak_psn_seq <= 7",
+        "nak_psn_seq > 7",
         "--fail-on",
-        "unrecovered_gap_events == 0",
+        "unrecovered_gap_events > 0",
     ]);
     assert_eq!(o.status.code(), Some(0));
 }

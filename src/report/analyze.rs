@@ -65,7 +65,7 @@ pub fn write_report(
                 "rules": verdicts.iter().map(|v| json!({
                     "rule": v.rule.to_string(),
                     "actual": v.actual,
-                    "holds": v.holds,
+                    "failed": v.failed,
                 })).collect::<Vec<_>>(),
             });
             if events {
@@ -230,7 +230,7 @@ fn text(
             writeln!(
                 out,
                 "  {} {} (actual {})",
-                if v.holds { "ok  " } else { "FAIL" },
+                if v.failed { "FAIL" } else { "ok  " },
                 v.rule,
                 num(v.actual)
             )?;

@@ -1,5 +1,6 @@
 //! `--fail-on` rules: `NAME OP NUMBER`, OP one of `> >= < <= == !=`, parsed with nom.
-//! A rule states what must hold; the run fails (exit 1) when one does not. Names are
+//! A rule names a condition to fail on, as the option says: `--fail-on 'nak_psn_seq > 0'`
+//! fails the run (exit 1) when the capture has a PSN-sequence NAK. Names are
 //! checked against the report's keys before anything is evaluated, so a typo is an
 //! error (exit 2), never a rule that silently passes.
 
@@ -94,7 +95,7 @@ pub fn parse(s: &str) -> Result<Rule, String> {
             value: v,
         }),
         _ => Err(format!(
-            "bad --fail-on rule '{s}': expected NAME OP NUMBER with OP one of > >= < <= == != (e.g. 'nak_psn_seq == 0')"
+            "bad --fail-on rule '{s}': expected NAME OP NUMBER with OP one of > >= < <= == != (e.g. 'nak_psn_seq > 0')"
         )),
     }
 }
@@ -104,7 +105,8 @@ pub fn parse(s: &str) -> Result<Rule, String> {
 pub struct Verdict<'a> {
     pub rule: &'a Rule,
     pub actual: f64,
-    pub holds: bool,
+    /// The rule's condition is true: the run fails.
+    pub failed: bool,
 }
 
 /// Checks every rule; `lookup` gives the value of a name, `None` for an unknown name
@@ -119,7 +121,7 @@ pub fn check<'a>(
             Some(actual) => Ok(Verdict {
                 rule: r,
                 actual,
-                holds: r.op.holds(actual, r.value),
+                failed: r.op.holds(actual, r.value),
             }),
             None => Err(format!(
                 "unknown name '{}' in --fail-on rule '{}' (use a key of \"totals\" or \"derived\" in the JSON report)",
@@ -168,7 +170,7 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        assert!(!v[0].holds && v[1].holds);
+        assert!(!v[0].failed && v[1].failed);
         assert_eq!(v[0].actual, 1.0);
         let bad = vec![parse("z > 0").unwrap()];
         assert!(check(&bad, |_| None)
