@@ -519,7 +519,7 @@ fn generate_queries(ns: &str) -> Vec<String> {
         "127.1.2.3",
         "0.0.0.0",
         "255.255.255.255",
-        "10.0.0.1",
+        "198.18.0.1",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -810,51 +810,51 @@ fn live_rule_features_match_the_kernel() {
         link set d2 up
         link set d2p up
         link set d3 up
-        addr add 10.10.0.1/24 dev d0
-        addr add 10.10.0.2/24 dev d0
-        addr add 10.20.0.1/24 dev d1
-        addr add 10.30.0.1/30 dev d2
-        addr add 10.99.0.1/32 dev d2
-        addr add 172.16.5.1/16 dev d3
-        addr add fd00:10::1/64 dev d0 nodad
-        addr add fd00:20::1/64 dev d1 nodad
-        route add default via 10.10.0.254 dev d0
-        route add default via 10.20.0.254 dev d1 metric 100
-        route add 10.50.0.0/16 via 10.20.0.254 dev d1
-        route add 10.50.1.0/24 via 10.10.0.254 dev d0 metric 10
-        route add 10.50.1.0/24 via 10.20.0.254 dev d1 metric 5
-        route add 10.60.0.0/16 dev d1p scope link
-        route add blackhole 10.70.0.0/16
-        route add unreachable 10.71.0.0/16
-        route add prohibit 10.72.0.0/16
-        route add 10.80.0.0/16 via 10.30.0.2 dev d2 src 10.99.0.1
-        route add default via 10.30.0.2 dev d2 table 200
-        route add throw 10.50.0.0/16 table 200
-        route add 10.10.0.0/24 dev d0 scope link src 10.10.0.2 table 200
-        route add 10.90.0.0/16 via 10.20.0.254 dev d1 table 201
-        route add default via 10.10.0.254 dev d0 table 201
-        route add 10.91.0.0/24 dev d2 table 202
+        addr add 198.18.20.1/24 dev d0
+        addr add 198.18.20.2/24 dev d0
+        addr add 198.18.40.1/24 dev d1
+        addr add 198.18.60.1/30 dev d2
+        addr add 198.18.198.1/32 dev d2
+        addr add 198.51.100.81/24 dev d3
+        addr add 2001:db8:10::1/64 dev d0 nodad
+        addr add 2001:db8:20::1/64 dev d1 nodad
+        route add default via 198.18.20.254 dev d0
+        route add default via 198.18.40.254 dev d1 metric 100
+        route add 198.18.100.0/23 via 198.18.40.254 dev d1
+        route add 198.18.101.0/24 via 198.18.20.254 dev d0 metric 10
+        route add 198.18.101.0/24 via 198.18.40.254 dev d1 metric 5
+        route add 198.18.120.0/23 dev d1p scope link
+        route add blackhole 198.18.140.0/23
+        route add unreachable 198.18.142.0/23
+        route add prohibit 198.18.144.0/23
+        route add 198.18.160.0/23 via 198.18.60.2 dev d2 src 198.18.198.1
+        route add default via 198.18.60.2 dev d2 table 200
+        route add throw 198.18.100.0/23 table 200
+        route add 198.18.20.0/24 dev d0 scope link src 198.18.20.2 table 200
+        route add 198.18.180.0/23 via 198.18.40.254 dev d1 table 201
+        route add default via 198.18.20.254 dev d0 table 201
+        route add 198.18.182.0/24 dev d2 table 202
         route add unreachable default table 202
-        route add 10.95.0.0/16 nexthop via 10.10.0.254 dev d0 nexthop via 10.20.0.254 dev d1 weight 2
-        route add fd00:50::/48 via fd00:20::fe dev d1
-        route add default via fd00:10::fe dev d0 table 300
+        route add 198.18.190.0/23 nexthop via 198.18.20.254 dev d0 nexthop via 198.18.40.254 dev d1 weight 2
+        route add 2001:db8:50::/48 via 2001:db8:20::fe dev d1
+        route add default via 2001:db8:10::fe dev d0 table 300
         rule add pref 100 fwmark 0x1/0xff lookup 200
         rule add pref 105 fwmark 0x2 nop
-        rule add pref 110 from 10.20.0.1 lookup 201
-        rule add pref 120 to 10.91.0.0/16 lookup 202
+        rule add pref 110 from 198.18.40.1 lookup 201
+        rule add pref 120 to 198.18.182.0/23 lookup 202
         rule add pref 130 iif d0 lookup 200
         rule add pref 140 oif d2 lookup 201
-        rule add pref 150 not from 10.0.0.0/8 to 10.93.0.0/16 lookup 201
+        rule add pref 150 not from 198.18.0.0/15 to 198.18.186.0/23 lookup 201
         rule add pref 160 lookup main suppress_prefixlength 0
-        rule add pref 165 to 10.55.0.0/16 lookup 201
-        rule add pref 170 to 10.73.0.0/16 unreachable
-        rule add pref 171 to 10.74.0.0/16 prohibit
-        rule add pref 172 to 10.75.0.0/16 blackhole
-        rule add pref 180 to 10.76.0.0/16 goto 32000
-        rule add pref 190 to 10.76.0.0/16 lookup 202
-        rule add pref 32000 to 10.76.0.0/16 lookup 201
+        rule add pref 165 to 198.18.110.0/23 lookup 201
+        rule add pref 170 to 198.18.146.0/23 unreachable
+        rule add pref 171 to 198.18.148.0/23 prohibit
+        rule add pref 172 to 198.18.150.0/23 blackhole
+        rule add pref 180 to 198.18.152.0/23 goto 32000
+        rule add pref 190 to 198.18.152.0/23 lookup 202
+        rule add pref 32000 to 198.18.152.0/23 lookup 201
         rule add pref 32100 lookup 201
-        -6 rule add pref 100 from fd00:10::1 lookup 300
+        -6 rule add pref 100 from 2001:db8:10::1 lookup 300
     ");
     sysctl(&[
         "net.ipv4.ip_forward=1",
@@ -864,52 +864,52 @@ fn live_rule_features_match_the_kernel() {
         "net.ipv4.conf.d3.forwarding=0",
     ]);
     let dsts = [
-        "10.10.0.1",
-        "10.10.0.2",
-        "10.10.0.9",
-        "10.10.0.255",
-        "10.20.0.1",
-        "10.20.0.9",
-        "10.30.0.2",
-        "10.30.0.3",
-        "10.99.0.1",
-        "10.50.0.9",
-        "10.50.1.9",
-        "10.55.0.1",
-        "10.60.3.4",
-        "10.70.0.1",
-        "10.71.0.1",
-        "10.72.0.1",
-        "10.73.0.1",
-        "10.74.0.1",
-        "10.75.0.1",
-        "10.76.0.1",
-        "10.80.0.1",
-        "10.90.0.1",
-        "10.91.0.1",
-        "10.91.1.1",
-        "10.93.0.1",
-        "10.95.7.7",
-        "10.95.0.1",
-        "172.16.9.9",
+        "198.18.20.1",
+        "198.18.20.2",
+        "198.18.20.9",
+        "198.18.20.255",
+        "198.18.40.1",
+        "198.18.40.9",
+        "198.18.60.2",
+        "198.18.60.3",
+        "198.18.198.1",
+        "198.18.100.9",
+        "198.18.101.9",
+        "198.18.110.1",
+        "198.18.121.4",
+        "198.18.140.1",
+        "198.18.142.1",
+        "198.18.144.1",
+        "198.18.146.1",
+        "198.18.148.1",
+        "198.18.150.1",
+        "198.18.152.1",
+        "198.18.160.1",
+        "198.18.180.1",
+        "198.18.182.1",
+        "198.18.183.1",
+        "198.18.186.1",
+        "198.18.191.7",
+        "198.18.190.1",
+        "198.51.100.153",
         "8.8.8.8",
         "127.0.0.1",
     ];
     let locals = [
-        "10.10.0.1",
-        "10.10.0.2",
-        "10.20.0.1",
-        "10.99.0.1",
-        "172.16.5.1",
+        "198.18.20.1",
+        "198.18.20.2",
+        "198.18.40.1",
+        "198.18.198.1",
+        "198.51.100.81",
     ];
     let foreign = [
-        "10.10.0.9",
-        "10.20.0.9",
-        "10.50.1.9",
-        "10.60.3.4",
-        "10.91.0.1",
-        "10.80.0.1",
-        "172.16.9.9",
+        "198.18.20.9",
+        "198.18.40.9",
+        "198.18.101.9",
+        "198.18.121.4",
+        "198.18.182.1",
+        "198.18.160.1",
+        "198.51.100.153",
         "192.168.1.1",
     ];
     let devs = ["d0", "d1", "d2", "d3", "d1p"];
@@ -930,19 +930,19 @@ fn live_rule_features_match_the_kernel() {
         }
         for o in devs.iter().chain(["lo"].iter()) {
             queries.push(format!("{d} oif {o}"));
-            queries.push(format!("{d} from 10.10.0.1 oif {o}"));
+            queries.push(format!("{d} from 198.18.20.1 oif {o}"));
         }
     }
     for d in [
-        "fd00:10::1",
-        "fd00:10::9",
-        "fd00:20::9",
-        "fd00:50::1",
+        "2001:db8:10::1",
+        "2001:db8:10::9",
+        "2001:db8:20::9",
+        "2001:db8:50::1",
         "2001:db8::1",
         "::1",
     ] {
         queries.push(d.to_string());
-        for s in ["fd00:10::1", "fd00:20::1"] {
+        for s in ["2001:db8:10::1", "2001:db8:20::1"] {
             queries.push(format!("{d} from {s}"));
         }
     }
