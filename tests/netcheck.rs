@@ -910,7 +910,7 @@ fn live_rule_features_match_the_kernel() {
         "198.18.182.1",
         "198.18.160.1",
         "198.51.100.153",
-        "192.168.1.1",
+        "203.0.113.77",
     ];
     let devs = ["d0", "d1", "d2", "d3", "d1p"];
     let mut queries = Vec::new();
