@@ -12,7 +12,7 @@ use crate::capture::annotate::Annotator;
 use crate::capture::live::{Filter, LiveOptions, LiveSource, Merger, OpenError, SourceSpec};
 use crate::capture::output::{Output, OutputError, OutputOptions};
 use crate::capture::writer::{Format, Interface};
-use crate::capture::{privileges, rdma};
+use crate::capture::{privileges, rdma, Frame};
 use crate::cli::{CaptureArgs, CaptureFormat};
 use crate::error::{exit, Failure};
 use std::io::IsTerminal;
@@ -30,6 +30,14 @@ pub const HEADERS_ONLY_SNAPLEN: u32 = 128;
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
 
 pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
+    session(&a, &mut |_| {})
+}
+
+/// The capture loop shared by `capture` and `analyze -i`: opens the devices, drops
+/// privileges, writes frames to `a.write` when given, and hands every frame (in
+/// timestamp order across devices) to `on_frame`. Stops at `-c` frames, `--duration`,
+/// SIGINT/SIGTERM or a write error, and prints the capture report on stderr.
+pub fn session(a: &CaptureArgs, on_frame: &mut dyn FnMut(&Frame<'_>)) -> Result<i32, Failure> {
     let snaplen = match (a.headers_only, a.snaplen) {
         (true, _) => HEADERS_ONLY_SNAPLEN,
         (false, 0) => DEFAULT_SNAPLEN,
@@ -41,7 +49,8 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         Some(CaptureFormat::Pcapng) => Format::PcapNg,
         None if a
             .write
-            .extension()
+            .as_ref()
+            .and_then(|w| w.extension())
             .is_some_and(|e| e.eq_ignore_ascii_case("pcapng")) =>
         {
             Format::PcapNg
@@ -80,11 +89,11 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         Some(d) => Some(Duration::from_secs_f64(d)),
         None => None,
     };
-    if a.write.as_os_str() == "-" {
+    if a.write.as_ref().is_some_and(|w| w.as_os_str() == "-") {
         return Err(Failure::new("capture: -w - (stdout) is not supported")
             .hint("write to a file; rocetap decode/analyze read pcap from stdin with -r -"));
     }
-    if !a.force && a.rotate_secs.is_none() {
+    if let (Some(write), false, None) = (&a.write, a.force, a.rotate_secs) {
         // The first file, and with -C -W every name of the ring.
         let ring = if a.rotate_mb.is_some() {
             a.ring.unwrap_or(1)
@@ -92,7 +101,7 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
             1
         };
         for k in 0..ring.max(1) {
-            let mut name = a.write.as_os_str().to_owned();
+            let mut name = write.as_os_str().to_owned();
             if k > 0 {
                 name.push(k.to_string());
             }
@@ -164,8 +173,10 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
             name: Some(i.name.clone()),
         })
         .collect();
-    let mut out = Output::create(OutputOptions {
-        path: a.write.clone(),
+    let mut out = match &a.write {
+        Some(path) => Some(
+            Output::create(OutputOptions {
+        path: path.clone(),
         format,
         ifaces,
         comment,
@@ -174,7 +185,10 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         ring: a.ring,
         force: a.force,
     })
-    .map_err(output_failure)?;
+    .map_err(output_failure)?,
+        ),
+        None => None,
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     let usr1 = Arc::new(AtomicBool::new(false));
@@ -212,16 +226,8 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
     let mut write_error: Option<OutputError> = None;
     let reason;
 
-    let mut write_frame = |out: &mut Output, f: &crate::capture::Frame<'_>| {
-        let comment = match annotator.as_mut() {
-            Some(an) => {
-                let d = dissectors::decode(f.link, f.data, f.orig_len, &cfg);
-                an.comment(&d)
-            }
-            None => None,
-        };
-        out.write(f.ts_ns, f.source, f.data, f.orig_len, comment)
-    };
+    // Frames handed on (and written, when writing): `-c` counts these.
+    let mut handed = 0u64;
 
     loop {
         if let Some(b) = live.recv_timeout(Duration::from_millis(100)) {
@@ -231,14 +237,15 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
             }
         }
         let flow = merger.drain(false, |f| {
-            if out.frames >= limit {
+            if handed >= limit {
                 return ControlFlow::Break(());
             }
-            if let Err(e) = write_frame(&mut out, f) {
+            if let Err(e) = deliver(&mut out, &mut annotator, &cfg, on_frame, f) {
                 write_error = Some(e);
                 return ControlFlow::Break(());
             }
-            if out.frames >= limit {
+            handed += 1;
+            if handed >= limit {
                 ControlFlow::Break(())
             } else {
                 ControlFlow::Continue(())
@@ -248,7 +255,7 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
             reason = "write error";
             break;
         }
-        if flow.is_break() || out.frames >= limit {
+        if flow.is_break() || handed >= limit {
             reason = "count reached";
             break;
         }
@@ -266,7 +273,7 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         }
         if last_flush.elapsed() >= Duration::from_secs(1) {
             last_flush = Instant::now();
-            if let Err(e) = out.flush() {
+            if let Some(Err(e)) = out.as_mut().map(Output::flush) {
                 write_error = Some(e);
                 reason = "write error";
                 break;
@@ -274,9 +281,9 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
         }
         if usr1.swap(false, Ordering::SeqCst) {
             status.clear();
-            eprint!("{}", report(&live, &names, &out));
+            eprint!("{}", report(&live, &names, out.as_ref()));
         }
-        status.update(&live, &out);
+        status.update(&live, handed);
     }
     status.clear();
     let stats = live.stats().to_vec();
@@ -284,30 +291,34 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
     for b in rest {
         merger.push(b);
     }
-    // Everything captured before the stop is written (a count limit excepted).
-    if write_error.is_none() && out.frames < limit {
+    // Everything captured before the stop is handed on (a count limit excepted).
+    if write_error.is_none() && handed < limit {
         let _ = merger.drain(true, |f| {
-            if let Err(e) = write_frame(&mut out, f) {
+            if let Err(e) = deliver(&mut out, &mut annotator, &cfg, on_frame, f) {
                 write_error = Some(e);
                 return ControlFlow::Break(());
             }
-            if out.frames >= limit {
+            handed += 1;
+            if handed >= limit {
                 ControlFlow::Break(())
             } else {
                 ControlFlow::Continue(())
             }
         });
     }
-    let files = out.files_opened;
-    let written = out.frames;
-    let current = out.current_path().map(Path::to_path_buf);
-    if write_error.is_none() {
-        if let Err(e) = out.finish() {
-            write_error = Some(e);
+    let files = out.as_ref().map_or(0, |o| o.files_opened);
+    let written = out.as_ref().map_or(0, |o| o.frames);
+    let current = out
+        .as_ref()
+        .and_then(|o| o.current_path().map(Path::to_path_buf));
+    let writing = out.is_some();
+    if let Some(o) = out {
+        if write_error.is_none() {
+            if let Err(e) = o.finish() {
+                write_error = Some(e);
+            }
         }
-    } else {
-        // The failing file was already cut back to its last complete frame.
-        drop(out);
+        // Otherwise the failing file was already cut back to its last complete frame.
     }
     if let Some(an) = annotator.as_ref().filter(|a| a.icrc_unreliable()) {
         let (checked, bad) = an.icrc_counts();
@@ -326,7 +337,13 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
     if !a.quiet || write_error.is_some() {
         eprint!(
             "{}",
-            final_report(&names, &stats, written, files, current.as_deref(), reason)
+            final_report(
+                &names,
+                &stats,
+                writing.then_some((written, files)),
+                current.as_deref(),
+                reason
+            )
         );
     }
     if let Some(e) = write_error {
@@ -436,15 +453,36 @@ fn counts(stats: &[Arc<crate::capture::live::SourceStats>]) -> Vec<Counts> {
         .collect()
 }
 
-fn report(live: &LiveSource, names: &[String], out: &Output) -> String {
+fn report(live: &LiveSource, names: &[String], out: Option<&Output>) -> String {
     final_report(
         names,
         live.stats(),
-        out.frames,
-        out.files_opened,
-        out.current_path(),
+        out.map(|o| (o.frames, o.files_opened)),
+        out.and_then(Output::current_path),
         "running",
     )
+}
+
+/// Writes one frame (when writing, with its annotation) and hands it to `on_frame`.
+fn deliver(
+    out: &mut Option<Output>,
+    annotator: &mut Option<Annotator>,
+    cfg: &dissectors::Config,
+    on_frame: &mut dyn FnMut(&Frame<'_>),
+    f: &Frame<'_>,
+) -> Result<(), OutputError> {
+    if let Some(out) = out.as_mut() {
+        let comment = match annotator.as_mut() {
+            Some(an) => {
+                let d = dissectors::decode(f.link, f.data, f.orig_len, cfg);
+                an.comment(&d)
+            }
+            None => None,
+        };
+        out.write(f.ts_ns, f.source, f.data, f.orig_len, comment)?;
+    }
+    on_frame(f);
+    Ok(())
 }
 
 /// The report printed on exit and on SIGUSR1 (tcpdump-like lines, per device when there
@@ -452,8 +490,7 @@ fn report(live: &LiveSource, names: &[String], out: &Output) -> String {
 fn final_report(
     names: &[String],
     stats: &[Arc<crate::capture::live::SourceStats>],
-    written: u64,
-    files: u64,
+    written: Option<(u64, u64)>,
     current: Option<&Path>,
     reason: &str,
 ) -> String {
@@ -463,12 +500,14 @@ fn final_report(
     let mut s = String::new();
     let _ = writeln!(s, "capture {reason}: {}", names.join(", "));
     let _ = writeln!(s, "{} packets captured", sum(|c| c.received));
-    let _ = writeln!(
-        s,
-        "{written} packets written to {files} file{}{}",
-        if files == 1 { "" } else { "s" },
-        current.map_or(String::new(), |p| format!(" (last: {})", p.display()))
-    );
+    if let Some((written, files)) = written {
+        let _ = writeln!(
+            s,
+            "{written} packets written to {files} file{}{}",
+            if files == 1 { "" } else { "s" },
+            current.map_or(String::new(), |p| format!(" (last: {})", p.display()))
+        );
+    }
     let _ = writeln!(
         s,
         "{} packets received by filter",
@@ -511,7 +550,7 @@ impl Status {
         }
     }
 
-    fn update(&mut self, live: &LiveSource, out: &Output) {
+    fn update(&mut self, live: &LiveSource, handed: u64) {
         if !self.enabled || self.last.elapsed() < Duration::from_secs(1) {
             return;
         }
@@ -522,10 +561,7 @@ impl Status {
         self.last = Instant::now();
         self.last_received = received;
         self.shown = true;
-        eprint!(
-            "\r{received} packets ({rate:.0}/s), {} written, {drops} dropped   ",
-            out.frames
-        );
+        eprint!("\r{received} packets ({rate:.0}/s), {handed} kept, {drops} dropped   ");
     }
 
     fn clear(&mut self) {

@@ -253,8 +253,8 @@ pub struct CaptureArgs {
     #[arg(short = 'i', long = "interface", value_name = "IFACE", required = true)]
     pub interfaces: Vec<String>,
     /// Write frames to this file (see FILE NAMES below for rotation).
-    #[arg(short = 'w', long = "write", value_name = "FILE")]
-    pub write: PathBuf,
+    #[arg(short = 'w', long = "write", value_name = "FILE", required = true)]
+    pub write: Option<PathBuf>,
     /// Bytes kept per frame (0 means the default, whole frames).
     #[arg(short = 's', long, value_name = "SNAPLEN", default_value_t = 262_144)]
     pub snaplen: u32,
