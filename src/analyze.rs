@@ -6,7 +6,7 @@
 
 use crate::analysis::{Analyzer, Config};
 use crate::capture::Frame;
-use crate::cli::{AnalyzeArgs, Stage};
+use crate::cli::{AnalyzeArgs, CaptureArgs, Stage};
 use crate::error::{exit, is_broken_pipe, Failure};
 use crate::report::analyze::{lookup, write_report, Input};
 use crate::report::rules;
@@ -16,9 +16,10 @@ use std::ops::ControlFlow;
 
 pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
     let paths = a.sources.all();
-    if paths.is_empty() {
-        return Err(Failure::new("analyze: no input")
-            .hint("give a capture file, or -r - to read a pcap stream from stdin"));
+    if paths.is_empty() && a.interfaces.is_empty() {
+        return Err(Failure::new("analyze: no input").hint(
+            "give a capture file, -r - to read a pcap stream from stdin, or -i IFACE to capture",
+        ));
     }
     // Rules are checked before reading anything: a typo must not cost a long run.
     let rules = a
@@ -48,6 +49,28 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
         ..Config::default()
     });
     let mut input = Input::default();
+    if !a.interfaces.is_empty() {
+        if !paths.is_empty() {
+            return Err(Failure::new(
+                "analyze: give capture files or -i devices, not both",
+            ));
+        }
+        input.files = a.interfaces.clone();
+        let mut d = dissectors::decode(dissectors::LinkType::Ethernet, &[], 0, &dcfg);
+        let (mut frames, mut bytes) = (0u64, 0u64);
+        let code = crate::capture_cmd::session(&live_args(&a), &mut |f: &Frame<'_>| {
+            frames += 1;
+            bytes += f.data.len() as u64;
+            dissectors::decode_into(f.link, f.data, f.orig_len, &dcfg, &mut d);
+            an.ingest(f.ts_ns, (f.source << 16) | (f.iface & 0xffff), &d);
+        })?;
+        if code != exit::OK {
+            return Ok(code);
+        }
+        input.frames = frames;
+        input.bytes = bytes;
+        return finish(a, an, input, &rules);
+    }
     for (i, path) in paths.iter().enumerate() {
         let name = path.display().to_string();
         if paths.len() > 1 {
@@ -81,9 +104,46 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
     })?;
     input.frames = frames;
     input.bytes = bytes;
+    finish(a, an, input, &rules)
+}
+
+/// The capture settings of `analyze -i`: those of `capture`, with no file unless -w.
+fn live_args(a: &AnalyzeArgs) -> CaptureArgs {
+    CaptureArgs {
+        interfaces: a.interfaces.clone(),
+        write: a.write.clone(),
+        snaplen: a.snaplen,
+        headers_only: false,
+        count: a.count,
+        duration: a.duration,
+        rotate_mb: None,
+        rotate_secs: None,
+        ring: None,
+        format: None,
+        annotate: false,
+        all: false,
+        force: a.force,
+        buffer_kib: 8192,
+        immediate: false,
+        no_promisc: false,
+        roce_port: a.opts.roce_port,
+        quiet: a.quiet,
+        sysfs_root: "/sys".into(),
+        queue: 1024,
+        filter: a.filter.iter().cloned().collect(),
+    }
+}
+
+/// Writes the report and turns the rules into the exit code.
+fn finish(
+    a: AnalyzeArgs,
+    an: Analyzer,
+    input: Input,
+    rules: &[rules::Rule],
+) -> Result<i32, Failure> {
     let report = an.finish();
     // An unknown rule name is an error even when the output could be written.
-    let verdicts = rules::check(&rules, |n| lookup(&report, n)).map_err(Failure::new)?;
+    let verdicts = rules::check(rules, |n| lookup(&report, n)).map_err(Failure::new)?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let res = write_report(&mut out, a.format, a.events, &input, &report, &verdicts)

@@ -176,16 +176,16 @@ pub fn session(a: &CaptureArgs, on_frame: &mut dyn FnMut(&Frame<'_>)) -> Result<
     let mut out = match &a.write {
         Some(path) => Some(
             Output::create(OutputOptions {
-        path: path.clone(),
-        format,
-        ifaces,
-        comment,
-        rotate_bytes,
-        rotate_secs: a.rotate_secs,
-        ring: a.ring,
-        force: a.force,
-    })
-    .map_err(output_failure)?,
+                path: path.clone(),
+                format,
+                ifaces,
+                comment,
+                rotate_bytes,
+                rotate_secs: a.rotate_secs,
+                ring: a.ring,
+                force: a.force,
+            })
+            .map_err(output_failure)?,
         ),
         None => None,
     };

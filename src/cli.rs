@@ -227,6 +227,40 @@ pub struct AnalyzeArgs {
     /// Link speed in Gb/s, to turn PFC pause quanta into time.
     #[arg(long, value_name = "GBPS", default_value_t = 100.0)]
     pub link_speed: f64,
+    /// Analyze live traffic from this device instead of files (a netdev, `any`, or an
+    /// RDMA device such as mlx5_0); repeatable, merged by timestamp. Needs CAP_NET_RAW.
+    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    pub interfaces: Vec<String>,
+    /// With -i: also write the captured frames to FILE (pcapng when it ends in .pcapng).
+    #[arg(
+        short = 'w',
+        long = "write",
+        value_name = "FILE",
+        requires = "interfaces"
+    )]
+    pub write: Option<PathBuf>,
+    /// With -i -w: replace FILE if it exists.
+    #[arg(long, requires = "write")]
+    pub force: bool,
+    /// With -i: stop after N frames (otherwise at --duration or Ctrl-C).
+    #[arg(short = 'c', long = "count", value_name = "N", requires = "interfaces")]
+    pub count: Option<u64>,
+    /// With -i: stop after this many seconds.
+    #[arg(long, value_name = "SECONDS", requires = "interfaces")]
+    pub duration: Option<f64>,
+    /// With -i: bytes kept per frame (default whole frames; 128 keeps every RoCE header).
+    #[arg(
+        short = 's',
+        long,
+        value_name = "SNAPLEN",
+        default_value_t = 262_144,
+        requires = "interfaces"
+    )]
+    pub snaplen: u32,
+    /// With -i: capture filter (BPF). Default: RoCE v2, RoCE v1, ARP and PFC, VLAN-tagged
+    /// or not.
+    #[arg(long, value_name = "EXPR", requires = "interfaces")]
+    pub filter: Option<String>,
     /// Benchmarking: stop each frame after reading it or after decoding it, to see
     /// where the time goes (the report then only counts frames).
     #[arg(long, value_enum, hide = true)]

@@ -148,6 +148,18 @@ impl Netns {
         );
     }
 
+    /// Starts `rocetap analyze -i <side B> ARGS` inside B (stdout kept) and waits until
+    /// it captures.
+    fn analyze(&self, args: &[&str], stdout: &Path) -> Running {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.b, bin(), "analyze", "-i", &self.if_b])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(stdout).unwrap())
+            .stderr(Stdio::piped());
+        Running::start(c)
+    }
+
     /// Starts `rocetap capture -i <side B> ARGS` inside B and waits until it captures.
     fn capture(&self, args: &[&str]) -> Running {
         let mut c = Command::new("ip");
@@ -1154,4 +1166,60 @@ fn the_any_device_captures_linux_cooked_v2() {
         assert_eq!(&g[12..18], &f[6..12], "source MAC");
         assert_eq!(&g[20..], &f[14..], "network layer and up, byte for byte");
     }
+}
+
+/// `analyze -i` analyzes while capturing (and writes the frames with -w): a replayed
+/// sample gives the numbers of its ground truth, and the file holds every frame.
+#[test]
+fn analyze_live_gives_the_truth_of_a_replayed_sample() {
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    let dir = TempDir::new("analyze-live");
+    let ns = Netns::new();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/loss-upstream.pcap");
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sample.with_extension("pcap.truth.json")).unwrap())
+            .unwrap();
+    let n = frames_of(&sample).len();
+    let out = dir.path("live.pcap");
+    let json = dir.path("report.json");
+    let an = ns.analyze(
+        &[
+            "--format",
+            "json",
+            "-w",
+            out.to_str().unwrap(),
+            "-c",
+            &n.to_string(),
+            "--duration",
+            "30",
+        ],
+        &json,
+    );
+    ns.replay(&sample, Some(2000));
+    let (code, err) = an.finish(Duration::from_secs(40));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        frames_of(&out),
+        frames_of(&sample),
+        "the -w file holds every frame"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {err}"));
+    let totals = &report["totals"];
+    assert_eq!(totals["frames"], n as u64);
+    for key in [
+        "nak_psn_seq",
+        "psn_gap_events",
+        "retransmitted_packets",
+        "rnr_nak",
+        "cnp",
+        "ce_marked",
+        "read_rerequests",
+        "icrc_bad",
+    ] {
+        assert_eq!(totals[key], truth["observable"][key], "{key}: {err}");
+    }
+    assert!(err.contains("0 packets dropped by kernel"), "{err}");
 }
