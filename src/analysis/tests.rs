@@ -771,15 +771,15 @@ fn replies_by_the_same_interface_or_a_mirrored_capture_are_no_mismatch() {
     let mut twice = Vec::new();
     for (t, i, d) in loose_reply_path() {
         if i == 1 {
-            twice.push((t, 3, d.clone()));
+            twice.push((t, 3, d));
         }
         twice.push((t, i, d));
     }
     assert_eq!(run_ifaces(&twice).totals.arp_reply_path_mismatch, 1);
     let mut mirrored = Vec::new();
     for (t, _, d) in fixed.iter().take(4) {
-        mirrored.push((*t, 1, d.clone()));
-        mirrored.push((*t, 3, d.clone()));
+        mirrored.push((*t, 1, *d));
+        mirrored.push((*t, 3, *d));
     }
     assert_eq!(run_ifaces(&mirrored).totals.arp_reply_path_mismatch, 0);
 }
