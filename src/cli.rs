@@ -34,7 +34,7 @@ pub enum Command {
     /// Check a network namespace's routing for multi-homed RDMA pods (sbr, ARP source,
     /// rp_filter) and RoCE readiness; answer `ip route get` questions offline.
     #[command(
-        after_help = "Examples:\n  rocetap netcheck --netns sbrarp-pod1\n  rocetap netcheck --pid 4242 --format json\n  rocetap netcheck --from state/pod1            # addr.json route.json rule.json [sysctl.json]\n  rocetap netcheck --from state/pod1 --route-get '198.19.8.1 from 198.18.1.5'\n\nCollect a pod's state anywhere with:\n  kubectl exec POD -- ip -j addr > addr.json   (and ip -j route show table all, ip -j rule)\n\nExit codes: 0 no problems, 1 findings (errors or warnings), 2 error."
+        after_help = "Examples:\n  rocetap netcheck --netns sbrarp-pod1\n  rocetap netcheck --pid 4242 --format json\n  rocetap netcheck --from state/pod1            # addr.json route.json rule.json [sysctl.json]\n  rocetap netcheck --from state/pod1 --route-get '198.19.8.1 from 198.18.1.5'\n  rocetap netcheck --capture pod-eth0.pcap --capture pod-net1.pcap   # capture-side ARP symptoms\n  rocetap netcheck --from state/pod1 --capture pod.pcap              # both\n\nCollect a pod's state anywhere with:\n  kubectl exec POD -- ip -j addr > addr.json   (and ip -j route show table all, ip -j rule)\n\nExit codes: 0 no problems, 1 findings (errors or warnings), 2 error."
     )]
     Netcheck(NetcheckArgs),
     /// Follow every queue pair and report gaps, retransmissions, NAKs, ECN/CNP, PFC, ARP.
@@ -155,6 +155,12 @@ pub struct NetcheckArgs {
     /// (`DST [from SRC] [iif DEV] [oif DEV] [mark N]`). Repeatable.
     #[arg(long, value_name = "SPEC")]
     pub route_get: Vec<String>,
+    /// Also (or only) read these captures, merged in time order (one interface per file),
+    /// and report their ARP / reply-path symptoms: cross-subnet ARP nobody answers, replies
+    /// leaving another interface than the requests came in on, duplicate addresses.
+    /// Repeatable. Alone, no namespace state is read.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub capture: Vec<PathBuf>,
     /// Output format.
     #[arg(long, short = 'F', value_enum, default_value_t = NetcheckFormat::Text)]
     pub format: NetcheckFormat,

@@ -44,6 +44,8 @@ struct ArpAsk {
     last_ts: u64,
     answered: bool,
     first_reply_ts: u64,
+    /// The MAC the first reply gave.
+    reply_mac: [u8; 6],
     /// Requests since the last reply.
     pending: u64,
     /// Sender and target in different subnets (neither link-local).
@@ -336,6 +338,7 @@ impl Net {
                         last_ts: ts,
                         answered: false,
                         first_reply_ts: 0,
+                        reply_mac: [0; 6],
                         pending: 0,
                         cross,
                     })
@@ -371,6 +374,9 @@ impl Net {
                 if let Some(ask) = self.asks.get_mut(&(iface, a.target_ip, a.sender_ip)) {
                     if !ask.answered {
                         ask.first_reply_ts = ts;
+                        if a.hlen == 6 {
+                            ask.reply_mac.copy_from_slice(&a.sender_hw[..6]);
+                        }
                     }
                     ask.answered = true;
                     ask.pending = 0;
@@ -505,7 +511,10 @@ impl Net {
                         ArpEvidence {
                             t_ns: a.first_reply_ts,
                             iface: name.clone(),
-                            what: format!("reply {t} is-at ... to {s}"),
+                            what: format!(
+                                "reply {t} is-at {} to {s}",
+                                dissectors::ethernet::Mac(&a.reply_mac)
+                            ),
                         },
                     ],
                     message: format!(
