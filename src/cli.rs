@@ -39,7 +39,7 @@ pub enum Command {
     Netcheck(NetcheckArgs),
     /// Follow every queue pair and report gaps, retransmissions, NAKs, ECN/CNP, PFC, ARP.
     #[command(
-        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq == 0' --fail-on 'cnp_per_s < 1000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). A rule states what must hold: exit 1 when one does not.\n\nSeveral files are merged into one capture in timestamp order."
+        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq == 0' --fail-on 'cnp_per_s < 1000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets,\narp_cross_subnet_unanswered, arp_reply_path_mismatch, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). A rule states what must hold: exit 1 when one does not.\n\nSeveral files are merged into one capture in timestamp order."
     )]
     Analyze(AnalyzeArgs),
 }
