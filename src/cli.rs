@@ -34,12 +34,12 @@ pub enum Command {
     /// Check a network namespace's routing for multi-homed RDMA pods (sbr, ARP source,
     /// rp_filter) and RoCE readiness; answer `ip route get` questions offline.
     #[command(
-        after_help = "Examples:\n  rocetap netcheck --netns sbrarp-pod1\n  rocetap netcheck --pid 4242 --format json\n  rocetap netcheck --from state/pod1            # addr.json route.json rule.json [sysctl.json]\n  rocetap netcheck --from state/pod1 --route-get '198.19.8.1 from 198.18.1.5'\n\nCollect a pod's state anywhere with:\n  kubectl exec POD -- ip -j addr > addr.json   (and ip -j route show table all, ip -j rule)\n\nExit codes: 0 no problems, 1 findings (errors or warnings), 2 error."
+        after_help = "Examples:\n  rocetap netcheck --netns sbrarp-pod1\n  rocetap netcheck --pid 4242 --format json\n  rocetap netcheck --from state/pod1            # addr.json route.json rule.json [sysctl.json]\n  rocetap netcheck --from state/pod1 --route-get '198.19.8.1 from 198.18.1.5'\n  rocetap netcheck --capture pod-eth0.pcap --capture pod-net1.pcap   # capture-side ARP symptoms\n  rocetap netcheck --from state/pod1 --capture pod.pcap              # both\n\nCollect a pod's state anywhere with:\n  kubectl exec POD -- ip -j addr > addr.json   (and ip -j route show table all, ip -j rule)\n\nExit codes: 0 no problems, 1 findings (errors or warnings), 2 error."
     )]
     Netcheck(NetcheckArgs),
     /// Follow every queue pair and report gaps, retransmissions, NAKs, ECN/CNP, PFC, ARP.
     #[command(
-        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq > 0' --fail-on 'cnp_per_s > 5000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). The run fails (exit 1) when a rule's condition is true; a malformed
+        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq > 0' --fail-on 'cnp_per_s > 5000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets,\narp_cross_subnet_unanswered, arp_reply_path_mismatch, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). The run fails (exit 1) when a rule's condition is true; a malformed
 rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into one capture in timestamp order."
     )]
     Analyze(AnalyzeArgs),
@@ -184,6 +184,12 @@ pub struct NetcheckArgs {
     /// (`DST [from SRC] [iif DEV] [oif DEV] [mark N]`). Repeatable.
     #[arg(long, value_name = "SPEC")]
     pub route_get: Vec<String>,
+    /// Also (or only) read these captures, merged in time order (one interface per file),
+    /// and report their ARP / reply-path symptoms: cross-subnet ARP nobody answers, replies
+    /// leaving another interface than the requests came in on, duplicate addresses.
+    /// Repeatable. Alone, no namespace state is read.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub capture: Vec<PathBuf>,
     /// Output format.
     #[arg(long, short = 'F', value_enum, default_value_t = NetcheckFormat::Text)]
     pub format: NetcheckFormat,

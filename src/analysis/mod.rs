@@ -248,6 +248,12 @@ impl Analyzer {
             self.net.arp(ts, iface, a, &mut self.log);
         } else if let Some(p) = &d.pause {
             self.net.pause(ts, d.src_mac(), p, &mut self.log);
+        } else if let Some(ip) = &d.ip {
+            // Plain IPv4 (ICMP, TCP, ...): only moves reply-path state ARP created.
+            if let (std::net::IpAddr::V4(s), std::net::IpAddr::V4(t)) = (ip.src, ip.dst) {
+                let iface = d.sll.and_then(|s| s.ifindex).unwrap_or(iface);
+                self.net.ip(ts, iface, s, t);
+            }
         }
         self.frames_since_sweep += 1;
         if self.frames_since_sweep >= SWEEP_EVERY {

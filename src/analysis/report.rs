@@ -26,6 +26,11 @@ pub enum EventKind {
     CnpWithoutCe,
     ArpCrossSubnet,
     ArpUnanswered,
+    /// An address's traffic to a peer leaves another interface than the one the peer's
+    /// requests came in on (`arp`: address, peer; `iface`: where it leaves).
+    ArpReplyPathMismatch,
+    /// A second MAC claims an address on an interface (`arp`: the address twice).
+    ArpDuplicateAddress,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -159,7 +164,19 @@ pub struct Totals {
     pub arp_replies: u64,
     /// ARP request packets (retries included) that no reply on their interface answered.
     pub arp_unanswered: u64,
+    /// ARP asks (interface, sender, target) whose sender and target are in different
+    /// subnets (`--arp-prefix-len`, /24), link-local 169.254.0.0/16 never counting.
     pub arp_cross_subnet: u64,
+    /// Of those, the asks never answered on their interface (or retried 3+ times after
+    /// their last answer): the symptom of a pod without source-based routing.
+    pub arp_cross_subnet_unanswered: u64,
+    /// (address, peer) pairs where the address answered ARP or received IP from the peer
+    /// on one interface, sent nothing back there, and sent ARP/IP to the peer on another.
+    pub arp_reply_path_mismatch: u64,
+    /// (interface, address) claimed by two different MACs (ARP sender).
+    pub arp_duplicate_address: u64,
+    /// ARP asks, address pairs and claims not followed because a table was full.
+    pub arp_state_dropped: u64,
     pub events_dropped: u64,
     /// Flows counted in the totals whose summaries were not kept (beyond
     /// `--max-flows`, to bound memory).
@@ -312,7 +329,40 @@ pub struct ArpSummary {
     pub gratuitous: u64,
     pub unanswered: u64,
     pub cross_subnet_requests: u64,
+    pub cross_subnet_unanswered: u64,
     pub unanswered_asks: Vec<String>,
+}
+
+/// One observation behind an ARP symptom.
+#[derive(Clone, Debug, Serialize)]
+pub struct ArpEvidence {
+    pub t_ns: u64,
+    pub iface: String,
+    pub what: String,
+}
+
+/// A capture-side ARP / reply-path symptom with its evidence.
+#[derive(Clone, Debug, Serialize)]
+pub struct ArpSymptom {
+    /// `arp_cross_subnet_unanswered`, `arp_cross_subnet` (answered, info),
+    /// `arp_reply_path_mismatch`, `arp_duplicate_address`.
+    pub kind: &'static str,
+    pub severity: Severity,
+    /// Where it shows (for a reply-path mismatch: where the traffic leaves).
+    pub iface: String,
+    /// For a reply-path mismatch: where the peer's requests came in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_iface: Option<String>,
+    /// The address asked for / the address whose replies go astray / the claimed one.
+    pub addr: Ipv4Addr,
+    /// The asking host / the peer.
+    pub peer: Ipv4Addr,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub macs: Vec<String>,
+    pub t_ns: u64,
+    pub count: u64,
+    pub evidence: Vec<ArpEvidence>,
+    pub message: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -326,6 +376,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     pub pfc: Vec<PfcSummary>,
     pub arp: Vec<ArpSummary>,
+    /// ARP / reply-path symptoms, worst first.
+    pub arp_symptoms: Vec<ArpSymptom>,
     pub events: Vec<Event>,
 }
 
@@ -515,6 +567,10 @@ pub(super) fn build(
         pfc_pause_frames: net.pfc_frames,
         pfc_resume_frames: net.pfc_resume_frames,
         arp_unanswered: net.arp_unanswered,
+        arp_cross_subnet_unanswered: net.arp_cross_subnet_unanswered,
+        arp_reply_path_mismatch: net.arp_reply_path_mismatch,
+        arp_duplicate_address: net.arp_duplicate_address,
+        arp_state_dropped: net.arp_state_dropped,
         events_dropped: log.dropped,
         ..sums
     };
@@ -572,6 +628,7 @@ pub(super) fn build(
         findings,
         pfc: net.pfc,
         arp: net.arp,
+        arp_symptoms: net.symptoms,
         events,
     }
 }
@@ -879,31 +936,45 @@ fn findings(
             ),
         );
     }
-    if t.arp_cross_subnet > 0 {
-        let asks: Vec<String> = events
+    // ARP / reply-path symptoms: one finding per kind, the first one in full.
+    for (kind, total) in [
+        ("arp_cross_subnet_unanswered", t.arp_cross_subnet_unanswered),
+        ("arp_reply_path_mismatch", t.arp_reply_path_mismatch),
+        ("arp_duplicate_address", t.arp_duplicate_address),
+        (
+            "arp_cross_subnet",
+            t.arp_cross_subnet
+                .saturating_sub(t.arp_cross_subnet_unanswered),
+        ),
+    ] {
+        let of: Vec<&ArpSymptom> = net.symptoms.iter().filter(|s| s.kind == kind).collect();
+        let Some(first) = of.first() else { continue };
+        let more: Vec<String> = of
             .iter()
-            .filter(|e| e.kind == EventKind::ArpCrossSubnet)
+            .skip(1)
             .take(3)
-            .filter_map(|e| {
-                let (s, d) = e.arp?;
-                let at = net
-                    .arp
-                    .iter()
-                    .find(|a| Some(a.iface) == e.iface)
-                    .map_or(String::new(), |a| format!(" on {}", a.name));
-                Some(format!("who-has {d} tell {s}{at}"))
+            .map(|s| match s.other_iface.as_deref() {
+                Some(o) => format!("{} → {} on {} (not {o})", s.addr, s.peer, s.iface),
+                None if s.addr == s.peer => format!("{} on {}", s.addr, s.iface),
+                None => format!("who-has {} tell {} on {}", s.addr, s.peer, s.iface),
             })
             .collect();
+        let rest = total.saturating_sub(1);
         add(
-            Severity::Error,
-            "arp_cross_subnet",
-            t.arp_cross_subnet,
+            first.severity,
+            kind,
+            total,
             None,
-            first_event(events, None, |e| e.kind == EventKind::ArpCrossSubnet),
+            Some(first.t_ns),
             format!(
-                "ARP requests ask for a target outside the sender's subnet ({} sender/target pairs: {}): a multi-homed host asks from the wrong interface — add source-based routing (ip rule from <addr> table <n>) for each RDMA interface",
-                t.arp_cross_subnet,
-                asks.join(", ")
+                "{}{}{}",
+                first.message,
+                at(Some(first.t_ns)),
+                if rest == 0 {
+                    String::new()
+                } else {
+                    format!("; {rest} more: {}", more.join(", "))
+                }
             ),
         );
     }

@@ -4,8 +4,11 @@
 //! pod failure modes: replies that do not go back out of the interface a request came in
 //! on (missing `sbr`), nodes that source traffic to pods from an RDMA address (address-less
 //! `cali*` devices and device order), ARP/rp_filter sysctls, and RoCE readiness from sysfs.
+//! With `--capture FILE...` the captures' ARP / reply-path symptoms are added (`capture`),
+//! alone or next to a namespace's state.
 //! Exit 0 when clean, 1 with findings (errors or warnings), 2 when the state cannot be read.
 
+pub mod capture;
 pub mod checks;
 pub mod load_json;
 pub mod lookup;
@@ -19,13 +22,99 @@ use crate::error::{exit, Failure};
 use std::path::PathBuf;
 
 pub fn run(a: NetcheckArgs) -> Result<i32, Failure> {
-    let state = if let Some(dir) = &a.from {
+    // With only captures, no namespace is read (not even the current one).
+    let need_state = a.from.is_some()
+        || a.netns.is_some()
+        || a.pid.is_some()
+        || a.capture.is_empty()
+        || !a.route_get.is_empty();
+    if !need_state && a.sysfs_root.is_some() {
+        return Err(Failure::new(
+            "netcheck: --sysfs-root needs a namespace state to check against",
+        )
+        .hint("add --netns NAME, --pid PID or --from DIR next to --capture"));
+    }
+    let capture = if a.capture.is_empty() {
+        None
+    } else {
+        Some(capture::analyze(&a.capture)?)
+    };
+    let state = if need_state {
+        Some(load_state(&a)?)
+    } else {
+        None
+    };
+    let mut origin = state.as_ref().map(|s| s.origin.clone());
+    if capture.is_some() {
+        let names: Vec<String> = a.capture.iter().map(|p| p.display().to_string()).collect();
+        let c = format!("capture {}", names.join(" + "));
+        origin = Some(match origin {
+            Some(o) => format!("{o} + {c}"),
+            None => c,
+        });
+    }
+    let origin = origin.unwrap_or_default();
+    let mut findings = Vec::new();
+    let mut interfaces = Vec::new();
+    let mut ports = Vec::new();
+    if let Some(state) = &state {
+        if let Some(code) = route_get(&a, state)? {
+            return Ok(code);
+        }
+        // sysfs: live default `/`; offline only when asked (it describes this machine)
+        let sysfs_root: Option<PathBuf> = match (&a.sysfs_root, &a.from) {
+            (Some(r), _) => Some(r.clone()),
+            (None, None) => Some(PathBuf::from("/")),
+            (None, Some(_)) => None,
+        };
+        if let Some(root) = &sysfs_root {
+            if a.sysfs_root.is_some() && !root.is_dir() {
+                return Err(Failure::new(format!(
+                    "netcheck: --sysfs-root {}: not a directory",
+                    root.display()
+                ))
+                .hint("give the directory that holds sys/class/infiniband (default /)"));
+            }
+            ports = sysfs::read_ports(root)
+                .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?;
+        }
+        let rdma_netdevs: Vec<String> = ports.iter().flat_map(|p| p.netdevs.clone()).collect();
+        checks::reply_path(state, &mut findings);
+        checks::node_source(state, &rdma_netdevs, &mut findings);
+        checks::arp_sysctls(state, &mut findings);
+        if let Some(root) = &sysfs_root {
+            sysfs::check(root, state, &ports, &mut findings);
+        }
+        interfaces = checks::iface_sysctls(state);
+    }
+    if let Some(r) = &capture {
+        findings.extend(capture::findings(r));
+    }
+    let rep = report::Report::new(origin, findings, interfaces, ports);
+    match a.format {
+        NetcheckFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&rep)
+                .map_err(|e| Failure::new(format!("netcheck: {e}")))?
+        ),
+        NetcheckFormat::Text => print!("{}", rep.text()),
+    }
+    Ok(if rep.has_findings() {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    })
+}
+
+/// The namespace's routing state: offline from `--from`, else live.
+fn load_state(a: &NetcheckArgs) -> Result<model::NetState, Failure> {
+    if let Some(dir) = &a.from {
         load_json::load_dir(dir).map_err(|e| {
             Failure::new(format!("netcheck: reading state: {e}")).hint(
                 "--from DIR needs addr.json, route.json (and rule.json, sysctl.json) as printed by \
 `ip -j addr`, `ip -j route show table all`, `ip -j rule`",
             )
-        })?
+        })
     } else {
         let target = match (&a.netns, a.pid) {
             (Some(n), _) => netlink::Target::Netns(n.clone()),
@@ -38,9 +127,12 @@ pub fn run(a: NetcheckArgs) -> Result<i32, Failure> {
                 Some(h) => f.hint(h),
                 None => f,
             }
-        })?
-    };
+        })
+    }
+}
 
+/// `--route-get`: answers the questions and returns the exit code; None when not asked.
+fn route_get(a: &NetcheckArgs, state: &model::NetState) -> Result<Option<i32>, Failure> {
     if !a.route_get.is_empty() {
         let mut out = Vec::new();
         for spec in &a.route_get {
@@ -49,7 +141,7 @@ pub fn run(a: NetcheckArgs) -> Result<i32, Failure> {
                     "use the words of `ip route get`: DST [from SRC] [iif DEV] [oif DEV] [mark N]",
                 )
             })?;
-            let o = lookup::lookup(&state, &q);
+            let o = lookup::lookup(state, &q);
             out.push((q, o));
         }
         match a.format {
@@ -67,53 +159,7 @@ pub fn run(a: NetcheckArgs) -> Result<i32, Failure> {
                 }
             }
         }
-        return Ok(exit::OK);
+        return Ok(Some(exit::OK));
     }
-
-    // sysfs: live default `/`; offline only when asked (it describes this machine)
-    let sysfs_root: Option<PathBuf> = match (&a.sysfs_root, &a.from) {
-        (Some(r), _) => Some(r.clone()),
-        (None, None) => Some(PathBuf::from("/")),
-        (None, Some(_)) => None,
-    };
-    let mut ports = Vec::new();
-    if let Some(root) = &sysfs_root {
-        if a.sysfs_root.is_some() && !root.is_dir() {
-            return Err(Failure::new(format!(
-                "netcheck: --sysfs-root {}: not a directory",
-                root.display()
-            ))
-            .hint("give the directory that holds sys/class/infiniband (default /)"));
-        }
-        ports = sysfs::read_ports(root)
-            .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?;
-    }
-    let rdma_netdevs: Vec<String> = ports.iter().flat_map(|p| p.netdevs.clone()).collect();
-
-    let mut findings = Vec::new();
-    checks::reply_path(&state, &mut findings);
-    checks::node_source(&state, &rdma_netdevs, &mut findings);
-    checks::arp_sysctls(&state, &mut findings);
-    if let Some(root) = &sysfs_root {
-        sysfs::check(root, &state, &ports, &mut findings);
-    }
-    let rep = report::Report::new(
-        state.origin.clone(),
-        findings,
-        checks::iface_sysctls(&state),
-        ports,
-    );
-    match a.format {
-        NetcheckFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&rep)
-                .map_err(|e| Failure::new(format!("netcheck: {e}")))?
-        ),
-        NetcheckFormat::Text => print!("{}", rep.text()),
-    }
-    Ok(if rep.has_findings() {
-        exit::FINDINGS
-    } else {
-        exit::OK
-    })
+    Ok(None)
 }

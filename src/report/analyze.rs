@@ -62,6 +62,7 @@ pub fn write_report(
                 "findings": r.findings,
                 "pfc": r.pfc,
                 "arp": r.arp,
+                "arp_symptoms": r.arp_symptoms,
                 "rules": verdicts.iter().map(|v| json!({
                     "rule": v.rule.to_string(),
                     "actual": v.actual,
@@ -162,6 +163,27 @@ fn detail(e: &Event) -> String {
         ),
         EventKind::ReadRerequest => "READ re-issued for the rest".into(),
         EventKind::CnpWithoutCe => "CNP with no CE-marked traffic before it".into(),
+        EventKind::ArpReplyPathMismatch => {
+            let (x, p) = e.arp.unwrap_or((
+                std::net::Ipv4Addr::UNSPECIFIED,
+                std::net::Ipv4Addr::UNSPECIFIED,
+            ));
+            format!(
+                "{x} sends to {p} out of iface {} although {p}'s requests came in elsewhere (x{})",
+                e.iface.unwrap_or(0),
+                e.count.max(1)
+            )
+        }
+        EventKind::ArpDuplicateAddress => {
+            let (x, _) = e.arp.unwrap_or((
+                std::net::Ipv4Addr::UNSPECIFIED,
+                std::net::Ipv4Addr::UNSPECIFIED,
+            ));
+            format!(
+                "{x} claimed by a second MAC on iface {}",
+                e.iface.unwrap_or(0)
+            )
+        }
         EventKind::ArpCrossSubnet | EventKind::ArpUnanswered => {
             let (s, d) = e.arp.unwrap_or((
                 std::net::Ipv4Addr::UNSPECIFIED,

@@ -1,0 +1,177 @@
+//! `netcheck --capture FILE...`: the capture-side evidence of the same failure modes.
+//! The captures (merged in timestamp order, one interface per file and pcapng/SLL2
+//! interface) go through the analyzer; its ARP and reply-path symptoms become netcheck
+//! findings with the frames that prove them (time from the capture's start, interface,
+//! `who-has` lines): cross-subnet ARP nobody answers (the missing-`sbr` symptom), an
+//! address answering on one interface while its replies leave another, duplicate
+//! addresses, and other unanswered ARP requests.
+
+use super::checks::{Evidence, Finding, Severity};
+use crate::analysis::report::{ArpSymptom, Severity as ASeverity};
+use crate::analysis::{Analyzer, Config, Report};
+use crate::capture::Frame;
+use crate::error::Failure;
+use crate::source::for_each_frame_of;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+/// Findings of one kind shown with their evidence; the rest are counted in the last one.
+const SHOWN_PER_KIND: usize = 8;
+
+/// Runs the analyzer over `paths` (merged) and returns its report.
+pub fn analyze(paths: &[PathBuf]) -> Result<Report, Failure> {
+    let dcfg = dissectors::Config::default();
+    let mut an = Analyzer::new(Config::default());
+    for (i, path) in paths.iter().enumerate() {
+        let short = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        );
+        an.name_iface((i as u32) << 16, short);
+    }
+    let mut d = dissectors::decode(dissectors::LinkType::Ethernet, &[], 0, &dcfg);
+    for_each_frame_of(paths, true, |f: &Frame<'_>| {
+        dissectors::decode_into(f.link, f.data, f.orig_len, &dcfg, &mut d);
+        an.ingest(f.ts_ns, (f.source << 16) | (f.iface & 0xffff), &d);
+        ControlFlow::Continue(())
+    })
+    .map_err(|e| {
+        let f = Failure::new(format!("netcheck: --capture: {}", e.what));
+        match e.hint {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    })?;
+    Ok(an.finish())
+}
+
+/// The report's ARP / reply-path symptoms (and other unanswered ARP) as findings.
+pub fn findings(r: &Report) -> Vec<Finding> {
+    let first = r.first_ts_ns.unwrap_or(0);
+    let at = |t: u64| format!("{:.6} s", t.saturating_sub(first) as f64 / 1e9);
+    let mut out = Vec::new();
+    let mut shown: Vec<(&str, usize)> = Vec::new();
+    for s in &r.arp_symptoms {
+        let n = match shown.iter_mut().find(|(k, _)| *k == s.kind) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                shown.push((s.kind, 1));
+                1
+            }
+        };
+        if n > SHOWN_PER_KIND {
+            continue;
+        }
+        out.push(finding_of(s, &at));
+    }
+    // What the symptoms do not already cover: unanswered asks inside one subnet.
+    for a in &r.arp {
+        for ask in &a.unanswered_asks {
+            let covered = r.arp_symptoms.iter().any(|s| {
+                s.kind == "arp_cross_subnet_unanswered"
+                    && s.iface == a.name
+                    && ask.starts_with(&format!("who-has {} tell {} ", s.addr, s.peer))
+            });
+            if covered {
+                continue;
+            }
+            out.push(Finding {
+                id: "capture-arp-unanswered",
+                severity: Severity::Warning,
+                title: format!("capture: ARP request never answered on {}: {ask}", a.name),
+                detail: format!(
+                    "{ask} on {}: the target is down, absent from this segment, or drops the \
+                     request (arp_ignore, rp_filter).",
+                    a.name
+                ),
+                evidence: vec![Evidence {
+                    query: a.name.clone(),
+                    answer: format!("{ask}, no reply on this interface"),
+                }],
+                fix: Vec::new(),
+                snippet: None,
+            });
+        }
+    }
+    out
+}
+
+fn finding_of(s: &ArpSymptom, at: &dyn Fn(u64) -> String) -> Finding {
+    let severity = match s.severity {
+        ASeverity::Error => Severity::Error,
+        ASeverity::Warning => Severity::Warning,
+        ASeverity::Info => Severity::Info,
+    };
+    let evidence = s
+        .evidence
+        .iter()
+        .map(|e| Evidence {
+            query: format!("{} {}", at(e.t_ns), e.iface),
+            answer: e.what.clone(),
+        })
+        .collect();
+    let (id, title, fix) = match s.kind {
+        "arp_cross_subnet_unanswered" => (
+            "capture-arp-cross-subnet",
+            format!(
+                "capture: {} asks who-has {} on {} from another subnet and gets no answer",
+                s.peer, s.addr, s.iface
+            ),
+            vec![
+                "add the sbr CNI plugin to the pod's RDMA network attachment (after the SR-IOV \
+                 plugin in its CNI chain): ip rule from <RDMA address> table <n>, the RDMA subnet \
+                 route moved to that table"
+                    .to_string(),
+                "confirm from the pod's routing state: rocetap netcheck --netns/--pid/--from"
+                    .into(),
+            ],
+        ),
+        "arp_reply_path_mismatch" => (
+            "capture-reply-path",
+            format!(
+                "capture: replies to {} leave {} instead of {}",
+                s.peer,
+                s.iface,
+                s.other_iface.as_deref().unwrap_or("?")
+            ),
+            vec![
+                format!(
+                    "source-based routing for {} (the sbr CNI plugin) so that traffic from {} \
+                     follows the interface its peers reach it on",
+                    s.iface, s.addr
+                ),
+                "confirm from the routing state: rocetap netcheck --netns/--pid/--from".into(),
+            ],
+        ),
+        "arp_duplicate_address" => (
+            "capture-duplicate-address",
+            format!(
+                "capture: {} is claimed by two MACs on {} ({})",
+                s.addr,
+                s.iface,
+                s.macs.join(", ")
+            ),
+            vec!["find the two hosts (MACs above) and give one of them another address".into()],
+        ),
+        _ => (
+            "capture-arp-cross-subnet-answered",
+            format!(
+                "capture: {} asks who-has {} on {} from another subnet (answered)",
+                s.peer, s.addr, s.iface
+            ),
+            Vec::new(),
+        ),
+    };
+    Finding {
+        id,
+        severity,
+        title,
+        detail: s.message.clone(),
+        evidence,
+        fix,
+        snippet: None,
+    }
+}
