@@ -192,7 +192,7 @@ pub struct FlowCounters {
 }
 
 /// Number of distinct BTH operations counted in the opcode mix.
-pub const N_OPS: usize = 27;
+pub const N_OPS: usize = dissectors::Operation::ALL.len();
 
 /// Everything the analyzer keeps about one live flow.
 #[derive(Clone, Debug)]

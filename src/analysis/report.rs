@@ -382,38 +382,7 @@ pub struct Report {
 }
 
 /// Operation for each index of `Flow::ops` (the enum's declaration order).
-const OPS: [Operation; N_OPS] = {
-    use Operation::*;
-    [
-        SendFirst,
-        SendMiddle,
-        SendLast,
-        SendLastImm,
-        SendOnly,
-        SendOnlyImm,
-        WriteFirst,
-        WriteMiddle,
-        WriteLast,
-        WriteLastImm,
-        WriteOnly,
-        WriteOnlyImm,
-        ReadRequest,
-        ReadResponseFirst,
-        ReadResponseMiddle,
-        ReadResponseLast,
-        ReadResponseOnly,
-        Acknowledge,
-        AtomicAcknowledge,
-        CompareSwap,
-        FetchAdd,
-        Resync,
-        SendLastInv,
-        SendOnlyInv,
-        Flush,
-        AtomicWrite,
-        Cnp,
-    ]
-};
+const OPS: [Operation; N_OPS] = Operation::ALL;
 
 fn gbps(bytes: u64, ns: u64) -> Option<f64> {
     (ns > 0).then(|| bytes as f64 * 8.0 / ns as f64)

@@ -66,6 +66,40 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// Every operation, in declaration order: `Operation::ALL[o as usize] == o`.
+    pub const ALL: [Operation; 27] = {
+        use Operation::*;
+        [
+            SendFirst,
+            SendMiddle,
+            SendLast,
+            SendLastImm,
+            SendOnly,
+            SendOnlyImm,
+            WriteFirst,
+            WriteMiddle,
+            WriteLast,
+            WriteLastImm,
+            WriteOnly,
+            WriteOnlyImm,
+            ReadRequest,
+            ReadResponseFirst,
+            ReadResponseMiddle,
+            ReadResponseLast,
+            ReadResponseOnly,
+            Acknowledge,
+            AtomicAcknowledge,
+            CompareSwap,
+            FetchAdd,
+            Resync,
+            SendLastInv,
+            SendOnlyInv,
+            Flush,
+            AtomicWrite,
+            Cnp,
+        ]
+    };
+
     pub fn name(self) -> &'static str {
         use Operation::*;
         match self {
@@ -406,6 +440,13 @@ mod tests {
                 assert!(c.ext_len() <= 64, "{v:#x}");
                 assert!(!o.name().is_empty());
             }
+        }
+    }
+
+    #[test]
+    fn all_lists_every_operation_at_its_index() {
+        for (i, o) in Operation::ALL.iter().enumerate() {
+            assert_eq!(*o as usize, i);
         }
     }
 
