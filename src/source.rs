@@ -73,9 +73,12 @@ impl Progress {
 
     #[inline]
     pub fn tick(&mut self, frame_bytes: usize) {
+        if !self.enabled {
+            return;
+        }
         self.frames += 1;
         self.bytes += frame_bytes as u64 + 16;
-        if self.enabled && self.frames & 0xffff == 0 {
+        if self.frames & 0xffff == 0 {
             let now = Instant::now();
             if now.duration_since(self.last) >= Duration::from_millis(500) {
                 self.last = now;

@@ -662,14 +662,16 @@ impl Analyzer {
             .is_some_and(|qf| qf.req.started && (0..=PAIR_WINDOW).contains(&qf.req.next.diff(p)))
     }
 
-    /// When request flow `q` last sent PSN `p` (new or resent), at or before `now`.
+    /// When request flow `q` last sent PSN `p` (new or resent), at or before `now`. The
+    /// ring is searched newest first: a response answers a recent request, so the search
+    /// usually ends after a step or two.
     fn sent_at(&self, q: u32, p: Psn, now: u64) -> Option<u64> {
-        let qf = self.slots[q as usize].as_ref()?;
-        (0..qf.req.sent.len())
-            .map(|i| *qf.req.sent.get(i))
-            .filter(|&(sp, st)| sp == p && st <= now)
+        let sent = &self.slots[q as usize].as_ref()?.req.sent;
+        (0..sent.len())
+            .rev()
+            .map(|i| *sent.get(i))
+            .find(|&(sp, st)| sp == p && st <= now)
             .map(|(_, st)| st)
-            .max()
     }
 
     /// Pairs response flow `slot` with the request flow it answers: preferably one that
