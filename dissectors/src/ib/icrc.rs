@@ -154,7 +154,7 @@ mod tests {
         let v4: Vec<u8> = (0..24u8).map(|i| i.wrapping_mul(37)).collect();
         let mut v4 = v4;
         v4[0] = 0x46; // IHL 6: one option word
-        let mut v6 = vec![0x6au8; 40];
+        let mut v6 = [0x6au8; 40];
         v6[0] = 0x6b;
         let udp_to_pad: Vec<u8> = (0..100u8).map(|i| i.wrapping_mul(91)).collect();
         for ip in [&v4[..], &v6[..]] {

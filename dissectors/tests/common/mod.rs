@@ -4,7 +4,6 @@
 
 use dissectors::LinkType;
 use pcap_parser::pcapng::Block;
-use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{PcapBlockOwned, PcapError};
 use std::path::PathBuf;
 
