@@ -41,7 +41,7 @@ pub struct NetSummary {
     pub pfc_resume_frames: u64,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Net {
     link_bps: u64,
     prefix: u8,
