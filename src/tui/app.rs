@@ -486,6 +486,10 @@ impl App {
         if self.last_frames.map_or(true, |(_, ts)| r.last_ts_ns > ts) {
             self.last_frames = Some((r.totals.frames, r.last_ts_ns));
         }
+        if s.complete && r.derived.duration_s > 0.0 {
+            // The whole run's average (a replay at full speed sends only this one).
+            self.frame_rate = r.totals.frames as f64 / r.derived.duration_s;
+        }
         self.frames_read = s.frames_read;
         self.drops = s.drops;
         self.hw = s.hw;

@@ -2,7 +2,7 @@
 //! (red when any), the ICRC verdict of the capture path, totals of trouble.
 
 use super::si;
-use crate::tui::app::{App, FeedState};
+use crate::tui::app::{App, FeedState, Mode};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -14,9 +14,13 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
     let (state, st_style) = match (&app.feed, app.paused) {
         (FeedState::Failed(e), _) => (format!("error: {e}"), Style::default().fg(Color::Red)),
         (FeedState::Ended, _) => ("ended".to_string(), Style::default().fg(Color::Cyan)),
-        (_, true) | (FeedState::Paused, _) => {
-            ("PAUSED".to_string(), Style::default().fg(Color::Yellow))
-        }
+        // Replay: PAUSED once the feeder says it stopped; live: the display is frozen.
+        (FeedState::Paused, _) => ("PAUSED".to_string(), Style::default().fg(Color::Yellow)),
+        (_, true) if app.mode == Mode::Live => (
+            "PAUSED (display)".to_string(),
+            Style::default().fg(Color::Yellow),
+        ),
+        (_, true) => ("pausing…".to_string(), Style::default().fg(Color::Yellow)),
         (FeedState::Running, false) => ("running".to_string(), Style::default().fg(Color::Green)),
     };
     let (elapsed, frames, roce, flows) = match &app.report {
