@@ -639,3 +639,137 @@ impl Due for Option<Instant> {
         self.map_or(true, |t| t.elapsed() >= d)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speed_parses() {
+        assert_eq!(Speed::parse("max"), Ok(Speed::Max));
+        assert_eq!(Speed::parse("realtime"), Ok(Speed::Factor(1.0)));
+        assert_eq!(Speed::parse("10"), Ok(Speed::Factor(10.0)));
+        assert_eq!(Speed::parse("0.5x"), Ok(Speed::Factor(0.5)));
+        assert!(Speed::parse("0").is_err());
+        assert!(Speed::parse("-1").is_err());
+        assert!(Speed::parse("fast").is_err());
+    }
+
+    #[test]
+    fn hw_counters_of_rdma_devices_and_their_netdevs() {
+        let root = std::env::temp_dir().join(format!("rocetap-hw-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dev = root.join("class/infiniband/mlx5_0");
+        let hc = dev.join("ports/1/hw_counters");
+        std::fs::create_dir_all(&hc).unwrap();
+        std::fs::create_dir_all(dev.join("device/net/eth7")).unwrap();
+        std::fs::write(hc.join("out_of_sequence"), "10\n").unwrap();
+        std::fs::write(hc.join("np_cnp_sent"), "0\n").unwrap();
+        // Not an RDMA device: nothing to read.
+        assert!(HwReader::new(&root, &["lo".into()]).is_empty());
+        for name in ["mlx5_0", "mlx5_0:1", "eth7"] {
+            let mut r = HwReader::new(&root, &[name.to_string()]);
+            assert!(!r.is_empty(), "{name}");
+            std::fs::write(hc.join("out_of_sequence"), "10\n").unwrap();
+            let t0 = Instant::now();
+            let first = r.read(t0);
+            assert_eq!(first.len(), 2);
+            assert!(first
+                .iter()
+                .all(|c| c.per_s.is_none() && c.port == "mlx5_0/1"));
+            std::fs::write(hc.join("out_of_sequence"), "30\n").unwrap();
+            let second = r.read(t0 + Duration::from_secs(2));
+            let oos = second.iter().find(|c| c.name == "out_of_sequence").unwrap();
+            assert_eq!(oos.value, 30);
+            assert_eq!(oos.per_s, Some(10.0));
+        }
+        assert!(HwReader::new(&root, &["mlx5_0:2".into()]).is_empty());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn rings_keep_the_newest_frames_and_write_them() {
+        let dcfg = dissectors::Config {
+            roce_port: 4791,
+            check_icrc: true,
+        };
+        let mut d = dissectors::decode(LinkType::Ethernet, &[], 0, &dcfg);
+        let mut rings = Rings::default();
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/loss-upstream.pcap");
+        let mut n = 0;
+        for_each_frame_of(&[path], true, |f| {
+            dissectors::decode_into(f.link, f.data, f.orig_len, &dcfg, &mut d);
+            rings.push(f, &d);
+            n += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let kept: usize = rings.map.values().map(|r| r.frames.len()).sum();
+        assert_eq!(kept, n, "every frame of a small trace is kept");
+        let dir = std::env::temp_dir().join(format!("rocetap-rings-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = |s: &str, d: &str, q: &str| FlowKeyText {
+            src: s.into(),
+            dst: d.into(),
+            qp: q.into(),
+        };
+        let keys = [
+            key("198.18.0.1", "198.18.0.2", "0x000102"),
+            key("198.18.0.2", "198.18.0.1", "0x000202"),
+        ];
+        let (name, frames) = rings.write(&dir, 1, &keys).unwrap();
+        assert!(name.ends_with("rocetap-flow1.pcapng"));
+        // 27 + 14 packets, as analyze counts them for flows 1 and 6.
+        assert_eq!(frames, 41);
+        let (name2, _) = rings.write(&dir, 1, &keys).unwrap();
+        assert!(name2.ends_with("rocetap-flow1-2.pcapng"), "{name2}");
+        assert!(rings
+            .write(&dir, 9, &[key("192.0.2.1", "192.0.2.2", "0x000001")])
+            .is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+
+        // A full ring drops its oldest frames.
+        let mut r = Rings::default();
+        let f = |ts| Frame {
+            ts_ns: ts,
+            link: LinkType::Ethernet,
+            data: &[],
+            orig_len: 0,
+            iface: 0,
+            source: 0,
+        };
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/clean-rc.pcap");
+        let mut first: Option<(Vec<u8>, Decoded)> = None;
+        for_each_frame_of(&[p], true, |fr| {
+            if first.is_none() {
+                let dd = dissectors::decode(fr.link, fr.data, fr.orig_len, &dcfg);
+                if dd.roce.is_some() {
+                    first = Some((fr.data.to_vec(), dd));
+                }
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let (bytes, dd) = first.unwrap();
+        for ts in 0..(RING_FRAMES as u64 + 10) {
+            r.push(
+                &Frame {
+                    data: &bytes,
+                    ..f(ts)
+                },
+                &dd,
+            );
+        }
+        let ring = r.map.values().next().unwrap();
+        let fit = RING_FRAMES.min(RING_BYTES / bytes.len());
+        assert_eq!(ring.frames.len(), fit, "bounded by frames and by bytes");
+        assert!(ring.bytes <= RING_BYTES);
+        assert_eq!(
+            ring.frames.front().unwrap().ts_ns,
+            (RING_FRAMES + 10 - fit) as u64,
+            "the oldest went first"
+        );
+        assert_eq!(ring.frames.back().unwrap().ts_ns, RING_FRAMES as u64 + 9);
+    }
+}
