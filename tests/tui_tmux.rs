@@ -251,3 +251,44 @@ fn top_replays_selects_details_writes_and_quits() {
     quit(&s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Mistakes are one line on stderr and exit 2, before the screen is taken over.
+#[test]
+fn top_errors_are_one_line() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["top"], "rocetap: top: no source"),
+        (
+            &["top", "-r", "/nonexistent/x.pcap"],
+            "rocetap: reading /nonexistent/x.pcap:",
+        ),
+        (
+            &["top", "--speed", "0", "-r", "samples/clean-rc.pcap"],
+            "rocetap: top: --speed 0:",
+        ),
+        (
+            &["top", "-r", "samples/clean-rc.pcap", "-i", "lo"],
+            "rocetap: top: give files (-r) or devices (-i), not both",
+        ),
+        (
+            &["top", "-i", "rocetap-nonexistent0"],
+            "rocetap: capturing on rocetap-nonexistent0:",
+        ),
+        // Output is a pipe here: no terminal to draw on.
+        (
+            &["top", "-r", "samples/clean-rc.pcap"],
+            "rocetap: top: standard input and output must be a terminal",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Command::new(common::bin())
+            .args(*args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(want), "{args:?}: {err}");
+        assert!(err.lines().count() <= 2, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -18,7 +18,7 @@ pub const HELP: &[(&str, &str)] = &[
     (".", "replay: step one frame (pauses)"),
     ("w", "write the selected flow and its peer to a pcapng"),
     ("e", "all events, newest first"),
-    ("?", "this help"),
+    ("?  h", "this help"),
 ];
 
 pub fn action(k: KeyEvent, editing: bool) -> Option<Action> {

@@ -55,12 +55,6 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
                 .hint("write the stream to a file first, or use rocetap analyze -r -"),
         );
     }
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return Err(
-            Failure::new("top: standard input and output must be a terminal")
-                .hint("for a report without a terminal use rocetap analyze"),
-        );
-    }
     let dcfg = dissectors::Config {
         roce_port: a.roce_port,
         check_icrc: true,
@@ -83,6 +77,7 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
             .map_err(|e| crate::capture_cmd::explain(e, &a.sysfs_root))?;
         privileges::drop_privileges()
             .map_err(|e| Failure::new(format!("top: dropping privileges: {e}")))?;
+        need_terminal()?;
         let live = opened.start();
         let names: Vec<String> = live.sources().iter().map(|s| s.name.clone()).collect();
         let hw = feed::HwReader::new(&a.sysfs_root, &names);
@@ -96,6 +91,7 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
             // One-line errors for unreadable inputs before the screen is taken.
             crate::source::open(p)?;
         }
+        need_terminal()?;
         let names: Vec<String> = files
             .iter()
             .map(|p| {
@@ -120,6 +116,17 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
     drop(rx);
     let _ = thread.join();
     res.map(|_| exit::OK)
+}
+
+/// Checked after the sources open, so a bad file or device is reported as such.
+fn need_terminal() -> Result<(), Failure> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(
+            Failure::new("top: standard input and output must be a terminal")
+                .hint("for a report without a terminal use rocetap analyze"),
+        );
+    }
+    Ok(())
 }
 
 fn ui(
