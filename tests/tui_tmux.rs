@@ -292,3 +292,118 @@ fn top_errors_are_one_line() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+fn sh(cmd: &[&str]) -> bool {
+    Command::new(cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Two network namespaces joined by a veth pair, removed on drop.
+struct Veth {
+    a: String,
+    b: String,
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        let _ = sh(&["ip", "netns", "del", &self.a]);
+        let _ = sh(&["ip", "netns", "del", &self.b]);
+    }
+}
+
+/// Live: `top -i` on a veth in a network namespace while tcpreplay sends a sample into
+/// it; the flows appear, no drops are shown, `q` exits 0 (privileges were dropped).
+#[test]
+fn top_live_on_a_veth() {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        common::skip("needs root for network namespaces");
+        return;
+    }
+    if !have_tmux() || !sh(&["tcpreplay", "-V"]) {
+        common::skip("tmux or tcpreplay is not installed");
+        return;
+    }
+    let pid = std::process::id();
+    let ns = Veth {
+        a: format!("rttop-{pid}-a"),
+        b: format!("rttop-{pid}-b"),
+    };
+    let (ia, ib) = (
+        format!("rt{:x}a", pid % 0xfffff),
+        format!("rt{:x}b", pid % 0xfffff),
+    );
+    assert!(sh(&["ip", "netns", "add", &ns.a]));
+    assert!(sh(&["ip", "netns", "add", &ns.b]));
+    assert!(sh(&[
+        "ip", "link", "add", &ia, "netns", &ns.a, "type", "veth", "peer", "name", &ib, "netns",
+        &ns.b,
+    ]));
+    for (n, i) in [(&ns.a, &ia), (&ns.b, &ib)] {
+        let _ = sh(&[
+            "ip",
+            "netns",
+            "exec",
+            n,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{i}.disable_ipv6=1"),
+        ]);
+        assert!(sh(&["ip", "-n", n, "link", "set", i, "mtu", "9000"]));
+        assert!(sh(&["ip", "-n", n, "link", "set", i, "up"]));
+    }
+    let name = format!("rocetap-live-{pid}");
+    assert!(sh(&[
+        "tmux",
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "160",
+        "-y",
+        "48",
+        "env",
+        "-i",
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+        "TERM=xterm-256color",
+        "PS1=READY$ ",
+        "bash",
+        "--norc",
+        "--noprofile",
+    ]));
+    let s = Session(name);
+    s.wait("the shell", 10, |t| t.contains("READY$"));
+    s.text(&format!(
+        "ip netns exec {} {} top -i {ib}; echo EXIT=$?",
+        ns.b,
+        common::bin()
+    ));
+    s.keys(&["Enter"]);
+    s.wait("the live header", 30, |t| t.contains(&format!("live {ib}")));
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/congestion.pcap");
+    assert!(sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &ns.a,
+        "tcpreplay",
+        "-q",
+        "-i",
+        &ia,
+        "-t",
+        sample.to_str().unwrap(),
+    ]));
+    let scr = s.wait("the replayed flows", 30, |t| {
+        t.contains("Flows 8/8") && t.contains("frames 304 ")
+    });
+    assert!(scr.contains("198.18.0.1→198.18.0.2 0x000101"), "{scr}");
+    assert!(scr.contains("drops kernel 0 iface 0 rocetap 0"), "{scr}");
+    assert!(scr.contains("running"), "{scr}");
+    quit(&s);
+}
