@@ -407,3 +407,30 @@ fn top_live_on_a_veth() {
     assert!(scr.contains("running"), "{scr}");
     quit(&s);
 }
+
+/// SIGTERM ends the UI like `q`: exit 0, the terminal restored.
+#[test]
+fn top_sigterm_restores_the_terminal() {
+    let Some((s, dir)) = start("term", "congestion.pcap", "max") else {
+        return;
+    };
+    s.wait("the flows table", 30, |t| t.contains("Flows 8/8"));
+    let pid = s.tmux(&["display-message", "-p", "-t", &s.0, "#{pane_pid}"]);
+    // The shell's child is rocetap.
+    let out = Command::new("pgrep")
+        .args(["-P", pid.trim()])
+        .output()
+        .expect("pgrep");
+    let child = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(!child.is_empty(), "rocetap's pid");
+    assert!(Command::new("kill")
+        .args(["-TERM", &child])
+        .status()
+        .unwrap()
+        .success());
+    let exit_line = |t: &str| t.lines().any(|l| l.starts_with("EXIT="));
+    let scr = s.wait("the shell after SIGTERM", 10, exit_line);
+    assert!(scr.lines().any(|l| l == "EXIT=0"), "{scr}");
+    assert!(!scr.contains("rocetap top │"), "{scr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

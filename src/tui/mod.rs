@@ -23,7 +23,8 @@ use app::{Action, App, Effect, Mode};
 use crossterm::event::{self, Event};
 use feed::{Control, Speed};
 use std::io::IsTerminal;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 pub const REDRAW_EVERY: Duration = Duration::from_millis(100);
@@ -110,8 +111,15 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
             .map_err(|e| Failure::new(format!("top: starting the replay thread: {e}")))?;
         (Mode::Replay, format!("replay {} {sp}", names.join(", ")), t)
     };
+    // SIGTERM / SIGHUP (a closed terminal) end the UI like `q`, so the terminal is put
+    // back; Ctrl-C is a key in raw mode.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| Failure::new(format!("top: installing signal handlers: {e}")))?;
+    }
     let mut app = App::new(source, mode);
-    let res = ui(&mut app, &rx, &ctl_tx);
+    let res = ui(&mut app, &rx, &ctl_tx, &stop);
     let _ = ctl_tx.send(Control::Quit);
     drop(rx);
     let _ = thread.join();
@@ -133,6 +141,7 @@ fn ui(
     app: &mut App,
     rx: &mpsc::Receiver<Action>,
     ctl: &mpsc::Sender<Control>,
+    stop: &AtomicBool,
 ) -> Result<(), Failure> {
     let mut term =
         ratatui::try_init().map_err(|e| Failure::new(format!("top: opening the terminal: {e}")))?;
@@ -141,6 +150,9 @@ fn ui(
     let mut dirty = true;
     let mut last_draw = Instant::now() - REDRAW_EVERY;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         if dirty && last_draw.elapsed() >= REDRAW_EVERY {
             term.draw(|f| render::render(f, app)).map_err(fail)?;
             last_draw = Instant::now();
