@@ -58,6 +58,8 @@ pub struct Snapshot {
     pub drops: Drops,
     pub hw: Vec<HwCounter>,
     pub state: FeedState,
+    /// Nanoseconds since the feeder started (its monotonic clock).
+    pub wall_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +156,10 @@ pub struct Trend {
     pub mbps: VecDeque<u64>,
     /// PSNs advanced per sample interval.
     pub psn_step: VecDeque<u64>,
-    last: Option<(u64, u64, Option<u32>)>,
+    /// Gb/s and packets/s over the latest interval.
+    pub now: Option<(f64, f64)>,
+    /// (time, bytes, packets, last PSN) at the latest sample.
+    last: Option<(u64, u64, u64, Option<u32>)>,
 }
 
 fn push(q: &mut VecDeque<u64>, v: u64) {
@@ -176,7 +181,8 @@ pub struct App {
     pub hw: Vec<HwCounter>,
     pub feed: FeedState,
     pub trends: HashMap<u32, Trend>,
-    /// Frames per second of capture time over the last snapshot interval.
+    /// Frames per second over the last snapshot interval (capture time in replay, wall
+    /// time live); the whole run's average once a replay has ended.
     pub frame_rate: f64,
     last_frames: Option<(u64, u64)>,
     pub view: View,
@@ -234,7 +240,12 @@ impl App {
             .filter(|f| needle.is_empty() || matches_filter(f, &needle))
             .collect();
         match self.sort {
-            Sort::Rate => v.sort_by(|a, b| b.gbps.total_cmp(&a.gbps).then(a.id.cmp(&b.id))),
+            Sort::Rate => v.sort_by(|a, b| {
+                self.rates(b)
+                    .0
+                    .total_cmp(&self.rates(a).0)
+                    .then(a.id.cmp(&b.id))
+            }),
             Sort::Problems => v.sort_by(|a, b| problems(b).cmp(&problems(a)).then(a.id.cmp(&b.id))),
             Sort::Name => v.sort_by(|a, b| {
                 (a.src.as_str(), a.dst.as_str(), a.qp.as_str(), a.id).cmp(&(
@@ -246,6 +257,15 @@ impl App {
             }),
         }
         v
+    }
+
+    /// Gb/s and packets/s shown for a flow: the latest interval's while the feed runs,
+    /// the flow's average once it has ended.
+    pub fn rates(&self, f: &FlowSummary) -> (f64, f64) {
+        match self.trends.get(&f.id).and_then(|t| t.now) {
+            Some(r) if self.feed != FeedState::Ended => r,
+            _ => (f.gbps, f.pps),
+        }
     }
 
     pub fn flow(&self, id: u32) -> Option<&FlowSummary> {
@@ -458,33 +478,41 @@ impl App {
             let cut = self.events.len() - MAX_EVENTS;
             self.events.drain(..cut);
         }
-        // Trends advance with capture time, so a paused replay draws flat lines no more.
+        // The clock of the rates: capture time in replay (so a paused or fast replay
+        // shows the recorded rates), the feeder's wall clock live (so idle flows fall to 0).
+        let now = match self.mode {
+            Mode::Replay => r.last_ts_ns,
+            Mode::Live => s.wall_ns,
+        };
         for f in &r.flows {
             let t = self.trends.entry(f.id).or_default();
             match t.last {
-                Some((ts, _, _)) if ts == f.last_ts_ns => {}
-                Some((ts, bytes, psn)) => {
-                    let dt = f.last_ts_ns.saturating_sub(ts).max(1);
-                    push(&mut t.mbps, (f.bytes - bytes) * 8_000 / dt);
+                Some((ts, _, _, _)) if now <= ts => {}
+                Some((ts, bytes, packets, psn)) => {
+                    let dt = now - ts;
+                    let db = f.bytes.saturating_sub(bytes);
+                    let dp = f.packets.saturating_sub(packets);
+                    push(&mut t.mbps, db * 8_000 / dt);
                     let step = match (psn, f.last_psn) {
                         (Some(a), Some(b)) => u64::from(b.wrapping_sub(a) & 0xff_ffff),
                         _ => 0,
                     };
                     push(&mut t.psn_step, step);
-                    t.last = Some((f.last_ts_ns, f.bytes, f.last_psn));
+                    t.now = Some((db as f64 * 8.0 / dt as f64, dp as f64 * 1e9 / dt as f64));
+                    t.last = Some((now, f.bytes, f.packets, f.last_psn));
                 }
-                None => t.last = Some((f.last_ts_ns, f.bytes, f.last_psn)),
+                None => t.last = Some((now, f.bytes, f.packets, f.last_psn)),
             }
         }
         match self.last_frames {
-            Some((frames, ts)) if r.last_ts_ns > ts => {
+            Some((frames, ts)) if now > ts => {
                 self.frame_rate =
-                    (r.totals.frames - frames) as f64 * 1e9 / (r.last_ts_ns - ts) as f64;
+                    r.totals.frames.saturating_sub(frames) as f64 * 1e9 / (now - ts) as f64;
             }
             _ => {}
         }
-        if self.last_frames.map_or(true, |(_, ts)| r.last_ts_ns > ts) {
-            self.last_frames = Some((r.totals.frames, r.last_ts_ns));
+        if self.last_frames.map_or(true, |(_, ts)| now > ts) {
+            self.last_frames = Some((r.totals.frames, now));
         }
         if s.complete && r.derived.duration_s > 0.0 {
             // The whole run's average (a replay at full speed sends only this one).
@@ -688,6 +716,7 @@ mod tests {
             drops: Drops::default(),
             hw: Vec::new(),
             state: FeedState::Running,
+            wall_ns: 1,
         };
         app.apply(Action::Snapshot(Box::new(s)));
         assert_eq!(app.report.as_ref().unwrap().totals.frames, before);
@@ -730,5 +759,55 @@ mod tests {
         assert_eq!(app.scroll, 1);
         app.apply(Action::ToggleEvents);
         assert_eq!(app.view, View::Flows);
+    }
+
+    #[test]
+    fn rates_are_averages_when_ended_and_fall_to_zero_when_idle_live() {
+        let app = app_of("congestion.pcap", 16, Mode::Replay);
+        for f in app.rows() {
+            assert_eq!(app.rates(f), (f.gbps, f.pps));
+        }
+        let mut live = app_of("congestion.pcap", 16, Mode::Live);
+        let mut r = live.report.clone().unwrap();
+        r.events.clear();
+        for wall in [10_000_000_000u64, 11_000_000_000] {
+            live.apply(Action::Snapshot(Box::new(Snapshot {
+                report: r.clone(),
+                events_from: live.events.len(),
+                complete: false,
+                frames_read: 0,
+                drops: Drops::default(),
+                hw: Vec::new(),
+                state: FeedState::Running,
+                wall_ns: wall,
+            })));
+        }
+        assert_eq!(live.frame_rate, 0.0);
+        for f in live.rows() {
+            assert_eq!(live.rates(f), (0.0, 0.0), "flow {} is idle", f.id);
+            assert_eq!(live.trends[&f.id].mbps.back(), Some(&0));
+        }
+        // Ties in rate keep the id order.
+        let ids: Vec<u32> = live.rows().iter().map(|f| f.id).collect();
+        assert_eq!(ids, (0..8).collect::<Vec<u32>>());
+        r.flows[3].bytes += 125_000_000;
+        r.flows[3].packets += 1000;
+        live.apply(Action::Snapshot(Box::new(Snapshot {
+            report: r,
+            events_from: live.events.len(),
+            complete: false,
+            frames_read: 0,
+            drops: Drops::default(),
+            hw: Vec::new(),
+            state: FeedState::Running,
+            wall_ns: 12_000_000_000,
+        })));
+        let top = live.rows()[0];
+        assert_eq!(top.id, 3);
+        assert_eq!(
+            live.rates(top),
+            (1.0, 1000.0),
+            "125 MB and 1000 packets in 1 s"
+        );
     }
 }

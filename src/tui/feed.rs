@@ -297,6 +297,7 @@ struct Replay<'a> {
     frames: u64,
     quit: bool,
     dir: PathBuf,
+    started: Instant,
 }
 
 impl Replay<'_> {
@@ -314,6 +315,7 @@ impl Replay<'_> {
             drops: Drops::default(),
             hw: Vec::new(),
             state,
+            wall_ns: self.started.elapsed().as_nanos() as u64,
         };
         let n = self.an.events_recorded();
         let res = if force {
@@ -463,6 +465,7 @@ pub fn replay(
         frames: 0,
         quit: false,
         dir,
+        started: Instant::now(),
     };
     let res = for_each_frame_of(&paths, true, |f| r.frame(f));
     if r.quit {
@@ -473,7 +476,11 @@ pub fn replay(
         Err(e) => FeedState::Failed(e.what),
     };
     let Replay {
-        an, rings, frames, ..
+        an,
+        rings,
+        frames,
+        started,
+        ..
     } = r;
     let report = an.finish();
     let s = Snapshot {
@@ -484,6 +491,7 @@ pub fn replay(
         drops: Drops::default(),
         hw: Vec::new(),
         state,
+        wall_ns: started.elapsed().as_nanos() as u64,
     };
     if tx.send(Action::Snapshot(Box::new(s))).is_err() {
         return;
@@ -541,6 +549,7 @@ pub fn live(
     let mut hw_last: Option<Instant> = None;
     let mut counters = Vec::new();
     let mut quit = false;
+    let started = Instant::now();
     loop {
         if let Some(b) = live.recv_timeout(Duration::from_millis(50)) {
             merger.push(b);
@@ -599,6 +608,7 @@ pub fn live(
                 } else {
                     FeedState::Failed(errors.join("; "))
                 },
+                wall_ns: started.elapsed().as_nanos() as u64,
             };
             if tx.send(Action::Snapshot(Box::new(s))).is_ok() {
                 serve_writes(&rings, &dir, &tx, &ctl);
@@ -616,6 +626,7 @@ pub fn live(
                 drops: drops(&live),
                 hw: counters.clone(),
                 state: FeedState::Running,
+                wall_ns: started.elapsed().as_nanos() as u64,
             };
             match tx.try_send(Action::Snapshot(Box::new(s))) {
                 Ok(()) => sent_events = n,

@@ -111,10 +111,11 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
                 (_, true) => Style::default().fg(Color::Red),
                 (_, false) => Style::default().fg(Color::Yellow),
             };
-            let gbps = if fl.gbps >= 10.0 {
-                format!("{:.2}", fl.gbps)
+            let (gbps, pps) = app.rates(fl);
+            let gbps = if gbps >= 10.0 {
+                format!("{gbps:.2}")
             } else {
-                format!("{:.3}", fl.gbps)
+                format!("{gbps:.3}")
             };
             let mut cells: Vec<Cell> = vec![
                 Cell::from(fl.id.to_string()),
@@ -125,7 +126,7 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
                 cells.push(Cell::from(fl.peer.map_or("-".into(), |p| format!("↔{p}"))));
             }
             cells.push(Cell::from(gbps));
-            cells.push(Cell::from(si(fl.pps)));
+            cells.push(Cell::from(si(pps)));
             cells.push(Cell::from(trend));
             if wide {
                 for (_, v, bad) in counts {

@@ -42,6 +42,7 @@ pub fn app_of(sample: &str, every: u64, mode: Mode) -> App {
                 drops: Drops::default(),
                 hw: Vec::new(),
                 state: FeedState::Running,
+                wall_ns: n * 1000,
             })));
             sent = next;
         }
@@ -56,6 +57,7 @@ pub fn app_of(sample: &str, every: u64, mode: Mode) -> App {
         drops: Drops::default(),
         hw: Vec::new(),
         state: FeedState::Ended,
+        wall_ns: n * 1000 + 1,
     })));
     app
 }
@@ -189,6 +191,7 @@ fn drops_in_red_and_hw_counters() {
             },
         ],
         state: FeedState::Running,
+        wall_ns: u64::MAX / 2,
     };
     snap.report.events.clear();
     snap.complete = false;
