@@ -181,6 +181,8 @@ pub struct App {
     pub hw: Vec<HwCounter>,
     pub feed: FeedState,
     pub trends: HashMap<u32, Trend>,
+    /// Index in `events` of each flow's latest event.
+    last_event: HashMap<u32, usize>,
     /// Frames per second over the last snapshot interval (capture time in replay, wall
     /// time live); the whole run's average once a replay has ended.
     pub frame_rate: f64,
@@ -213,6 +215,7 @@ impl App {
             hw: Vec::new(),
             feed: FeedState::Running,
             trends: HashMap::new(),
+            last_event: HashMap::new(),
             frame_rate: 0.0,
             last_frames: None,
             view: View::Flows,
@@ -274,7 +277,7 @@ impl App {
 
     /// The latest event of a flow.
     pub fn last_event(&self, id: u32) -> Option<&Event> {
-        self.events.iter().rev().find(|e| e.flow == Some(id))
+        self.last_event.get(&id).and_then(|&i| self.events.get(i))
     }
 
     /// Events of a flow and of its peer direction, newest first.
@@ -477,6 +480,12 @@ impl App {
         if self.events.len() > MAX_EVENTS {
             let cut = self.events.len() - MAX_EVENTS;
             self.events.drain(..cut);
+        }
+        self.last_event.clear();
+        for (i, e) in self.events.iter().enumerate() {
+            if let Some(id) = e.flow {
+                self.last_event.insert(id, i);
+            }
         }
         // The clock of the rates: capture time in replay (so a paused or fast replay
         // shows the recorded rates), the feeder's wall clock live (so idle flows fall to 0).

@@ -89,8 +89,13 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
     let header =
         Row::new(head).style(Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED));
     let first = app.report.as_ref().and_then(|r| r.first_ts_ns).unwrap_or(0);
+    // Only the rows on screen are built (a live capture may hold thousands of flows).
+    let visible = area.height.saturating_sub(3).max(1) as usize;
+    let offset = app.selected.saturating_sub(visible - 1);
     let body: Vec<Row> = rows
         .iter()
+        .skip(offset)
+        .take(visible)
         .map(|fl| {
             let trend = app.trends.get(&fl.id).map_or_else(
                 || spark(std::iter::empty::<u64>(), 5),
@@ -190,7 +195,8 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
         .highlight_symbol("")
         .style(Style::default());
-    let mut state = TableState::default().with_selected((!rows.is_empty()).then_some(app.selected));
+    let mut state =
+        TableState::default().with_selected((!rows.is_empty()).then_some(app.selected - offset));
     f.render_stateful_widget(table, area, &mut state);
     if rows.is_empty() {
         let msg = if app.report.is_none() {

@@ -247,3 +247,36 @@ fn events_view_and_too_small() {
     let s = text(&draw(&app, 100, 23));
     assert!(s.contains("terminal too small: 100x23"), "{s}");
 }
+
+#[test]
+fn the_selected_row_stays_on_screen() {
+    let mut app = app_of("congestion.pcap", 64, Mode::Replay);
+    let mut r = app.report.clone().unwrap();
+    let base = r.flows.clone();
+    for k in 1..5u32 {
+        for f in &base {
+            let mut g = f.clone();
+            g.id = f.id + 8 * k;
+            g.qp = format!("0x{:06x}", 0x100000 * k + f.id);
+            r.flows.push(g);
+        }
+    }
+    app.report = Some(r);
+    app.apply(Action::CycleSort);
+    app.apply(Action::CycleSort); // by name
+    app.apply(Action::Bottom);
+    assert_eq!(app.selected, 39);
+    let want = app.rows()[39];
+    let label = format!("{}→{} {}", want.src, want.dst, want.qp);
+    let t = draw(&app, 80, 24);
+    let s = text(&t);
+    let y = s
+        .lines()
+        .position(|l| l.contains(&label))
+        .unwrap_or_else(|| panic!("{label} not on screen:\n{s}"));
+    let b = t.backend().buffer();
+    assert!(b[(5, y as u16)]
+        .modifier
+        .contains(ratatui::style::Modifier::REVERSED));
+    assert!(s.contains("Flows 40/40"), "{s}");
+}
