@@ -398,11 +398,17 @@ impl Replay<'_> {
                 return;
             };
             let (w0, t0) = *self.base.get_or_insert((Instant::now(), ts));
-            let target = w0 + Duration::from_secs_f64(ts.saturating_sub(t0) as f64 / 1e9 / x);
+            // A tiny factor can ask for more time than an Instant holds: wait "forever"
+            // (still answering keys) rather than overflow.
+            let target = Duration::try_from_secs_f64(ts.saturating_sub(t0) as f64 / 1e9 / x)
+                .ok()
+                .and_then(|d| w0.checked_add(d));
             let now = Instant::now();
-            if now >= target {
-                return;
-            }
+            let target = match target {
+                Some(t) if now >= t => return,
+                Some(t) => t,
+                None => now + Duration::from_millis(50),
+            };
             if self.last_snap.elapsed() >= SNAPSHOT_EVERY {
                 self.snapshot(false);
             }

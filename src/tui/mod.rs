@@ -102,7 +102,8 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
             .collect();
         let sp = match speed {
             Speed::Max => "max".to_string(),
-            Speed::Factor(x) => format!("x{x}"),
+            Speed::Factor(x) if (0.001..1e6).contains(&x) => format!("x{x}"),
+            Speed::Factor(x) => format!("x{x:e}"),
         };
         let fl = files.clone();
         let t = std::thread::Builder::new()
