@@ -47,6 +47,10 @@ rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into o
     /// and honest drop accounting.
     #[command(after_help = CAPTURE_HELP)]
     Capture(CaptureArgs),
+    /// Interactive terminal UI over a replayed capture or live devices: flows, their
+    /// trouble, events, a detail view per flow.
+    #[command(after_help = TOP_HELP)]
+    Top(TopArgs),
     /// List capture devices (like tcpdump -D) and RDMA devices with their netdevs,
     /// port state, link layer and RoCE GIDs.
     Interfaces(InterfacesArgs),
@@ -72,6 +76,40 @@ under sudo it becomes SUDO_UID/SUDO_GID (files then belong to you), otherwise it
 every capability.
 RDMA devices (mlx5_0) need a libpcap built with RDMA support (not Debian/Ubuntu's); the
 RDMA sniffer never reports drops, so such captures carry a note saying so.";
+
+const TOP_HELP: &str = "Examples:
+  rocetap top -r trace.pcap                 # replay at the recorded speed
+  rocetap top -r trace.pcap --speed max     # as fast as possible
+  rocetap top -r a.pcap -r b.pcap --speed 0.1
+  sudo rocetap top -i eth2
+
+Keys: q quit, arrows/j k move, Enter detail, Esc back, s sort, / filter, p pause,
+. step (replay), w write the selected flow to rocetap-flow<ID>.pcapng, e events, ? help.
+The terminal must be at least 80x24.
+Live capture needs CAP_NET_RAW; rocetap drops privileges once the devices are open.
+w writes the newest frames kept for the flow and its peer (up to 2048 frames / 2 MiB
+per direction).";
+
+#[derive(Args, Debug)]
+pub struct TopArgs {
+    #[command(flatten)]
+    pub sources: Sources,
+    /// Capture live from this device (netdev, `any`, or RDMA device). Repeatable.
+    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    pub interfaces: Vec<String>,
+    /// Replay speed: realtime (the recorded speed), a multiple such as 0.5 or 10, or max.
+    #[arg(long, value_name = "SPEED", default_value = "realtime")]
+    pub speed: String,
+    /// UDP destination port that carries RoCE v2.
+    #[arg(long, value_name = "PORT", default_value_t = 4791)]
+    pub roce_port: u16,
+    /// Do not put the interface into promiscuous mode.
+    #[arg(short = 'p', long)]
+    pub no_promisc: bool,
+    /// Root of sysfs, where RDMA devices and their hw_counters are looked up.
+    #[arg(long, value_name = "DIR", default_value = "/sys", hide = true)]
+    pub sysfs_root: PathBuf,
+}
 
 /// Where frames come from: files (or stdin with `-`).
 #[derive(Args, Debug, Clone)]

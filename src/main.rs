@@ -12,6 +12,7 @@ mod netcheck;
 mod report;
 mod source;
 mod synth;
+mod tui;
 
 use clap::Parser;
 use error::{exit, Failure};
@@ -25,6 +26,7 @@ fn main() {
         cli::Command::Analyze(a) => analyze::run(a),
         cli::Command::Capture(a) => capture_cmd::run(a),
         cli::Command::Interfaces(a) => interfaces::run(a),
+        cli::Command::Top(a) => tui::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -772,6 +772,35 @@ impl Analyzer {
         tf.last_cnp = Some((ts, tf.bytes));
     }
 
+    /// The report so far, without ending the run (for the live UI): live flows are
+    /// summarised as they stand (their open gaps and episodes are not settled), and
+    /// `events` holds only the events recorded from index `events_from` on, so a caller
+    /// that keeps the earlier ones copies each event once. Allocates; meant to be called
+    /// a few times per second, not per packet.
+    pub fn snapshot(&self, events_from: usize) -> Report {
+        let mut sums = self.sums;
+        let mut flows = self.done.clone();
+        for f in self.slots.iter().flatten() {
+            let s = report::summarize(f);
+            report::add_flow(&mut sums, &s);
+            flows.push(s);
+        }
+        let from = events_from.min(self.log.events.len());
+        let log = EventLog {
+            events: self.log.events[from..].to_vec(),
+            dropped: self.log.dropped,
+            cap: usize::MAX,
+        };
+        // Unanswered ARP requests become events only at the end of the run.
+        let net = self.net.clone().finish(&mut EventLog::default());
+        report::build(self.g, sums, flows, self.connections.clone(), log, net)
+    }
+
+    /// Events recorded so far (the index the next snapshot's events start from).
+    pub fn events_recorded(&self) -> usize {
+        self.log.events.len()
+    }
+
     /// Ends the run: settles every live flow and returns the report.
     pub fn finish(mut self) -> Report {
         for slot in 0..self.slots.len() {

@@ -160,7 +160,7 @@ pub struct NetSummary {
     pub symptoms: Vec<ArpSymptom>,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Net {
     link_bps: u64,
     prefix: u8,

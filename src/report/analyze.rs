@@ -128,7 +128,7 @@ fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
 }
 
 /// One line of plain words about an event (text output and JSON `detail`).
-fn detail(e: &Event) -> String {
+pub(crate) fn detail(e: &Event) -> String {
     match e.kind {
         EventKind::PsnGap => format!("{} PSNs missing", e.count),
         EventKind::GapRecovered => "filled by a resend".into(),

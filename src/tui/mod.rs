@@ -1,0 +1,208 @@
+//! `rocetap top`: the interactive terminal UI over a replayed file or a live capture.
+//!
+//! Threads: a feeder ([`feed`]) reads, decodes and analyzes, and sends snapshots a few
+//! times a second over a bounded channel; this thread owns the terminal, turns keys into
+//! [`app::Action`]s, applies them to the [`app::App`] and redraws at most every
+//! [`REDRAW_EVERY`] (and only when something changed). It never waits on the capture.
+//!
+//! The terminal is put back on every exit path: normal quit and errors through
+//! [`Restore`]'s `Drop`, panics through the hook ratatui installs in `try_init`.
+//! Everything that can fail with a one-line error (arguments, files, devices,
+//! privileges) is checked before the screen is taken over.
+
+pub mod app;
+pub mod feed;
+pub mod keys;
+pub mod render;
+
+use crate::capture::live::{Filter, LiveOptions, LiveSource, SourceSpec};
+use crate::capture::privileges;
+use crate::cli::TopArgs;
+use crate::error::{exit, Failure};
+use app::{Action, App, Effect, Mode};
+use crossterm::event::{self, Event};
+use feed::{Control, Speed};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+pub const REDRAW_EVERY: Duration = Duration::from_millis(100);
+
+/// Puts the terminal back when dropped.
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}
+
+pub fn run(a: TopArgs) -> Result<i32, Failure> {
+    let files = a.sources.all();
+    let speed = Speed::parse(&a.speed).map_err(|e| Failure::new(format!("top: {e}")))?;
+    if files.is_empty() && a.interfaces.is_empty() {
+        return Err(Failure::new("top: no source")
+            .hint("rocetap top -r trace.pcap, or sudo rocetap top -i eth2"));
+    }
+    if !files.is_empty() && !a.interfaces.is_empty() {
+        return Err(Failure::new(
+            "top: give files (-r) or devices (-i), not both",
+        ));
+    }
+    if files.iter().any(|p| p.as_os_str() == "-") {
+        return Err(
+            Failure::new("top: -r - is not supported: the terminal is the keyboard")
+                .hint("write the stream to a file first, or use rocetap analyze -r -"),
+        );
+    }
+    let dcfg = dissectors::Config {
+        roce_port: a.roce_port,
+        check_icrc: true,
+    };
+    let dir = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let (tx, rx) = mpsc::sync_channel::<Action>(4);
+    let (ctl_tx, ctl_rx) = mpsc::channel::<Control>();
+    let (mode, source, thread) = if files.is_empty() {
+        let opts = LiveOptions {
+            promisc: !a.no_promisc,
+            filter: Filter::Roce { port: a.roce_port },
+            ..LiveOptions::default()
+        };
+        let specs: Vec<SourceSpec> = a
+            .interfaces
+            .iter()
+            .map(|i| SourceSpec::Device(i.clone()))
+            .collect();
+        let opened = LiveSource::open(&specs, opts)
+            .map_err(|e| crate::capture_cmd::explain(e, &a.sysfs_root))?;
+        privileges::drop_privileges()
+            .map_err(|e| Failure::new(format!("top: dropping privileges: {e}")))?;
+        need_terminal()?;
+        let live = opened.start();
+        let names: Vec<String> = live.sources().iter().map(|s| s.name.clone()).collect();
+        let hw = feed::HwReader::new(&a.sysfs_root, &names);
+        let t = std::thread::Builder::new()
+            .name("top-live".into())
+            .spawn(move || feed::live(live, hw, dcfg, dir, tx, ctl_rx))
+            .map_err(|e| Failure::new(format!("top: starting the capture thread: {e}")))?;
+        (Mode::Live, format!("live {}", names.join(", ")), t)
+    } else {
+        for p in &files {
+            // One-line errors for unreadable inputs before the screen is taken.
+            crate::source::open(p)?;
+        }
+        need_terminal()?;
+        let names: Vec<String> = files
+            .iter()
+            .map(|p| {
+                p.file_name()
+                    .map_or(p.display().to_string(), |n| n.to_string_lossy().into())
+            })
+            .collect();
+        let sp = match speed {
+            Speed::Max => "max".to_string(),
+            Speed::Factor(x) if (0.001..1e6).contains(&x) => format!("x{x}"),
+            Speed::Factor(x) => format!("x{x:e}"),
+        };
+        let fl = files.clone();
+        let t = std::thread::Builder::new()
+            .name("top-replay".into())
+            .spawn(move || feed::replay(fl, speed, dcfg, dir, tx, ctl_rx))
+            .map_err(|e| Failure::new(format!("top: starting the replay thread: {e}")))?;
+        (Mode::Replay, format!("replay {} {sp}", names.join(", ")), t)
+    };
+    // SIGTERM / SIGHUP (a closed terminal) end the UI like `q`, so the terminal is put
+    // back; Ctrl-C is a key in raw mode.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| Failure::new(format!("top: installing signal handlers: {e}")))?;
+    }
+    let mut app = App::new(source, mode);
+    let res = ui(&mut app, &rx, &ctl_tx, &stop);
+    let _ = ctl_tx.send(Control::Quit);
+    drop(rx);
+    let _ = thread.join();
+    res.map(|_| exit::OK)
+}
+
+/// Checked after the sources open, so a bad file or device is reported as such.
+fn need_terminal() -> Result<(), Failure> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(
+            Failure::new("top: standard input and output must be a terminal")
+                .hint("for a report without a terminal use rocetap analyze"),
+        );
+    }
+    Ok(())
+}
+
+fn ui(
+    app: &mut App,
+    rx: &mpsc::Receiver<Action>,
+    ctl: &mpsc::Sender<Control>,
+    stop: &AtomicBool,
+) -> Result<(), Failure> {
+    let mut term =
+        ratatui::try_init().map_err(|e| Failure::new(format!("top: opening the terminal: {e}")))?;
+    let _restore = Restore;
+    let fail = |e: std::io::Error| Failure::new(format!("top: terminal: {e}"));
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - REDRAW_EVERY;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if dirty && last_draw.elapsed() >= REDRAW_EVERY {
+            term.draw(|f| render::render(f, app)).map_err(fail)?;
+            last_draw = Instant::now();
+            dirty = false;
+        }
+        let wait = if dirty {
+            REDRAW_EVERY.saturating_sub(last_draw.elapsed())
+        } else {
+            Duration::from_millis(50)
+        };
+        if event::poll(wait).map_err(fail)? {
+            match event::read().map_err(fail)? {
+                Event::Key(k) => {
+                    if let Some(a) = keys::action(k, app.editing.is_some()) {
+                        app.status = None;
+                        match app.apply(a) {
+                            Effect::None => {}
+                            Effect::Quit => return Ok(()),
+                            Effect::Pause(p) => {
+                                let _ = ctl.send(Control::Pause(p));
+                            }
+                            Effect::Step => {
+                                let _ = ctl.send(Control::Step);
+                            }
+                            Effect::Write { id, keys } => {
+                                let _ = ctl.send(Control::Write { id, keys });
+                            }
+                        }
+                        dirty = true;
+                    }
+                }
+                Event::Resize(..) => dirty = true,
+                _ => {}
+            }
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(a) => {
+                    app.apply(a);
+                    dirty = true;
+                }
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    if !matches!(app.feed, app::FeedState::Ended | app::FeedState::Failed(_)) {
+                        return Err(Failure::new("top: the feeder thread stopped unexpectedly"));
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
