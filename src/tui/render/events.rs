@@ -14,9 +14,10 @@ use ratatui::Frame;
 
 fn kind_style(k: EventKind) -> Style {
     match k {
-        EventKind::PsnGap | EventKind::GapUnrecovered | EventKind::Nak => {
-            Style::default().fg(Color::Red)
-        }
+        EventKind::PsnGap
+        | EventKind::GapUnrecovered
+        | EventKind::Nak
+        | EventKind::ArpReplyPathMismatch => Style::default().fg(Color::Red),
         EventKind::GapRecovered => Style::default().fg(Color::Green),
         _ => Style::default().fg(Color::Yellow),
     }
@@ -34,6 +35,8 @@ pub fn kind_name(k: EventKind) -> &'static str {
         EventKind::CnpWithoutCe => "CNP w/o CE",
         EventKind::ArpCrossSubnet => "ARP x-subnet",
         EventKind::ArpUnanswered => "ARP no reply",
+        EventKind::ArpReplyPathMismatch => "reply path",
+        EventKind::ArpDuplicateAddress => "dup address",
     }
 }
 
