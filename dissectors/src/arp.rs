@@ -20,6 +20,63 @@ pub enum ArpOp {
     Other(u16),
 }
 
+/// A zero-copy view of an IPv4 ARP message; construction checks the lengths the
+/// header's own hlen / plen imply.
+#[derive(Clone, Copy, Debug)]
+pub struct Arp<'a> {
+    b: &'a [u8],
+    h: usize,
+}
+
+impl<'a> Arp<'a> {
+    pub fn new_checked(b: &'a [u8]) -> Result<Self, Error> {
+        Error::need(b, FIXED_LEN)?;
+        let hlen = u8_at(b, 4).unwrap_or(0);
+        if usize::from(hlen) > MAX_HLEN {
+            return Err(Error::Malformed(
+                "ARP hardware address longer than 20 bytes",
+            ));
+        }
+        if u8_at(b, 5).unwrap_or(0) != 4 {
+            return Err(Error::Unsupported("ARP for a protocol other than IPv4"));
+        }
+        let h = usize::from(hlen);
+        let len = FIXED_LEN + 2 * (h + 4);
+        Error::need(b, len)?;
+        Ok(Arp { b: &b[..len], h })
+    }
+    pub fn htype(&self) -> u16 {
+        be16(self.b, 0).unwrap_or(0)
+    }
+    pub fn ptype(&self) -> u16 {
+        be16(self.b, 2).unwrap_or(0)
+    }
+    pub fn op(&self) -> ArpOp {
+        match be16(self.b, 6).unwrap_or(0) {
+            1 => ArpOp::Request,
+            2 => ArpOp::Reply,
+            n => ArpOp::Other(n),
+        }
+    }
+    pub fn sender_hw(&self) -> &'a [u8] {
+        &self.b[FIXED_LEN..FIXED_LEN + self.h]
+    }
+    pub fn sender_ip(&self) -> Ipv4Addr {
+        self.ip_at(FIXED_LEN + self.h)
+    }
+    pub fn target_hw(&self) -> &'a [u8] {
+        let o = FIXED_LEN + self.h + 4;
+        &self.b[o..o + self.h]
+    }
+    pub fn target_ip(&self) -> Ipv4Addr {
+        self.ip_at(FIXED_LEN + 2 * self.h + 4)
+    }
+    fn ip_at(&self, o: usize) -> Ipv4Addr {
+        let s = &self.b[o..o + 4];
+        Ipv4Addr::new(s[0], s[1], s[2], s[3])
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArpRepr {
     pub htype: u16,
@@ -52,42 +109,20 @@ impl ArpRepr {
     }
 
     pub fn parse(b: &[u8]) -> Result<Self, Error> {
-        Error::need(b, FIXED_LEN)?;
-        let hlen = u8_at(b, 4).unwrap_or(0);
-        let plen = u8_at(b, 5).unwrap_or(0);
-        if usize::from(hlen) > MAX_HLEN {
-            return Err(Error::Malformed(
-                "ARP hardware address longer than 20 bytes",
-            ));
-        }
-        if plen != 4 {
-            return Err(Error::Unsupported("ARP for a protocol other than IPv4"));
-        }
-        let h = usize::from(hlen);
-        Error::need(b, FIXED_LEN + 2 * (h + 4))?;
+        let v = Arp::new_checked(b)?;
         let mut sender_hw = [0u8; MAX_HLEN];
         let mut target_hw = [0u8; MAX_HLEN];
-        let mut o = FIXED_LEN;
-        sender_hw[..h].copy_from_slice(&b[o..o + h]);
-        o += h;
-        let sender_ip = Ipv4Addr::new(b[o], b[o + 1], b[o + 2], b[o + 3]);
-        o += 4;
-        target_hw[..h].copy_from_slice(&b[o..o + h]);
-        o += h;
-        let target_ip = Ipv4Addr::new(b[o], b[o + 1], b[o + 2], b[o + 3]);
+        sender_hw[..v.h].copy_from_slice(v.sender_hw());
+        target_hw[..v.h].copy_from_slice(v.target_hw());
         Ok(ArpRepr {
-            htype: be16(b, 0).unwrap_or(0),
-            ptype: be16(b, 2).unwrap_or(0),
-            hlen,
-            op: match be16(b, 6).unwrap_or(0) {
-                1 => ArpOp::Request,
-                2 => ArpOp::Reply,
-                n => ArpOp::Other(n),
-            },
+            htype: v.htype(),
+            ptype: v.ptype(),
+            hlen: v.h as u8,
+            op: v.op(),
             sender_hw,
-            sender_ip,
+            sender_ip: v.sender_ip(),
             target_hw,
-            target_ip,
+            target_ip: v.target_ip(),
         })
     }
 

@@ -18,6 +18,33 @@ pub const TYPE_ETH: u8 = 2;
 pub const TYPE_INFINIBAND: u8 = 21;
 pub const TYPE_INFINIBAND_LINK: u8 = 25;
 
+/// A zero-copy view of the fixed 16-byte ERF record header.
+#[derive(Clone, Copy, Debug)]
+pub struct Erf<'a>(&'a [u8]);
+
+impl<'a> Erf<'a> {
+    pub fn new_checked(b: &'a [u8]) -> Result<Self, Error> {
+        Error::need(b, LEN)?;
+        Ok(Erf(&b[..LEN]))
+    }
+    /// Record type with the extension bit (bit 7).
+    pub fn raw_type(&self) -> u8 {
+        u8_at(self.0, 8).unwrap_or(0)
+    }
+    pub fn flags(&self) -> u8 {
+        u8_at(self.0, 9).unwrap_or(0)
+    }
+    pub fn rlen(&self) -> u16 {
+        be16(self.0, 10).unwrap_or(0)
+    }
+    pub fn lctr(&self) -> u16 {
+        be16(self.0, 12).unwrap_or(0)
+    }
+    pub fn wlen(&self) -> u16 {
+        be16(self.0, 14).unwrap_or(0)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ErfRepr {
     pub rec_type: u8,
@@ -31,8 +58,8 @@ pub struct ErfRepr {
 
 impl ErfRepr {
     pub fn parse(b: &[u8]) -> Result<Self, Error> {
-        Error::need(b, LEN)?;
-        let ty = u8_at(b, 8).unwrap_or(0);
+        let v = Erf::new_checked(b)?;
+        let ty = v.raw_type();
         let mut len = LEN;
         let mut more = ty & 0x80 != 0;
         while more {
@@ -45,10 +72,10 @@ impl ErfRepr {
         }
         Ok(ErfRepr {
             rec_type: ty & 0x7f,
-            flags: u8_at(b, 9).unwrap_or(0),
-            rlen: be16(b, 10).unwrap_or(0),
-            lctr: be16(b, 12).unwrap_or(0),
-            wlen: be16(b, 14).unwrap_or(0),
+            flags: v.flags(),
+            rlen: v.rlen(),
+            lctr: v.lctr(),
+            wlen: v.wlen(),
             header_len: len as u16,
         })
     }

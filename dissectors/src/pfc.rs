@@ -16,6 +16,35 @@ pub const OPCODE_PFC: u16 = 0x0101;
 pub const PAUSE_LEN: usize = 4;
 pub const PFC_LEN: usize = 20;
 
+/// A zero-copy view of a MAC control frame body (after the EtherType).
+#[derive(Clone, Copy, Debug)]
+pub struct MacControl<'a>(&'a [u8]);
+
+impl<'a> MacControl<'a> {
+    /// Checks the length the opcode needs (an unknown opcode needs only itself).
+    pub fn new_checked(b: &'a [u8]) -> Result<Self, Error> {
+        Error::need(b, 2)?;
+        let need = match be16(b, 0).unwrap_or(0) {
+            OPCODE_PAUSE => PAUSE_LEN,
+            OPCODE_PFC => PFC_LEN,
+            _ => 2,
+        };
+        Error::need(b, need)?;
+        Ok(MacControl(&b[..need]))
+    }
+    pub fn opcode(&self) -> u16 {
+        be16(self.0, 0).unwrap_or(0)
+    }
+    /// PAUSE quanta, or the PFC class-enable vector.
+    pub fn word1(&self) -> u16 {
+        be16(self.0, 2).unwrap_or(0)
+    }
+    /// PFC quanta of priority `p` (0-7).
+    pub fn pfc_quanta(&self, p: usize) -> u16 {
+        be16(self.0, 4 + 2 * p).unwrap_or(0)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PauseRepr {
     /// 802.3x: pause every priority.
@@ -26,22 +55,16 @@ pub enum PauseRepr {
 
 impl PauseRepr {
     pub fn parse(b: &[u8]) -> Result<Self, Error> {
-        Error::need(b, 2)?;
-        match be16(b, 0).unwrap_or(0) {
-            OPCODE_PAUSE => {
-                Error::need(b, PAUSE_LEN)?;
-                Ok(PauseRepr::Global {
-                    quanta: be16(b, 2).unwrap_or(0),
-                })
-            }
+        let v = MacControl::new_checked(b)?;
+        match v.opcode() {
+            OPCODE_PAUSE => Ok(PauseRepr::Global { quanta: v.word1() }),
             OPCODE_PFC => {
-                Error::need(b, PFC_LEN)?;
                 let mut quanta = [0u16; 8];
                 for (i, q) in quanta.iter_mut().enumerate() {
-                    *q = be16(b, 4 + 2 * i).unwrap_or(0);
+                    *q = v.pfc_quanta(i);
                 }
                 Ok(PauseRepr::Pfc {
-                    enable: (be16(b, 2).unwrap_or(0) & 0xff) as u8,
+                    enable: (v.word1() & 0xff) as u8,
                     quanta,
                 })
             }

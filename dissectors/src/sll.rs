@@ -28,30 +28,75 @@ pub struct SllRepr {
     pub ifindex: Option<u32>,
 }
 
-impl SllRepr {
-    pub fn parse_v1(b: &[u8]) -> Result<Self, Error> {
+/// A zero-copy view of a Linux cooked header of either version.
+#[derive(Clone, Copy, Debug)]
+pub struct Sll<'a> {
+    b: &'a [u8],
+    v2: bool,
+}
+
+impl<'a> Sll<'a> {
+    pub fn new_checked_v1(b: &'a [u8]) -> Result<Self, Error> {
         Error::need(b, V1_LEN)?;
-        Ok(SllRepr {
-            version: 1,
-            pkt_type: be16(b, 0).unwrap_or(0),
-            arphrd: be16(b, 2).unwrap_or(0),
-            addr_len: be16(b, 4).unwrap_or(0).min(8) as u8,
-            addr: array(b, 6).unwrap_or([0; 8]),
-            protocol: be16(b, 14).unwrap_or(0),
-            ifindex: None,
+        Ok(Sll {
+            b: &b[..V1_LEN],
+            v2: false,
         })
     }
-    pub fn parse_v2(b: &[u8]) -> Result<Self, Error> {
+    pub fn new_checked_v2(b: &'a [u8]) -> Result<Self, Error> {
         Error::need(b, V2_LEN)?;
-        Ok(SllRepr {
-            version: 2,
-            protocol: be16(b, 0).unwrap_or(0),
-            ifindex: Some(be32(b, 4).unwrap_or(0)),
-            arphrd: be16(b, 8).unwrap_or(0),
-            pkt_type: u16::from(u8_at(b, 10).unwrap_or(0)),
-            addr_len: u8_at(b, 11).unwrap_or(0).min(8),
-            addr: array(b, 12).unwrap_or([0; 8]),
+        Ok(Sll {
+            b: &b[..V2_LEN],
+            v2: true,
         })
+    }
+    pub fn protocol(&self) -> u16 {
+        be16(self.b, if self.v2 { 0 } else { 14 }).unwrap_or(0)
+    }
+    /// Interface index (SLL2 only).
+    pub fn ifindex(&self) -> Option<u32> {
+        self.v2.then(|| be32(self.b, 4).unwrap_or(0))
+    }
+    pub fn arphrd(&self) -> u16 {
+        be16(self.b, if self.v2 { 8 } else { 2 }).unwrap_or(0)
+    }
+    pub fn pkt_type(&self) -> u16 {
+        if self.v2 {
+            u16::from(u8_at(self.b, 10).unwrap_or(0))
+        } else {
+            be16(self.b, 0).unwrap_or(0)
+        }
+    }
+    /// Link-layer address length, at most 8.
+    pub fn addr_len(&self) -> u8 {
+        if self.v2 {
+            u8_at(self.b, 11).unwrap_or(0).min(8)
+        } else {
+            be16(self.b, 4).unwrap_or(0).min(8) as u8
+        }
+    }
+    pub fn addr(&self) -> [u8; 8] {
+        array(self.b, if self.v2 { 12 } else { 6 }).unwrap_or([0; 8])
+    }
+}
+
+impl SllRepr {
+    fn of(v: Sll<'_>) -> Self {
+        SllRepr {
+            version: if v.v2 { 2 } else { 1 },
+            pkt_type: v.pkt_type(),
+            arphrd: v.arphrd(),
+            addr_len: v.addr_len(),
+            addr: v.addr(),
+            protocol: v.protocol(),
+            ifindex: v.ifindex(),
+        }
+    }
+    pub fn parse_v1(b: &[u8]) -> Result<Self, Error> {
+        Ok(Self::of(Sll::new_checked_v1(b)?))
+    }
+    pub fn parse_v2(b: &[u8]) -> Result<Self, Error> {
+        Ok(Self::of(Sll::new_checked_v2(b)?))
     }
     pub fn header_len(&self) -> usize {
         if self.version == 2 {

@@ -12,6 +12,32 @@ pub const TCI: usize = 0;
 pub const ETHERTYPE: usize = 2;
 pub const LEN: usize = 4;
 
+/// A zero-copy view of the 4 bytes after a TPID; construction checks the length.
+#[derive(Clone, Copy, Debug)]
+pub struct Vlan<'a>(&'a [u8]);
+
+impl<'a> Vlan<'a> {
+    pub fn new_checked(b: &'a [u8]) -> Result<Self, Error> {
+        Error::need(b, LEN)?;
+        Ok(Vlan(&b[..LEN]))
+    }
+    fn tci(&self) -> u16 {
+        be16(self.0, TCI).unwrap_or(0)
+    }
+    pub fn pcp(&self) -> u8 {
+        (self.tci() >> 13) as u8
+    }
+    pub fn dei(&self) -> bool {
+        self.tci() & 0x1000 != 0
+    }
+    pub fn vid(&self) -> u16 {
+        self.tci() & 0x0fff
+    }
+    pub fn ethertype(&self) -> u16 {
+        be16(self.0, ETHERTYPE).unwrap_or(0)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VlanRepr {
     /// The TPID that introduced this tag (0x8100, 0x88a8 or 0x9100).
@@ -25,14 +51,13 @@ pub struct VlanRepr {
 impl VlanRepr {
     /// Parses the 4 bytes after a TPID.
     pub fn parse(tpid: u16, b: &[u8]) -> Result<Self, Error> {
-        Error::need(b, LEN)?;
-        let tci = be16(b, TCI).unwrap_or(0);
+        let v = Vlan::new_checked(b)?;
         Ok(VlanRepr {
             tpid,
-            pcp: (tci >> 13) as u8,
-            dei: tci & 0x1000 != 0,
-            vid: tci & 0x0fff,
-            ethertype: be16(b, ETHERTYPE).unwrap_or(0),
+            pcp: v.pcp(),
+            dei: v.dei(),
+            vid: v.vid(),
+            ethertype: v.ethertype(),
         })
     }
     pub fn emit(&self, b: &mut [u8]) {

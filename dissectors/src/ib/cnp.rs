@@ -6,6 +6,20 @@ use crate::Error;
 
 pub const LEN: usize = 16;
 
+/// A zero-copy view of the 16 reserved bytes of a CNP.
+#[derive(Clone, Copy, Debug)]
+pub struct Cnp<'a>(&'a [u8]);
+
+impl<'a> Cnp<'a> {
+    pub fn new_checked(b: &'a [u8]) -> Result<Self, Error> {
+        Error::need(b, LEN)?;
+        Ok(Cnp(&b[..LEN]))
+    }
+    pub fn reserved(&self) -> &'a [u8] {
+        self.0
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CnpRepr {
     /// True when every reserved byte is zero, as the spec requires.
@@ -14,9 +28,9 @@ pub struct CnpRepr {
 
 impl CnpRepr {
     pub fn parse(b: &[u8]) -> Result<Self, Error> {
-        Error::need(b, LEN)?;
+        let v = Cnp::new_checked(b)?;
         Ok(CnpRepr {
-            reserved_zero: b[..LEN].iter().all(|&x| x == 0),
+            reserved_zero: v.reserved().iter().all(|&x| x == 0),
         })
     }
     pub fn emit(&self, b: &mut [u8]) {
