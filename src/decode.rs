@@ -17,6 +17,9 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
         return Err(Failure::new("decode: no input")
             .hint("give a capture file, or -r - to read a pcap stream from stdin"));
     }
+    if a.count == Some(0) {
+        return Err(Failure::new("decode: -c 0: the count must be at least 1"));
+    }
     let cfg = dissectors::Config {
         roce_port: a.opts.roce_port,
         check_icrc: !a.opts.no_icrc,

@@ -210,8 +210,9 @@ fn bad_inputs_give_one_line_and_exit_2() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("rocetap: reading"));
-    // No input at all.
+    // No input at all; a zero count.
     one_line_error(&rocetap(&["decode"]), "no input");
+    one_line_error(&rocetap(&["decode", "-c", "0", &cut]), "-c 0");
     // Bad arguments are exit 2 too.
     assert_eq!(
         rocetap(&["decode", "--format", "xml", &cut]).status.code(),
