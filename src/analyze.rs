@@ -86,7 +86,7 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
     // One `Decoded` reused for every frame: the hot path moves nothing per packet.
     let mut d = dissectors::decode(dissectors::LinkType::Ethernet, &[], 0, &dcfg);
     let (mut frames, mut bytes) = (0u64, 0u64);
-    for_each_frame_of(&paths, a.quiet, |f: &Frame<'_>| {
+    let cut_short = for_each_frame_of(&paths, a.quiet, |f: &Frame<'_>| {
         frames += 1;
         bytes += f.data.len() as u64;
         if a.stop_after == Some(Stage::Read) {
@@ -102,8 +102,13 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
         an.ingest(f.ts_ns, (f.source << 16) | (f.iface & 0xffff), &d);
         ControlFlow::Continue(())
     })?;
+    for c in &cut_short {
+        eprintln!("{}", c.warning());
+        an.input_cut_short(&c.file, c.frames);
+    }
     input.frames = frames;
     input.bytes = bytes;
+    input.cut_short = cut_short;
     finish(a, an, input, &rules)
 }
 

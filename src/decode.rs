@@ -103,10 +103,13 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
     if let Some(e) = io_err.take() {
         return write_failure(e);
     }
-    if let Err(f) = run {
-        let _ = sink.flush();
-        return Err(f);
-    }
+    let cut_short = match run {
+        Ok(c) => c,
+        Err(f) => {
+            let _ = sink.flush();
+            return Err(f);
+        }
+    };
     if a.format == DecodeFormat::Json {
         line.push_str("\n]}\n");
         if let Err(e) = sink.write_all(line.as_bytes()) {
@@ -115,6 +118,10 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
     }
     if let Err(e) = sink.flush() {
         return write_failure(e);
+    }
+    // Like tshark: every complete frame was printed; the cut is a warning, not a failure.
+    for c in &cut_short {
+        eprintln!("{}", c.warning());
     }
     Ok(exit::OK)
 }

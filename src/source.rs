@@ -112,16 +112,38 @@ impl Progress {
     }
 }
 
+/// An input that ended in the middle of a record (a capture killed mid-write, a full
+/// disk, a partial copy): every complete frame before the cut was delivered.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CutShort {
+    /// The input's name for messages ("stdin" for `-`).
+    pub file: String,
+    /// Complete frames read from it.
+    pub frames: u64,
+}
+
+impl CutShort {
+    /// The one-line warning for stderr.
+    pub fn warning(&self) -> String {
+        format!(
+            "rocetap: warning: {} was cut short: it ends in the middle of a record after {} complete frames (every complete frame was read)",
+            self.file, self.frames
+        )
+    }
+}
+
 /// Reads every frame of every input, merged in timestamp order when there are several
 /// (ties keep the order of the inputs), and hands each to `f`; `frame.source` says which
 /// input it came from. One input is read without copying; several are merged through
-/// one reusable buffer per input. A damaged input stops the run with an error naming it,
-/// after every frame before the damage was delivered.
+/// one reusable buffer per input. An input cut short in the middle of a record ends
+/// there and is listed in the result (like tshark, every complete frame counts); any
+/// other damage stops the run with an error naming the input, after every frame before
+/// the damage was delivered.
 pub fn for_each_frame_of<F>(
     paths: &[std::path::PathBuf],
     quiet: bool,
     mut f: F,
-) -> Result<(), Failure>
+) -> Result<Vec<CutShort>, Failure>
 where
     F: FnMut(&Frame<'_>) -> ControlFlow<()>,
 {
@@ -134,13 +156,22 @@ where
             f(fr)
         });
         progress.done();
-        return r.map(|_| ()).map_err(|e| read_failure(&name, e));
+        return match r {
+            Ok(_) => Ok(Vec::new()),
+            // Cut before its first complete frame: nothing to read, an error.
+            Err(ReadError::Truncated { frames }) if frames > 0 => {
+                Ok(vec![CutShort { file: name, frames }])
+            }
+            Err(e) => Err(read_failure(&name, e)),
+        };
     }
     struct Slot<'r> {
         reader: Reader<'r>,
         name: String,
         buf: Vec<u8>,
         head: Option<Frame<'static>>,
+        frames: u64,
+        cut: bool,
     }
     let mut slots = Vec::with_capacity(paths.len());
     for p in paths {
@@ -151,25 +182,33 @@ where
             name,
             buf: Vec::new(),
             head: None,
+            frames: 0,
+            cut: false,
         });
     }
     let mut progress = Progress::new("inputs", None, quiet);
-    // Fills `slot.head` with the next frame (metadata only; bytes live in `slot.buf`).
+    // Fills `slot.head` with the next frame (metadata only; bytes live in `slot.buf`);
+    // an input cut short ends there.
     fn pull(slot: &mut Slot<'_>, source: u32) -> Result<(), Failure> {
         let buf = &mut slot.buf;
-        let got = slot
-            .reader
-            .next_with(|fr| {
-                buf.clear();
-                buf.extend_from_slice(fr.data);
-                Frame {
-                    data: &[],
-                    source,
-                    ..*fr
-                }
-            })
-            .map_err(|e| read_failure(&slot.name, e))?;
-        slot.head = got;
+        let got = slot.reader.next_with(|fr| {
+            buf.clear();
+            buf.extend_from_slice(fr.data);
+            Frame {
+                data: &[],
+                source,
+                ..*fr
+            }
+        });
+        slot.head = match got {
+            Ok(h) => h,
+            Err(ReadError::Truncated { .. }) if slot.frames > 0 => {
+                slot.cut = true;
+                None
+            }
+            Err(e) => return Err(read_failure(&slot.name, e)),
+        };
+        slot.frames += u64::from(slot.head.is_some());
         Ok(())
     }
     for (i, s) in slots.iter_mut().enumerate() {
@@ -195,7 +234,14 @@ where
         pull(s, i as u32)?;
     }
     progress.done();
-    Ok(())
+    Ok(slots
+        .iter()
+        .filter(|s| s.cut)
+        .map(|s| CutShort {
+            file: s.name.clone(),
+            frames: s.frames,
+        })
+        .collect())
 }
 
 /// The one-line error for an input that could not be read (further).

@@ -275,3 +275,51 @@ fn several_files_are_merged_into_one_capture() {
     }
     assert_eq!(both["input"]["files"].as_array().unwrap().len(), 2);
 }
+
+/// A capture cut short (killed mid-write, a full disk, a partial copy): every complete
+/// frame is analyzed, the cut is said on stderr, in the text report, in `input` and as a
+/// warning finding, and it fails a run only through `input_cut_short`.
+#[test]
+fn a_capture_cut_short_is_analyzed_up_to_the_cut() {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/loss-upstream.pcap");
+    let bytes = std::fs::read(&sample).unwrap();
+    let dir = std::env::temp_dir().join(format!("rocetap-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let out = rocetap(&["analyze", cut]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("WARNING") && text.contains("was cut short"),
+        "{text}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("rocetap: warning: ") && err.lines().count() == 1,
+        "{err}"
+    );
+    let out = rocetap(&["analyze", "--format", "json", cut]);
+    assert_eq!(out.status.code(), Some(0));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let frames = j["input"]["frames"].as_u64().unwrap();
+    assert!(frames > 0);
+    assert_eq!(j["input"]["cut_short"][0]["frames"].as_u64(), Some(frames));
+    assert_eq!(j["totals"]["input_cut_short"].as_u64(), Some(1));
+    assert!(j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["kind"] == "input_cut_short" && f["severity"] == "warning"));
+    // Another rule does not fail because of the cut; the cut itself is gateable.
+    let ok = rocetap(&["analyze", "--fail-on", "icrc_bad > 0", cut]);
+    assert_eq!(ok.status.code(), Some(0));
+    let gate = rocetap(&["analyze", "--fail-on", "input_cut_short > 0", cut]);
+    assert_eq!(gate.status.code(), Some(1));
+    // The whole file has no cut.
+    let whole = rocetap(&["analyze", "--format", "json", sample.to_str().unwrap()]);
+    let j: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
+    assert_eq!(j["totals"]["input_cut_short"].as_u64(), Some(0));
+    std::fs::remove_dir_all(&dir).ok();
+}

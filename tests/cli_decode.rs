@@ -193,12 +193,24 @@ fn bad_inputs_give_one_line_and_exit_2() {
         "missing.pcap",
     );
     one_line_error(&rocetap(&["decode", d.0.to_str().unwrap()]), "directory");
-    // Cut in the middle of the second record: the first frame is printed, then an error.
+    // Cut in the middle of the second record (a capture killed mid-write): like tshark,
+    // the complete frame is printed and the cut is a one-line warning, exit 0.
     let bytes = pcap_bytes(&frames());
     let cut = write(&d, "cut.pcap", &bytes[..bytes.len() - 7]);
     let out = rocetap(&["decode", &cut]);
-    one_line_error(&out, "truncated");
+    assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("rocetap: warning: ")
+            && err.contains("cut short")
+            && err.contains("after 1 complete frames"),
+        "{err}"
+    );
+    // Cut inside the first record: nothing to read, an error.
+    let none = write(&d, "cut0.pcap", &bytes[..24 + 16 + 3]);
+    one_line_error(&rocetap(&["decode", &none]), "truncated");
     // A record header claiming a 3 GB frame.
     let mut corrupt = bytes.clone();
     corrupt[24 + 8..24 + 12].copy_from_slice(&0xC000_0000u32.to_le_bytes());

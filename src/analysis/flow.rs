@@ -103,12 +103,40 @@ pub fn span_for(len: u32, pmtu: u32) -> u32 {
     len.div_ceil(pmtu).max(1)
 }
 
-/// A NAK or RNR NAK the requester has not acted on yet.
+/// What can make the requester rewind, besides its timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// A NAK (PSN sequence error).
+    Nak,
+    /// An RNR NAK with its timer code.
+    Rnr(u8),
+    /// READ responses skipped PSNs (the requester sees the gap itself).
+    ReadGap,
+}
+
+/// A NAK, RNR NAK or READ response gap the requester has not acted on yet: the PSN it
+/// names (the first one missing) and when it passed the tap.
 #[derive(Clone, Copy, Debug)]
-pub struct PendingNak {
+pub struct Pending {
+    pub psn: Psn,
     pub t_ns: u64,
-    /// `Some(timer code)` for an RNR NAK.
-    pub rnr: Option<u8>,
+    pub cause: Cause,
+}
+
+/// A request packet behind the stream that did not continue a run, held until the next
+/// packet says whether it started a rewind.
+#[derive(Clone, Copy, Debug)]
+pub struct Stray {
+    pub psn: Psn,
+    /// The PSN after it (its span for a READ).
+    pub end: Psn,
+    pub t_ns: u64,
+    pub ident: u16,
+    /// Its PSN had never passed the tap.
+    pub in_gap: bool,
+    /// What would have made the requester rewind to it, as it stood then (an ACK that
+    /// passes before the next packet must not erase it).
+    pub cause: Option<Pending>,
 }
 
 /// A run of retransmitted packets with one trigger.
@@ -122,7 +150,10 @@ pub struct Episode {
 }
 
 pub const GAP_SLOTS: usize = 8;
-pub const READ_SLOTS: usize = 16;
+/// READs followed per flow: as many as a requester keeps outstanding (rxe allows 128).
+pub const READ_SLOTS: usize = 128;
+/// NAKs / RNR NAKs / READ response gaps waiting for the rewind they cause.
+pub const PENDING_SLOTS: usize = 8;
 pub const ACKREQ_SLOTS: usize = 32;
 pub const SENT_SLOTS: usize = 32;
 
@@ -132,18 +163,34 @@ pub struct ReqStream {
     pub started: bool,
     /// The next new PSN.
     pub next: Psn,
+    /// The PSN after the last request packet, new or resent: where a resend run goes on.
+    pub cursor: Psn,
     /// A READ whose PSN span is not known yet (PMTU unknown): start and length.
     pub open_read: Option<(Psn, u32)>,
     pub gaps: Ring<Gap, GAP_SLOTS>,
-    pub reads: Ring<Read, READ_SLOTS>,
+    /// The READs, allocated for a flow's first READ only (most flows never read).
+    pub reads: Option<Box<Ring<Read, READ_SLOTS>>>,
     /// Requests with AckReq set, waiting for the ACK that covers them.
     pub ackreq: Ring<(Psn, u64), ACKREQ_SLOTS>,
-    /// When recent PSNs were last sent, to measure how long a timeout took.
-    pub sent: Ring<(Psn, u64), SENT_SLOTS>,
-    pub pending: Option<PendingNak>,
+    /// When recent PSNs were last sent and with which IPv4 identification: how long a
+    /// timeout took, and whether a PSN seen again is a copy.
+    pub sent: Ring<(Psn, u64, u16), SENT_SLOTS>,
+    pub pending: [Option<Pending>; PENDING_SLOTS],
     pub episode: Option<Episode>,
+    /// What started the latest episode (responses to it may come after it ended).
+    pub last_trigger: Option<Trigger>,
+    pub tentative: Option<Stray>,
     /// When the last new (not resent) request was seen.
     pub last_new_ts: u64,
+    pub first_ident: Option<u16>,
+    /// The sender varies the IPv4 identification: a copy keeps it, a resend does not.
+    pub idents_vary: bool,
+}
+
+impl ReqStream {
+    pub fn reads_mut(&mut self) -> &mut Ring<Read, READ_SLOTS> {
+        self.reads.get_or_insert_with(Box::default)
+    }
 }
 
 /// What this side sent as responder.
@@ -151,6 +198,8 @@ pub struct ReqStream {
 pub struct RespStream {
     pub gaps: Ring<Gap, GAP_SLOTS>,
     pub episode: Option<Episode>,
+    /// The PSN after the last READ response sent again: where a resent run goes on.
+    pub cursor: Psn,
 }
 
 /// Counters per flow, as they appear in reports.
@@ -162,7 +211,17 @@ pub struct FlowCounters {
     pub unrecovered_gap_events: u64,
     pub capture_loss_gap_events: u64,
     pub retransmitted_packets: u64,
+    /// Retries the requester started (rewinds), by what started them.
     pub retransmission_episodes: u64,
+    pub nak_retransmission_episodes: u64,
+    pub rnr_retransmission_episodes: u64,
+    pub timeout_retransmission_episodes: u64,
+    pub read_retransmission_episodes: u64,
+    /// Request packets seen again that the requester did not resend: copies made by
+    /// the network.
+    pub duplicate_packets: u64,
+    /// Originals that passed the tap after later PSNs (reordering), not resends.
+    pub reordered_packets: u64,
     pub nak_retransmissions: u64,
     pub rnr_retransmissions: u64,
     pub timeout_retransmissions: u64,

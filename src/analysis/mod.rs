@@ -16,17 +16,18 @@ pub mod flow;
 pub mod hist;
 mod net;
 pub mod report;
+mod requester;
+mod responder;
 pub mod ring;
 #[cfg(test)]
 mod tests;
 
-use dissectors::ib::aeth::rnr_timer_us;
 use dissectors::{
-    Addr, AethKind, Decoded, Ecn, IcrcStatus, Layer, NakCode, Operation, Psn, Roce, StopKind,
-    Transport,
+    Addr, AethKind, Decoded, Ecn, IcrcStatus, NakCode, Operation, Psn, Roce, StopKind, Transport,
 };
-use flow::{span_for, Episode, Flow, FlowKey, Gap, PendingNak, Read, Trigger};
+use flow::{Cause, Flow, FlowKey, Gap, Pending};
 pub use report::{Event, EventKind, FlowSummary, Report, Totals};
+use requester::{acked, end_episode, unrecovered};
 use rustc_hash::FxHashMap;
 
 /// Analyzer settings.
@@ -61,8 +62,6 @@ impl Default for Config {
 /// PSN distance within which a response is taken to answer a request stream when the
 /// two directions of a connection are paired.
 const PAIR_WINDOW: i32 = 1 << 16;
-/// A gap this far behind the stream can no longer be filled; it is settled.
-const GAP_HORIZON: i32 = 1 << 22;
 /// How many frames pass between two looks for idle flows.
 const SWEEP_EVERY: u64 = 1 << 14;
 
@@ -184,6 +183,8 @@ pub struct Analyzer {
     g: Global,
     net: net::Net,
     frames_since_sweep: u64,
+    /// Inputs cut short, with the complete frames read from each.
+    cut_short: Vec<(String, u64)>,
 }
 
 impl Analyzer {
@@ -213,12 +214,19 @@ impl Analyzer {
             g: Global::default(),
             net: net::Net::new(cfg),
             frames_since_sweep: 0,
+            cut_short: Vec::new(),
         }
     }
 
     /// Names an interface id for reports (e.g. the capture file it came from).
     pub fn name_iface(&mut self, iface: u32, name: String) {
         self.net.names.insert(iface, name);
+    }
+
+    /// Notes that an input ended in the middle of a record after `frames` complete
+    /// frames: a warning finding and `totals.input_cut_short`.
+    pub fn input_cut_short(&mut self, file: &str, frames: u64) {
+        self.cut_short.push((file.to_string(), frames));
     }
 
     /// Feeds one frame. `iface` is the capture interface (pcapng interface id); an SLL2
@@ -365,13 +373,11 @@ impl Analyzer {
             self.g.roce_unknown_opcode += 1;
             return;
         };
-        if d.stop.kind == StopKind::Malformed
-            || (d.stop.kind == StopKind::Truncated
-                && !matches!(d.stop.layer, Layer::Payload | Layer::Icrc))
-        {
-            // Counted, but its headers cannot be trusted (mangled) or are incomplete (cut
-            // inside the transport headers) to move PSN state: such a frame must not
-            // invent gaps and then retransmissions.
+        if d.stop.kind == StopKind::Malformed {
+            // Counted, but its headers cannot be trusted to move PSN state: a mangled
+            // frame must not invent gaps and then retransmissions. A frame cut by the
+            // snaplen after a whole BTH still has its PSN (what an extended header cut
+            // off would have said is left unknown).
             return;
         }
         if op == Operation::Cnp {
@@ -380,7 +386,7 @@ impl Analyzer {
         } else if op.is_response() {
             self.response(slot, ts, op, r);
         } else {
-            self.request(slot, ts, op, r);
+            self.request(slot, ts, op, r, d.ip.map_or(0, |ip| ip.ident));
         }
     }
 
@@ -397,7 +403,7 @@ impl Analyzer {
             .map_or(0, |p| p.pmtu)
     }
 
-    fn request(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce) {
+    fn request(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce, ident: u16) {
         // Only a READ needs the PMTU (to know how many PSNs it consumes).
         let pmtu = if op == Operation::ReadRequest {
             self.pmtu_of(slot)
@@ -405,163 +411,14 @@ impl Analyzer {
             0
         };
         let f = self.slots[slot as usize].as_mut().expect("live flow");
-        let log = &mut self.log;
-        let p = r.bth.psn;
-        if r.transport() == Transport::Ud {
-            // A UD QP numbers every datagram it sends, whatever the destination, and
-            // nothing is ever resent: per-destination PSN jumps are normal, not gaps.
-            f.messages += 1;
-            return;
-        }
-        // The PSN span of this request; `None` for a READ while the PMTU is unknown.
-        let read_len = r.reth.map_or(0, |x| x.dma_len);
-        let span = if op == Operation::ReadRequest {
-            if pmtu > 0 {
-                Some(span_for(read_len, pmtu))
-            } else if read_len <= 256 {
-                Some(1)
-            } else {
-                None
-            }
-        } else {
-            Some(1)
+        let sent = requester::Sent {
+            ts,
+            op,
+            r,
+            pmtu,
+            ident,
         };
-        if !f.req.started {
-            f.req.started = true;
-            f.req.next = p;
-        }
-        // Resolve the span of an earlier READ from where the requester went on.
-        if let Some((start, len)) = f.req.open_read.take() {
-            let d = p.diff(start);
-            if d > 0 {
-                let d = d as u32;
-                let fits = [256u32, 512, 1024, 2048, 4096]
-                    .iter()
-                    .any(|&m| span_for(len, m) == d);
-                if fits {
-                    f.req.next = p;
-                    for i in 0..f.req.reads.len() {
-                        let rd = f.req.reads.get_mut(i);
-                        if rd.start == start && rd.n == 0 {
-                            rd.n = d;
-                        }
-                    }
-                }
-            }
-        }
-        let d = p.diff(f.req.next);
-        if d >= 0 {
-            if d > 0 {
-                open_gap(f, false, f.req.next, d as u32, ts, log);
-            }
-            end_episode(&mut f.req.episode, log);
-            // A new request.
-            if op.ends_message() {
-                f.messages += 1;
-            }
-            let n = span.unwrap_or_else(|| span_for(read_len, 4096));
-            f.req.next = p.plus(n);
-            if span.is_none() {
-                f.req.open_read = Some((p, read_len));
-            }
-            if op == Operation::ReadRequest {
-                f.c.reads += 1;
-                let va = r.reth.map_or(0, |x| x.va);
-                f.req.reads.push(Read {
-                    start: p,
-                    n: span.unwrap_or(0),
-                    len: read_len,
-                    va,
-                    resp_next: p,
-                    closed: false,
-                    rereq: false,
-                });
-            }
-            if r.bth.ack_req {
-                f.req.ackreq.push((p, ts));
-            }
-            f.req.sent.push((p, ts));
-            f.req.last_new_ts = ts;
-            return;
-        }
-        // Behind the stream: a READ re-request, or a packet sent again.
-        if op == Operation::ReadRequest {
-            if let Some(i) = rerequest_of(f, p, r) {
-                f.req.reads.get_mut(i).rereq = true;
-                f.c.read_rerequests += 1;
-                log.push(Event::new(ts, f.id, EventKind::ReadRerequest).psn(p));
-                return;
-            }
-        }
-        let fresh = match &f.req.episode {
-            None => true,
-            Some(e) => f.req.pending.is_some() || p.diff(e.last) <= 0,
-        };
-        if fresh {
-            end_episode(&mut f.req.episode, log);
-            // The original passed the tap unless the PSN lies in an open gap. The
-            // requester's timer runs from its last transmission of the PSN (or, when
-            // that fell out of the ring, at least from its last new request).
-            let in_gap = (0..f.req.gaps.len()).any(|i| {
-                let g = f.req.gaps.get(i);
-                g.len > 0 && g.contains(p)
-            });
-            let seen_before = if in_gap {
-                None
-            } else {
-                (0..f.req.sent.len())
-                    .rev()
-                    .map(|i| *f.req.sent.get(i))
-                    .find(|(q, _)| *q == p)
-                    .map(|(_, t)| t)
-                    .or(Some(f.req.last_new_ts))
-            };
-            let (trigger, latency) = match f.req.pending.take() {
-                Some(PendingNak {
-                    rnr: None, t_ns, ..
-                }) => {
-                    let l = ts.saturating_sub(t_ns);
-                    f.nak_to_resend.record(l);
-                    (Trigger::Nak, Some(l))
-                }
-                Some(PendingNak {
-                    rnr: Some(code),
-                    t_ns,
-                    ..
-                }) => {
-                    let l = ts.saturating_sub(t_ns);
-                    f.rnr_wait.record(l);
-                    f.rnr_requested_us += rnr_timer_us(code);
-                    (Trigger::Rnr, Some(l))
-                }
-                None => match seen_before {
-                    Some(t0) => {
-                        let l = ts.saturating_sub(t0);
-                        f.timeout_observed.record(l);
-                        (Trigger::Timeout, Some(l))
-                    }
-                    None => (Trigger::Unknown, None),
-                },
-            };
-            f.c.retransmission_episodes += 1;
-            let mut e = Event::new(ts, f.id, EventKind::Retransmission).psn(p);
-            e.trigger = Some(trigger);
-            e.latency_ns = latency;
-            let event = log.push(e);
-            f.req.episode = Some(Episode {
-                trigger,
-                last: p,
-                event,
-                packets: 0,
-            });
-        }
-        let ep = f.req.episode.as_mut().expect("episode just set");
-        ep.last = p;
-        ep.packets += 1;
-        let trigger = ep.trigger;
-        count_retransmission(f, trigger);
-        fill_gaps(f, false, p, ts, log);
-        f.req.sent.push((p, ts));
+        requester::request(f, &sent, &mut self.log);
     }
 
     fn response(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce) {
@@ -618,13 +475,20 @@ impl Analyzer {
         let log = &mut self.log;
         if let Some(a) = r.aeth {
             match a.kind() {
-                AethKind::Ack { .. } => acked(q, p, ts),
+                AethKind::Ack { .. } => {
+                    acked(q, p, ts);
+                    requester::positively_acked(q, p);
+                }
                 AethKind::RnrNak { timer } => {
                     acked(q, p.minus(1), ts);
-                    q.req.pending = Some(PendingNak {
-                        t_ns: ts,
-                        rnr: Some(timer),
-                    });
+                    requester::push_pending(
+                        q,
+                        Pending {
+                            psn: p,
+                            t_ns: ts,
+                            cause: Cause::Rnr(timer),
+                        },
+                    );
                 }
                 AethKind::Nak(NakCode::PsnSequenceError) => {
                     acked(q, p.minus(1), ts);
@@ -634,10 +498,14 @@ impl Analyzer {
                             g.nak = true;
                         }
                     }
-                    q.req.pending = Some(PendingNak {
-                        t_ns: ts,
-                        rnr: None,
-                    });
+                    requester::push_pending(
+                        q,
+                        Pending {
+                            psn: p,
+                            t_ns: ts,
+                            cause: Cause::Nak,
+                        },
+                    );
                 }
                 AethKind::Nak(_) | AethKind::Reserved(_) => {}
             }
@@ -649,7 +517,7 @@ impl Analyzer {
                 | Operation::ReadResponseLast
                 | Operation::ReadResponseOnly
         ) {
-            read_response(f, q, p, op, ts, log);
+            responder::read_response(f, q, p, op, ts, log);
         }
     }
 
@@ -670,8 +538,8 @@ impl Analyzer {
         (0..sent.len())
             .rev()
             .map(|i| *sent.get(i))
-            .find(|&(sp, st)| sp == p && st <= now)
-            .map(|(_, st)| st)
+            .find(|&(sp, st, _)| sp == p && st <= now)
+            .map(|(_, st, _)| st)
     }
 
     /// Pairs response flow `slot` with the request flow it answers: preferably one that
@@ -793,7 +661,15 @@ impl Analyzer {
         };
         // Unanswered ARP requests become events only at the end of the run.
         let net = self.net.clone().finish(&mut EventLog::default());
-        report::build(self.g, sums, flows, self.connections.clone(), log, net)
+        report::build(
+            self.g,
+            sums,
+            flows,
+            self.connections.clone(),
+            log,
+            net,
+            &self.cut_short,
+        )
     }
 
     /// Events recorded so far (the index the next snapshot's events start from).
@@ -814,6 +690,7 @@ impl Analyzer {
             self.connections,
             self.log,
             net,
+            &self.cut_short,
         )
     }
 }
@@ -917,204 +794,11 @@ fn nak_value(c: NakCode) -> u8 {
     }
 }
 
-fn count_retransmission(f: &mut Flow, t: Trigger) {
-    f.c.retransmitted_packets += 1;
-    match t {
-        Trigger::Nak => f.c.nak_retransmissions += 1,
-        Trigger::Rnr => f.c.rnr_retransmissions += 1,
-        Trigger::Timeout => f.c.timeout_retransmissions += 1,
-        Trigger::ReadRerequest => f.c.read_retransmissions += 1,
-        Trigger::Unknown => f.c.unknown_retransmissions += 1,
-    }
-}
-
-/// A READ Request behind the stream whose PSN lies strictly inside an earlier READ and
-/// whose RETH ends where that READ ends: the requester asks for the rest again.
-fn rerequest_of(f: &Flow, p: Psn, r: &Roce) -> Option<usize> {
-    (0..f.req.reads.len()).rev().find(|&i| {
-        let rd = f.req.reads.get(i);
-        let inside = p.diff(rd.start) > 0 && rd.contains(p);
-        let same_end = r.reth.map_or(true, |x| {
-            x.va.wrapping_add(u64::from(x.dma_len)) == rd.va.wrapping_add(u64::from(rd.len))
-        });
-        inside && same_end
-    })
-}
-
-/// The responder acknowledged everything up to and including `p`.
-fn acked(q: &mut Flow, p: Psn, ts: u64) {
-    let hist = &mut q.ack_latency;
-    q.req.ackreq.pop_front_while(
-        |(a, _)| a.diff(p) <= 0,
-        |(_, t0)| hist.record(ts - t0.min(ts)),
-    );
-    // A gap the responder acknowledges without a resend having passed the tap was
-    // received: only the capture missed it.
-    for i in 0..q.req.gaps.len() {
-        let g = q.req.gaps.get_mut(i);
-        if g.len > 0 && g.start.plus(g.len - 1).diff(p) <= 0 {
-            g.acked = true;
-        }
-    }
-}
-
-fn open_gap(f: &mut Flow, resp: bool, start: Psn, len: u32, ts: u64, log: &mut EventLog) {
-    f.c.psn_gap_events += 1;
-    f.c.missing_psns += u64::from(len);
-    let mut e = Event::new(ts, f.id, EventKind::PsnGap).psn(start);
-    e.count = u64::from(len);
-    log.push(e);
-    let gap = Gap {
-        start,
-        len,
-        t_ns: ts,
-        nak: false,
-        acked: false,
-    };
-    if resp {
-        f.c.read_missing_responses += u64::from(len);
-    }
-    let gaps = if resp {
-        &mut f.resp.gaps
-    } else {
-        &mut f.req.gaps
-    };
-    let evicted = gaps.push(gap);
-    // Gaps far behind the stream can no longer be filled.
-    let mut old = [Gap::default(); flow::GAP_SLOTS];
-    let mut n = 0;
-    gaps.pop_front_while(
-        |g| start.diff(g.start) > GAP_HORIZON,
-        |g| {
-            old[n] = g;
-            n += 1;
-        },
-    );
-    for g in evicted.iter().chain(old[..n].iter()) {
-        unrecovered(f, g, log);
-    }
-}
-
-/// A gap ends without its PSNs ever passing the tap.
-fn unrecovered(f: &mut Flow, g: &Gap, log: &mut EventLog) {
-    if g.len == 0 {
-        return; // filled
-    }
-    f.c.unrecovered_gap_events += 1;
-    let capture_loss = g.acked || !g.nak;
-    if capture_loss {
-        f.c.capture_loss_gap_events += 1;
-    }
-    let mut e = Event::new(g.t_ns, f.id, EventKind::GapUnrecovered).psn(g.start);
-    e.count = u64::from(g.len);
-    e.capture_loss = Some(capture_loss);
-    log.push(e);
-}
-
-/// A resent PSN fills the gap that lacked it.
-fn fill_gaps(f: &mut Flow, resp: bool, p: Psn, ts: u64, log: &mut EventLog) {
-    let gaps = if resp {
-        &mut f.resp.gaps
-    } else {
-        &mut f.req.gaps
-    };
-    for i in 0..gaps.len() {
-        let g = gaps.get_mut(i);
-        if g.len > 0 && g.contains(p) {
-            let start = g.start;
-            g.len = 0; // filled: the resend covers the rest (go-back-N)
-            f.c.recovered_gap_events += 1;
-            log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(start));
-            return;
-        }
-    }
-}
-
-fn end_episode(e: &mut Option<Episode>, log: &mut EventLog) {
-    if let Some(ep) = e.take() {
-        if let Some(i) = ep.event {
-            log.events[i].count = u64::from(ep.packets);
-            log.events[i].psn_end = Some(ep.last.0);
-        }
-    }
-}
-
-/// A READ response from flow `f` answering a READ of request stream `q`.
-fn read_response(f: &mut Flow, q: &mut Flow, p: Psn, op: Operation, ts: u64, log: &mut EventLog) {
-    let Some(i) = (0..q.req.reads.len())
-        .rev()
-        .find(|&i| q.req.reads.get(i).contains(p))
-    else {
-        return;
-    };
-    // Responses come in request order: earlier READs that are not complete lost their
-    // tail (or everything) before the tap. Reads before a closed one are closed too.
-    for j in (0..i).rev() {
-        let rd = *q.req.reads.get(j);
-        if rd.closed {
-            break;
-        }
-        if rd.n > 0 {
-            let end = rd.start.plus(rd.n);
-            let missing = end.diff(rd.resp_next);
-            if missing > 0 {
-                open_gap(f, true, rd.resp_next, missing as u32, ts, log);
-                q.req.reads.get_mut(j).resp_next = end;
-            }
-            q.req.reads.get_mut(j).closed = true;
-        }
-    }
-    let rd = *q.req.reads.get(i);
-    let d = p.diff(rd.resp_next);
-    if d >= 0 {
-        end_episode(&mut f.resp.episode, log);
-        if d > 0 {
-            open_gap(f, true, rd.resp_next, d as u32, ts, log);
-        }
-        let rdm = q.req.reads.get_mut(i);
-        rdm.resp_next = p.next();
-        if matches!(
-            op,
-            Operation::ReadResponseLast | Operation::ReadResponseOnly
-        ) {
-            if rdm.n == 0 {
-                rdm.n = p.diff(rdm.start) as u32 + 1;
-            }
-            rdm.closed = true;
-        }
-        return;
-    }
-    // Sent again.
-    f.c.read_responses_resent += 1;
-    let trigger = if rd.rereq {
-        Trigger::ReadRerequest
-    } else {
-        q.req.episode.map_or(Trigger::Unknown, |e| e.trigger)
-    };
-    let fresh = f.resp.episode.map_or(true, |e| p.diff(e.last) <= 0);
-    if fresh {
-        end_episode(&mut f.resp.episode, log);
-        f.c.retransmission_episodes += 1;
-        let mut e = Event::new(ts, f.id, EventKind::Retransmission).psn(p);
-        e.trigger = Some(trigger);
-        let event = log.push(e);
-        f.resp.episode = Some(Episode {
-            trigger,
-            last: p,
-            event,
-            packets: 0,
-        });
-    }
-    if let Some(ep) = f.resp.episode.as_mut() {
-        ep.last = p;
-        ep.packets += 1;
-    }
-    count_retransmission(f, trigger);
-    fill_gaps(f, true, p, ts, log);
-}
-
 /// Closes whatever is still open in a flow that ends (or idles out).
 fn settle(f: &mut Flow, log: &mut EventLog) {
+    if let Some(s) = f.req.tentative.take() {
+        requester::resolve(f, s, None, log);
+    }
     end_episode(&mut f.req.episode, log);
     end_episode(&mut f.resp.episode, log);
     let mut gaps = [Gap::default(); 2 * flow::GAP_SLOTS];

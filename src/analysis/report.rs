@@ -23,6 +23,11 @@ pub enum EventKind {
     RnrNak,
     Retransmission,
     ReadRerequest,
+    /// A request packet seen again that the requester did not send again (a copy the
+    /// network made).
+    Duplicate,
+    /// An original that passed the tap after later PSNs: it fills its gap, no resend.
+    Reordered,
     CnpWithoutCe,
     ArpCrossSubnet,
     ArpUnanswered,
@@ -125,7 +130,20 @@ pub struct Totals {
     /// included), after an RNR NAK, after a timeout, and READ responses sent again after a
     /// re-issued READ Request (that request itself is not counted).
     pub retransmitted_packets: u64,
+    /// Retries the requester started (go-back-N rewinds, READ requests asked again),
+    /// by what started them: a NAK, an RNR NAK, the requester's timer, READ responses
+    /// missing.
     pub retransmission_episodes: u64,
+    pub nak_retransmission_episodes: u64,
+    pub rnr_retransmission_episodes: u64,
+    pub timeout_retransmission_episodes: u64,
+    pub read_retransmission_episodes: u64,
+    /// Request packets seen again that nothing asked for, within moments of the first
+    /// (the same IPv4 identification): copies made by the network, not resends.
+    pub duplicate_packets: u64,
+    /// Originals that passed the tap after later PSNs and filled their gap with no
+    /// rewind: reordering, not loss.
+    pub reordered_packets: u64,
     pub nak_retransmissions: u64,
     pub rnr_retransmissions: u64,
     /// Packets resent with no NAK although the original passed the tap.
@@ -178,6 +196,9 @@ pub struct Totals {
     /// ARP asks, address pairs and claims not followed because a table was full.
     pub arp_state_dropped: u64,
     pub events_dropped: u64,
+    /// Inputs that end in the middle of a record (a capture killed mid-write, a full
+    /// disk, a partial copy): every complete frame before the cut was analyzed.
+    pub input_cut_short: u64,
     /// Flows counted in the totals whose summaries were not kept (beyond
     /// `--max-flows`, to bound memory).
     pub flow_summaries_dropped: u64,
@@ -484,6 +505,12 @@ pub(super) fn add_flow(t: &mut Totals, f: &FlowSummary) {
     t.capture_loss_gap_events += c.capture_loss_gap_events;
     t.retransmitted_packets += c.retransmitted_packets;
     t.retransmission_episodes += c.retransmission_episodes;
+    t.nak_retransmission_episodes += c.nak_retransmission_episodes;
+    t.rnr_retransmission_episodes += c.rnr_retransmission_episodes;
+    t.timeout_retransmission_episodes += c.timeout_retransmission_episodes;
+    t.read_retransmission_episodes += c.read_retransmission_episodes;
+    t.duplicate_packets += c.duplicate_packets;
+    t.reordered_packets += c.reordered_packets;
     t.nak_retransmissions += c.nak_retransmissions;
     t.rnr_retransmissions += c.rnr_retransmissions;
     t.timeout_retransmissions += c.timeout_retransmissions;
@@ -508,6 +535,7 @@ pub(super) fn build(
     connections: Vec<(u32, u32)>,
     log: EventLog,
     net: NetSummary,
+    cut_short: &[(String, u64)],
 ) -> Report {
     flows.sort_by_key(|f| f.id);
     // The PMTU is a property of the connection: a flow that only carried small
@@ -541,6 +569,7 @@ pub(super) fn build(
         arp_duplicate_address: net.arp_duplicate_address,
         arp_state_dropped: net.arp_state_dropped,
         events_dropped: log.dropped,
+        input_cut_short: cut_short.len() as u64,
         ..sums
     };
     // Both the flows' sums and the frames without a matching CE flow count here.
@@ -586,7 +615,20 @@ pub(super) fn build(
     let mut events = log.events;
     // Gaps settled at the end carry the time they opened: put them in time order.
     events.sort_by_key(|e| e.t_ns);
-    let findings = findings(&t, &flows, &net, &events, first);
+    let mut findings = findings(&t, &flows, &net, &events, first);
+    for (file, frames) in cut_short {
+        findings.push(Finding {
+            severity: Severity::Warning,
+            kind: "input_cut_short",
+            count: *frames,
+            flow: None,
+            t_ns: None,
+            message: format!(
+                "{file} was cut short: it ends in the middle of a record after {frames} complete frames (a capture killed mid-write, a full disk or a partial copy); every complete frame was analyzed, what came after the cut is unknown"
+            ),
+        });
+    }
+    findings.sort_by_key(|f| f.severity);
     Report {
         first_ts_ns: g.first_ts,
         last_ts_ns: g.last_ts,
@@ -869,6 +911,34 @@ fn findings(
             format!(
                 "{} packets were sent again with no NAK seen and no original captured (trigger unknown); on {w}",
                 t.unknown_retransmissions
+            ),
+        );
+    }
+    if t.duplicate_packets > 0 {
+        let (w, f) = worst(flows, |f| f.c.duplicate_packets);
+        add(
+            Severity::Info,
+            "duplicate_packets",
+            t.duplicate_packets,
+            f,
+            first_event(events, None, |e| e.kind == EventKind::Duplicate),
+            format!(
+                "{} request packets were seen twice although nothing asked for them again (same IPv4 identification, or within 8 µs): copies made by the network or the capture path, not retransmissions; on {w}",
+                t.duplicate_packets
+            ),
+        );
+    }
+    if t.reordered_packets > 0 {
+        let (w, f) = worst(flows, |f| f.c.reordered_packets);
+        add(
+            Severity::Info,
+            "reordered_packets",
+            t.reordered_packets,
+            f,
+            first_event(events, None, |e| e.kind == EventKind::Reordered),
+            format!(
+                "{} packets arrived after later PSNs and filled their gap with no resend: reordering on the path, not loss (the responder may still NAK and the requester resend); on {w}",
+                t.reordered_packets
             ),
         );
     }

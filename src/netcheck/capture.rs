@@ -30,7 +30,7 @@ pub fn analyze(paths: &[PathBuf]) -> Result<Report, Failure> {
         an.name_iface((i as u32) << 16, short);
     }
     let mut d = dissectors::decode(dissectors::LinkType::Ethernet, &[], 0, &dcfg);
-    for_each_frame_of(paths, true, |f: &Frame<'_>| {
+    let cut = for_each_frame_of(paths, true, |f: &Frame<'_>| {
         dissectors::decode_into(f.link, f.data, f.orig_len, &dcfg, &mut d);
         an.ingest(f.ts_ns, (f.source << 16) | (f.iface & 0xffff), &d);
         ControlFlow::Continue(())
@@ -42,6 +42,10 @@ pub fn analyze(paths: &[PathBuf]) -> Result<Report, Failure> {
             None => f,
         }
     })?;
+    for c in &cut {
+        eprintln!("{}", c.warning());
+        an.input_cut_short(&c.file, c.frames);
+    }
     Ok(an.finish())
 }
 

@@ -17,6 +17,8 @@ pub struct Input {
     pub files: Vec<String>,
     pub frames: u64,
     pub bytes: u64,
+    /// Inputs that end in the middle of a record, with the complete frames read.
+    pub cut_short: Vec<crate::source::CutShort>,
 }
 
 /// The value of a `--fail-on` name: a key of `totals` or of `derived`.
@@ -162,6 +164,8 @@ pub(crate) fn detail(e: &Event) -> String {
             ))
         ),
         EventKind::ReadRerequest => "READ re-issued for the rest".into(),
+        EventKind::Duplicate => "seen again, not resent: a copy made by the network".into(),
+        EventKind::Reordered => "original arrived after later PSNs (reordered), no resend".into(),
         EventKind::CnpWithoutCe => "CNP with no CE-marked traffic before it".into(),
         EventKind::ArpReplyPathMismatch => {
             let (x, p) = e.arp.unwrap_or((
@@ -237,11 +241,14 @@ fn text(
     writeln!(out)?;
     writeln!(
         out,
-        "Totals: NAKs {} (PSN seq {}), RNR NAKs {}, PSN gaps {} ({} PSNs, {} recovered, {} unrecovered, {} likely capture loss), retransmitted {} (NAK {}, RNR {}, timeout {}, READ {}, unknown {}), READ re-requests {}, CE {}, CNP {}, ICRC ok/bad/unchecked {}/{}/{}, malformed {}, truncated {}, PFC {}, ARP unanswered {}",
+        "Totals: NAKs {} (PSN seq {}), RNR NAKs {}, PSN gaps {} ({} PSNs, {} recovered, {} unrecovered, {} likely capture loss), retransmitted {} (NAK {}, RNR {}, timeout {}, READ {}, unknown {}), retry episodes {} (NAK {}, RNR {}, timeout {}, READ {}), duplicates {}, reordered {}, READ re-requests {}, CE {}, CNP {}, ICRC ok/bad/unchecked {}/{}/{}, malformed {}, truncated {}, PFC {}, ARP unanswered {}",
         r.derived.naks, t.nak_psn_seq, t.rnr_nak, t.psn_gap_events, t.missing_psns,
         t.recovered_gap_events, t.unrecovered_gap_events, t.capture_loss_gap_events,
         t.retransmitted_packets, t.nak_retransmissions, t.rnr_retransmissions,
         t.timeout_retransmissions, t.read_retransmissions, t.unknown_retransmissions,
+        t.retransmission_episodes, t.nak_retransmission_episodes,
+        t.rnr_retransmission_episodes, t.timeout_retransmission_episodes,
+        t.read_retransmission_episodes, t.duplicate_packets, t.reordered_packets,
         t.read_rerequests, t.ce_marked, t.cnp, t.icrc_ok, t.icrc_bad, t.icrc_unchecked,
         t.malformed, t.truncated, t.pfc_pause_frames, t.arp_unanswered
     )?;

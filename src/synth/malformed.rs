@@ -553,9 +553,33 @@ pub fn malformed(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
         "Damaged frames carry a pcapng comment (with --pcapng) saying what was done to \
          them. Cut frames (captured length < wire length) are 'truncated'; frames whose \
          bytes contradict the protocol are 'malformed'. The protocol counters (NAKs, \
-         CNPs, CE marks, per-opcode counts) count the undamaged frames only."
+         CE marks, per-opcode counts) count the undamaged frames only, and CNPs also the \
+         cut ones whose BTH survived. A cut frame whose BTH survived is each time on a \
+         QP of its own with the next PSN of that QP: its PSN counts (as it does on a real \
+         stack), and the catalogue must not look like loss on a connection."
             .into(),
     );
+    // Per case: where its BTH lies when it is a cut frame that keeps one (its QP and PSN
+    // are set at each emission), and whether it is a CNP.
+    let bth_of: Vec<Option<(usize, bool)>> = cases
+        .iter()
+        .map(|c| {
+            let d = dissectors::decode(
+                dissectors::LinkType::Ethernet,
+                &c.data,
+                c.orig_len as u32,
+                &dissectors::Config::default(),
+            );
+            d.roce.filter(|_| c.kind == StopKind::Truncated).map(|r| {
+                (
+                    r.bth_offset as usize,
+                    r.operation == Some(dissectors::Operation::Cnp),
+                )
+            })
+        })
+        .collect();
+    let mut emitted = vec![0u32; cases.len()];
+    let mut data = Vec::new();
     let mut next = 0usize;
     while next < cases.len() || out.frames() < target {
         let len = *rng.pick(&[16u32, 200, 1024, 2500]);
@@ -570,16 +594,22 @@ pub fn malformed(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
         };
         good.exchange(out, rng, op, Fault::None)?;
         for _ in 0..2 {
-            let c = &cases[next % cases.len()];
+            let i = next % cases.len();
+            let c = &cases[i];
             next += 1;
             let ts = out.now + rng.range(500, 2_000);
-            out.damaged(
-                ts,
-                &c.data,
-                c.orig_len,
-                c.kind == StopKind::Truncated,
-                c.what,
-            )?;
+            data.clear();
+            data.extend_from_slice(&c.data);
+            if let Some((at, is_cnp)) = bth_of[i] {
+                let qp = 0x30_0000 + i as u32;
+                data[at + 5..at + 8].copy_from_slice(&qp.to_be_bytes()[1..]);
+                data[at + 9..at + 12].copy_from_slice(&emitted[i].to_be_bytes()[1..]);
+                emitted[i] += 1;
+                if is_cnp {
+                    out.obs.cnp += 1;
+                }
+            }
+            out.damaged(ts, &data, c.orig_len, c.kind == StopKind::Truncated, c.what)?;
         }
         out.now += rng.range(500, 3_000);
     }

@@ -478,7 +478,13 @@ pub fn replay(
         return;
     }
     let state = match res {
-        Ok(()) => FeedState::Ended,
+        Ok(cut) => {
+            // A file cut short is a finding of the report, not a failure of the replay.
+            for c in &cut {
+                r.an.input_cut_short(&c.file, c.frames);
+            }
+            FeedState::Ended
+        }
         Err(e) => FeedState::Failed(e.what),
     };
     let Replay {

@@ -32,6 +32,8 @@ pub fn kind_name(k: EventKind) -> &'static str {
         EventKind::RnrNak => "RNR NAK",
         EventKind::Retransmission => "resend",
         EventKind::ReadRerequest => "READ again",
+        EventKind::Duplicate => "duplicate",
+        EventKind::Reordered => "reordered",
         EventKind::CnpWithoutCe => "CNP w/o CE",
         EventKind::ArpCrossSubnet => "ARP x-subnet",
         EventKind::ArpUnanswered => "ARP no reply",

@@ -1,0 +1,522 @@
+//! The request stream of a flow: what one side sends as requester (SEND, WRITE, READ
+//! Request, atomics), followed PSN by PSN to tell new packets, gaps, go-back-N
+//! retransmissions and their triggers, network duplicates and late originals apart.
+//!
+//! The model is the one real stacks follow (Linux Soft-RoCE was the reference, see
+//! `docs/ROCE.md`): a retry *rewinds* the stream to one PSN and resends everything from
+//! there on, a whole window, as one run. So a retransmission episode starts where the
+//! PSN goes back and not where the run it interrupts happened to be; the run goes on while
+//! each PSN follows the previous one (a few may be lost again before the tap). What
+//! started a rewind is the oldest NAK, RNR NAK or READ response gap not acted on yet whose
+//! PSN the rewind starts at (or a few PSNs before it); with none, the requester's timer. A
+//! NAK that arrives while a run is in progress waits for the rewind it causes; NAKs the
+//! requester ignores (stale ones, for PSNs it had rewound past) are dropped when an ACK
+//! covers them.
+//!
+//! A PSN behind the stream that does not continue a run is held for one packet: when the
+//! next packet follows it, it started a rewind; when it does not, it was a lone packet —
+//! a late original if its PSN had never passed the tap (reordering), a single-packet
+//! retransmission otherwise. A copy of the packet just seen (the same PSN with the same
+//! IPv4 identification, or — where the sender does not vary the identification — within
+//! [`COPY_WINDOW_NS`], and nothing that asked for it) is a duplicate made by the network
+//! and is counted apart: the requester sent it once.
+
+use super::flow::{span_for, Cause, Episode, Flow, Gap, Pending, Read, Stray, Trigger};
+use super::report::{Event, EventKind};
+use super::EventLog;
+use dissectors::ib::aeth::rnr_timer_us;
+use dissectors::{Operation, Psn, Roce, Transport};
+
+/// How many PSNs past the PSN a NAK named the first packet of its rewind may lie (the
+/// ones before it lost again before the tap), and how far a resend run may skip ahead and
+/// still be the same run.
+pub(super) const RUN_SLACK: i32 = 16;
+/// Where the sender does not vary the IPv4 identification (IPv6, or a sender that
+/// writes 0), a PSN seen again this soon after its previous sighting, with nothing asking
+/// for it, is a copy made by the network: the shortest local ACK timeout the IBTA
+/// encoding allows is 4.096 µs × 2^1, so no requester timer fires sooner. (Real stacks,
+/// Soft-RoCE and mlx5 alike, vary the identification: there a copy keeps it and a resend
+/// does not, whatever the time.)
+pub(super) const COPY_WINDOW_NS: u64 = 8_192;
+/// A gap this far behind the stream can no longer be filled; it is settled.
+const GAP_HORIZON: i32 = 1 << 22;
+
+/// What the analyzer knows of one request packet.
+pub(super) struct Sent<'a> {
+    pub ts: u64,
+    pub op: Operation,
+    pub r: &'a Roce,
+    /// The connection's PMTU, when known (only READs need it).
+    pub pmtu: u32,
+    /// IPv4 identification (0 for IPv6 and native IB).
+    pub ident: u16,
+}
+
+/// Feeds one request packet of flow `f`.
+pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
+    let (ts, op, r) = (s.ts, s.op, s.r);
+    let p = r.bth.psn;
+    if r.transport() == Transport::Ud {
+        // A UD QP numbers every datagram it sends, whatever the destination, and
+        // nothing is ever resent: per-destination PSN jumps are normal, not gaps.
+        f.messages += 1;
+        return;
+    }
+    note_ident(f, s.ident);
+    // The PSN span of this request; `None` for a READ while the PMTU (or, cut by the
+    // snaplen, its length) is unknown.
+    let read_len = r.reth.map(|x| x.dma_len);
+    let span = if op == Operation::ReadRequest {
+        match read_len {
+            Some(len) if s.pmtu > 0 => Some(span_for(len, s.pmtu)),
+            Some(len) if len <= 256 => Some(1),
+            _ => None,
+        }
+    } else {
+        Some(1)
+    };
+    if !f.req.started {
+        f.req.started = true;
+        f.req.next = p;
+        f.req.cursor = p;
+    }
+    resolve_open_read(f, p, s.pmtu);
+    if let Some(stray) = f.req.tentative.take() {
+        resolve(f, stray, Some(p), log);
+    }
+    let n = span.unwrap_or_else(|| span_for(read_len.unwrap_or(0), 4096));
+    let end = p.plus(n);
+    let d = p.diff(f.req.next);
+    if d >= 0 {
+        if d > 0 {
+            open_gap(f, false, f.req.next, d as u32, ts, log);
+        }
+        end_episode(&mut f.req.episode, log);
+        if op.ends_message() {
+            f.messages += 1;
+        }
+        f.req.next = end;
+        f.req.cursor = end;
+        if span.is_none() {
+            f.req.open_read = Some((p, read_len.unwrap_or(UNKNOWN_LEN)));
+        }
+        if op == Operation::ReadRequest {
+            f.c.reads += 1;
+            f.req.reads_mut().push(Read {
+                start: p,
+                n: span.unwrap_or(0),
+                len: read_len.unwrap_or(0),
+                va: r.reth.map_or(0, |x| x.va),
+                resp_next: p,
+                closed: false,
+                rereq: false,
+            });
+        }
+        if r.bth.ack_req {
+            f.req.ackreq.push((p, ts));
+        }
+        f.req.sent.push((p, ts, s.ident));
+        f.req.last_new_ts = ts;
+        return;
+    }
+    // Behind the stream. The run in progress goes on?
+    if let Some(ep) = f.req.episode {
+        if (0..=RUN_SLACK).contains(&p.diff(f.req.cursor)) {
+            resend(f, p, end, ts, s.ident, ep.trigger, log);
+            return;
+        }
+    }
+    let cause = pending_for(f, p, ts).and_then(|i| f.req.pending[i]);
+    let stray = Stray {
+        psn: p,
+        end,
+        t_ns: ts,
+        ident: s.ident,
+        in_gap: in_gap(f, p),
+        cause,
+    };
+    // A READ Request for the rest of a READ is the requester acting: a rewind.
+    if op == Operation::ReadRequest {
+        if let Some(i) = rerequest_of(f, p, r) {
+            f.req.reads_mut().get_mut(i).rereq = true;
+            f.c.read_rerequests += 1;
+            log.push(Event::new(ts, f.id, EventKind::ReadRerequest).psn(p));
+            start_episode(f, stray, false, log);
+            return;
+        }
+    }
+    if !stray.in_gap && cause.is_none() && is_copy(f, p, ts, s.ident) {
+        f.c.duplicate_packets += 1;
+        log.push(Event::new(ts, f.id, EventKind::Duplicate).psn(p));
+        return;
+    }
+    f.req.tentative = Some(stray);
+}
+
+/// A READ span never resolved because its length was cut off by the snaplen.
+const UNKNOWN_LEN: u32 = u32::MAX;
+
+/// Resolves the span of an earlier READ: from the PMTU once it is known, else from
+/// where the requester went on with a new request.
+fn resolve_open_read(f: &mut Flow, p: Psn, pmtu: u32) {
+    let Some((start, len)) = f.req.open_read else {
+        return;
+    };
+    let n = if pmtu > 0 && len != UNKNOWN_LEN {
+        span_for(len, pmtu)
+    } else {
+        let d = p.diff(start);
+        // Only a new request after it tells (a resend behind it does not).
+        if d <= 0 || p.diff(f.req.next) < 0 {
+            return;
+        }
+        let d = d as u32;
+        let fits = if len == UNKNOWN_LEN {
+            d <= 1 << 16
+        } else {
+            [256u32, 512, 1024, 2048, 4096]
+                .iter()
+                .any(|&m| span_for(len, m) == d)
+        };
+        if !fits {
+            f.req.open_read = None;
+            return;
+        }
+        d
+    };
+    f.req.open_read = None;
+    let end = start.plus(n);
+    if f.req.cursor == f.req.next {
+        f.req.cursor = end;
+    }
+    f.req.next = end;
+    if let Some(reads) = f.req.reads.as_deref_mut() {
+        for i in 0..reads.len() {
+            let rd = reads.get_mut(i);
+            if rd.start == start && rd.n == 0 {
+                rd.n = n;
+            }
+        }
+    }
+}
+
+/// Watches the IPv4 identification: only a sender that varies it lets a copy be told
+/// from a resend by it.
+fn note_ident(f: &mut Flow, ident: u16) {
+    match f.req.first_ident {
+        None => f.req.first_ident = Some(ident),
+        Some(i) if i != ident => f.req.idents_vary = true,
+        Some(_) => {}
+    }
+}
+
+/// Is `p` (seen at `ts` with `ident`) a copy of its last sighting?
+fn is_copy(f: &Flow, p: Psn, ts: u64, ident: u16) -> bool {
+    let sent = &f.req.sent;
+    let Some((_, t0, id0)) = (0..sent.len())
+        .rev()
+        .map(|i| *sent.get(i))
+        .find(|(q, _, _)| *q == p)
+    else {
+        return false;
+    };
+    if f.req.idents_vary {
+        id0 == ident
+    } else {
+        ts.saturating_sub(t0) <= COPY_WINDOW_NS
+    }
+}
+
+fn in_gap(f: &Flow, p: Psn) -> bool {
+    (0..f.req.gaps.len()).any(|i| {
+        let g = f.req.gaps.get(i);
+        g.len > 0 && g.contains(p)
+    })
+}
+
+/// Decides what a packet held behind the stream was, now that `next` (the PSN of the
+/// packet after it, `None` at the end) is known.
+pub(super) fn resolve(f: &mut Flow, s: Stray, next: Option<Psn>, log: &mut EventLog) {
+    let continues = next.is_some_and(|q| {
+        (0..=RUN_SLACK).contains(&q.diff(s.end)) && (q.diff(f.req.next) < 0 || s.end == f.req.next)
+    });
+    if !continues && s.in_gap {
+        // Its PSN had never passed the tap and nothing followed it: the original,
+        // overtaken on the way.
+        f.c.reordered_packets += 1;
+        log.push(Event::new(s.t_ns, f.id, EventKind::Reordered).psn(s.psn));
+        let _ = fill_gaps(f, false, s.psn, s.t_ns, log);
+        f.req.sent.push((s.psn, s.t_ns, s.ident));
+        return;
+    }
+    start_episode(f, s, true, log);
+}
+
+/// The oldest NAK / RNR NAK / READ response gap, received at or before `ts`, that a
+/// rewind to `p` acts on: its PSN is `p` or up to [`RUN_SLACK`] before it.
+fn pending_for(f: &Flow, p: Psn, ts: u64) -> Option<usize> {
+    let mut best: Option<(u64, usize)> = None;
+    for (i, e) in f.req.pending.iter().enumerate() {
+        let Some(e) = e else { continue };
+        if e.t_ns <= ts
+            && (0..=RUN_SLACK).contains(&p.diff(e.psn))
+            && best.map_or(true, |(t, _)| e.t_ns < t)
+        {
+            best = Some((e.t_ns, i));
+        }
+    }
+    best.map(|(_, i)| i)
+}
+
+/// Takes the trigger of a rewind to `p` at `ts`; every cause at or before `p` received
+/// by then is acted on with it.
+fn take_pending(f: &mut Flow, p: Psn, ts: u64) -> Option<Pending> {
+    let found = pending_for(f, p, ts).and_then(|i| f.req.pending[i]);
+    for e in f.req.pending.iter_mut() {
+        if e.is_some_and(|x| x.t_ns <= ts && x.psn.diff(p) <= 0) {
+            *e = None;
+        }
+    }
+    found
+}
+
+/// Records a NAK, an RNR NAK or a READ response gap the requester will act on.
+pub(super) fn push_pending(f: &mut Flow, e: Pending) {
+    let slots = &mut f.req.pending;
+    let i = slots.iter().position(Option::is_none).unwrap_or_else(|| {
+        // Full: the oldest gives way.
+        let (i, _) = slots
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, x)| x.map_or(0, |x| x.t_ns))
+            .expect("slots");
+        i
+    });
+    slots[i] = Some(e);
+}
+
+/// A retry starts at `s`: a new episode with what triggered it.
+fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
+    end_episode(&mut f.req.episode, log);
+    let taken = take_pending(f, s.psn, s.t_ns);
+    let (trigger, latency) = match s.cause.or(taken) {
+        Some(e) => {
+            let l = s.t_ns.saturating_sub(e.t_ns);
+            match e.cause {
+                Cause::Nak => {
+                    f.nak_to_resend.record(l);
+                    (Trigger::Nak, Some(l))
+                }
+                Cause::Rnr(code) => {
+                    f.rnr_wait.record(l);
+                    f.rnr_requested_us += rnr_timer_us(code);
+                    (Trigger::Rnr, Some(l))
+                }
+                Cause::ReadGap => (Trigger::ReadRerequest, Some(l)),
+            }
+        }
+        None => {
+            // The requester's timer: it runs from the last transmission of the PSN;
+            // when that fell out of the recent-PSN ring, how long it took is unknown.
+            let sent = &f.req.sent;
+            let t0 = (0..sent.len())
+                .rev()
+                .map(|i| *sent.get(i))
+                .find(|(q, _, _)| *q == s.psn)
+                .map(|(_, t, _)| t);
+            let l = t0.map(|t0| s.t_ns.saturating_sub(t0));
+            if let Some(l) = l {
+                f.timeout_observed.record(l);
+            }
+            (Trigger::Timeout, l)
+        }
+    };
+    f.c.retransmission_episodes += 1;
+    f.req.last_trigger = Some(trigger);
+    match trigger {
+        Trigger::Nak => f.c.nak_retransmission_episodes += 1,
+        Trigger::Rnr => f.c.rnr_retransmission_episodes += 1,
+        Trigger::Timeout => f.c.timeout_retransmission_episodes += 1,
+        Trigger::ReadRerequest => f.c.read_retransmission_episodes += 1,
+        Trigger::Unknown => {}
+    }
+    let mut e = Event::new(s.t_ns, f.id, EventKind::Retransmission).psn(s.psn);
+    e.trigger = Some(trigger);
+    e.latency_ns = latency;
+    let event = log.push(e);
+    f.req.episode = Some(Episode {
+        trigger,
+        last: s.psn,
+        event,
+        packets: 0,
+    });
+    if resent {
+        resend(f, s.psn, s.end, s.t_ns, s.ident, trigger, log);
+    } else {
+        let ep = f.req.episode.as_mut().expect("episode just set");
+        ep.packets += 1;
+        f.req.cursor = s.end;
+        f.req.sent.push((s.psn, s.t_ns, s.ident));
+    }
+}
+
+/// One packet of the run in progress.
+fn resend(f: &mut Flow, p: Psn, end: Psn, ts: u64, ident: u16, t: Trigger, log: &mut EventLog) {
+    if let Some(ep) = f.req.episode.as_mut() {
+        ep.last = p;
+        ep.packets += 1;
+    }
+    count_retransmission(f, t);
+    let _ = fill_gaps(f, false, p, ts, log);
+    f.req.sent.push((p, ts, ident));
+    f.req.cursor = end;
+}
+
+pub(super) fn count_retransmission(f: &mut Flow, t: Trigger) {
+    f.c.retransmitted_packets += 1;
+    match t {
+        Trigger::Nak => f.c.nak_retransmissions += 1,
+        Trigger::Rnr => f.c.rnr_retransmissions += 1,
+        Trigger::Timeout => f.c.timeout_retransmissions += 1,
+        Trigger::ReadRerequest => f.c.read_retransmissions += 1,
+        Trigger::Unknown => f.c.unknown_retransmissions += 1,
+    }
+}
+
+/// A READ Request behind the stream whose PSN lies strictly inside an earlier READ and
+/// whose RETH ends where that READ ends: the requester asks for the rest again.
+fn rerequest_of(f: &Flow, p: Psn, r: &Roce) -> Option<usize> {
+    let reads = f.req.reads.as_deref()?;
+    (0..reads.len()).rev().find(|&i| {
+        let rd = reads.get(i);
+        let inside = p.diff(rd.start) > 0 && rd.contains(p);
+        let same_end = r.reth.map_or(true, |x| {
+            x.va.wrapping_add(u64::from(x.dma_len)) == rd.va.wrapping_add(u64::from(rd.len))
+        });
+        inside && same_end
+    })
+}
+
+/// The responder acknowledged everything up to and including `p`.
+pub(super) fn acked(q: &mut Flow, p: Psn, ts: u64) {
+    let hist = &mut q.ack_latency;
+    q.req.ackreq.pop_front_while(
+        |(a, _)| a.diff(p) <= 0,
+        |(_, t0)| hist.record(ts - t0.min(ts)),
+    );
+    // A gap the responder acknowledges without a resend having passed the tap was
+    // received: only the capture missed it.
+    for i in 0..q.req.gaps.len() {
+        let g = q.req.gaps.get_mut(i);
+        if g.len > 0 && g.start.plus(g.len - 1).diff(p) <= 0 {
+            g.acked = true;
+        }
+    }
+}
+
+/// A positive ACK up to and including `p`: NAKs for PSNs the responder has since
+/// received are moot (the requester ignores them). The ACK a NAK implies does not count:
+/// the requester still acts on an earlier NAK then (seen with Soft-RoCE: NAK for p, the
+/// late original of p, NAK for p + 1, then the rewind to p).
+pub(super) fn positively_acked(q: &mut Flow, p: Psn) {
+    for e in q.req.pending.iter_mut() {
+        if e.is_some_and(|x| x.cause != Cause::ReadGap && x.psn.diff(p) <= 0) {
+            *e = None;
+        }
+    }
+}
+
+pub(super) fn open_gap(
+    f: &mut Flow,
+    resp: bool,
+    start: Psn,
+    len: u32,
+    ts: u64,
+    log: &mut EventLog,
+) {
+    f.c.psn_gap_events += 1;
+    f.c.missing_psns += u64::from(len);
+    let mut e = Event::new(ts, f.id, EventKind::PsnGap).psn(start);
+    e.count = u64::from(len);
+    log.push(e);
+    let gap = Gap {
+        start,
+        len,
+        t_ns: ts,
+        nak: false,
+        acked: false,
+    };
+    if resp {
+        f.c.read_missing_responses += u64::from(len);
+    }
+    let gaps = if resp {
+        &mut f.resp.gaps
+    } else {
+        &mut f.req.gaps
+    };
+    let evicted = gaps.push(gap);
+    // Gaps far behind the stream can no longer be filled.
+    let mut old = [Gap::default(); super::flow::GAP_SLOTS];
+    let mut n = 0;
+    gaps.pop_front_while(
+        |g| start.diff(g.start) > GAP_HORIZON,
+        |g| {
+            old[n] = g;
+            n += 1;
+        },
+    );
+    for g in evicted.iter().chain(old[..n].iter()) {
+        unrecovered(f, g, log);
+    }
+}
+
+/// A gap ends without its PSNs ever passing the tap.
+pub(super) fn unrecovered(f: &mut Flow, g: &Gap, log: &mut EventLog) {
+    if g.len == 0 {
+        return; // filled
+    }
+    f.c.unrecovered_gap_events += 1;
+    let capture_loss = g.acked || !g.nak;
+    if capture_loss {
+        f.c.capture_loss_gap_events += 1;
+    }
+    let mut e = Event::new(g.t_ns, f.id, EventKind::GapUnrecovered).psn(g.start);
+    e.count = u64::from(g.len);
+    e.capture_loss = Some(capture_loss);
+    log.push(e);
+}
+
+/// A PSN passing the tap again fills the gap that lacked it; returns the gap's start.
+pub(super) fn fill_gaps(
+    f: &mut Flow,
+    resp: bool,
+    p: Psn,
+    ts: u64,
+    log: &mut EventLog,
+) -> Option<Psn> {
+    let gaps = if resp {
+        &mut f.resp.gaps
+    } else {
+        &mut f.req.gaps
+    };
+    for i in 0..gaps.len() {
+        let g = gaps.get_mut(i);
+        if g.len > 0 && g.contains(p) {
+            let start = g.start;
+            g.len = 0; // filled: the resend covers the rest (go-back-N)
+            f.c.recovered_gap_events += 1;
+            log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(start));
+            return Some(start);
+        }
+    }
+    None
+}
+
+pub(super) fn end_episode(e: &mut Option<Episode>, log: &mut EventLog) {
+    if let Some(ep) = e.take() {
+        if let Some(i) = ep.event {
+            log.events[i].count = u64::from(ep.packets);
+            log.events[i].psn_end = Some(ep.last.0);
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! READ responses: which READ of the paired request stream a response answers, the
+//! response PSNs that never passed the tap (response gaps, which the requester sees too
+//! and acts on by asking again), and responses sent again.
+
+use super::flow::{Cause, Episode, Flow, Pending, Read, Trigger, READ_SLOTS};
+use super::report::{Event, EventKind};
+use super::requester::{
+    count_retransmission, end_episode, fill_gaps, open_gap, push_pending, RUN_SLACK,
+};
+use super::ring::Ring;
+use super::EventLog;
+use dissectors::{Operation, Psn};
+
+/// A READ response from flow `f` answering a READ of request stream `q`.
+pub(super) fn read_response(
+    f: &mut Flow,
+    q: &mut Flow,
+    p: Psn,
+    op: Operation,
+    ts: u64,
+    log: &mut EventLog,
+) {
+    // Taken out while the READs are walked (a pointer move), put back at the end.
+    let Some(mut reads) = q.req.reads.take() else {
+        return;
+    };
+    if let Some(i) = (0..reads.len()).rev().find(|&i| reads.get(i).contains(p)) {
+        answer(f, q, &mut reads, i, p, op, ts, log);
+    }
+    q.req.reads = Some(reads);
+}
+
+/// A response gap: counted in the response flow, and a reason for the requester to ask
+/// again.
+fn response_gap(f: &mut Flow, q: &mut Flow, start: Psn, len: u32, ts: u64, log: &mut EventLog) {
+    open_gap(f, true, start, len, ts, log);
+    push_pending(
+        q,
+        Pending {
+            psn: start,
+            t_ns: ts,
+            cause: Cause::ReadGap,
+        },
+    );
+}
+
+#[allow(clippy::too_many_arguments)] // the two flows, the READs and the packet
+fn answer(
+    f: &mut Flow,
+    q: &mut Flow,
+    reads: &mut Ring<Read, READ_SLOTS>,
+    i: usize,
+    p: Psn,
+    op: Operation,
+    ts: u64,
+    log: &mut EventLog,
+) {
+    // Responses come in request order: earlier READs that are not complete lost their
+    // tail (or everything) before the tap. Reads before a closed one are closed too.
+    for j in (0..i).rev() {
+        let rd = *reads.get(j);
+        if rd.closed {
+            break;
+        }
+        if rd.n > 0 {
+            let end = rd.start.plus(rd.n);
+            let missing = end.diff(rd.resp_next);
+            if missing > 0 {
+                response_gap(f, q, rd.resp_next, missing as u32, ts, log);
+                reads.get_mut(j).resp_next = end;
+            }
+            reads.get_mut(j).closed = true;
+        }
+    }
+    let rd = *reads.get(i);
+    let d = p.diff(rd.resp_next);
+    if d >= 0 {
+        end_episode(&mut f.resp.episode, log);
+        if d > 0 {
+            response_gap(f, q, rd.resp_next, d as u32, ts, log);
+        }
+        let rdm = reads.get_mut(i);
+        rdm.resp_next = p.next();
+        if matches!(
+            op,
+            Operation::ReadResponseLast | Operation::ReadResponseOnly
+        ) {
+            if rdm.n == 0 {
+                rdm.n = p.diff(rdm.start) as u32 + 1;
+            }
+            rdm.closed = true;
+        }
+        return;
+    }
+    // Sent again: for a re-issued READ Request, or in the requester's run of READ
+    // Requests sent again. Counted as packets; the retry is the requester's episode.
+    f.c.read_responses_resent += 1;
+    let trigger = if rd.rereq {
+        Trigger::ReadRerequest
+    } else {
+        q.req
+            .episode
+            .map(|e| e.trigger)
+            .or(q.req.last_trigger)
+            .unwrap_or(Trigger::Unknown)
+    };
+    let fresh = f.resp.episode.map_or(true, |e| p.diff(e.last) <= 0);
+    let skipped = p.diff(f.resp.cursor);
+    if !fresh && (1..=RUN_SLACK).contains(&skipped) {
+        // Lost again inside the run of responses sent again: no new gap at the tap (the
+        // PSNs passed it before), but the requester sees the hole and asks again.
+        push_pending(
+            q,
+            Pending {
+                psn: f.resp.cursor,
+                t_ns: ts,
+                cause: Cause::ReadGap,
+            },
+        );
+    }
+    f.resp.cursor = p.next();
+    if fresh {
+        end_episode(&mut f.resp.episode, log);
+        let mut e = Event::new(ts, f.id, EventKind::Retransmission).psn(p);
+        e.trigger = Some(trigger);
+        let event = log.push(e);
+        f.resp.episode = Some(Episode {
+            trigger,
+            last: p,
+            event,
+            packets: 0,
+        });
+    }
+    if let Some(ep) = f.resp.episode.as_mut() {
+        ep.last = p;
+        ep.packets += 1;
+    }
+    count_retransmission(f, trigger);
+    if let Some(start) = fill_gaps(f, true, p, ts, log) {
+        // The gap is filled: the requester has nothing left to ask for there.
+        for e in q.req.pending.iter_mut() {
+            if e.is_some_and(|x| x.cause == Cause::ReadGap && x.psn == start) {
+                *e = None;
+            }
+        }
+    }
+}
