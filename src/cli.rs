@@ -54,6 +54,34 @@ rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into o
     /// List capture devices (like tcpdump -D) and RDMA devices with their netdevs,
     /// port state, link layer and RoCE GIDs.
     Interfaces(InterfacesArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+    /// Write the man pages, rocetap(1) and one per subcommand (rocetap-analyze(1), ...),
+    /// into a directory.
+    #[command(
+        after_help = "Examples:\n  rocetap man --out-dir /usr/local/share/man/man1\n  rocetap man --out-dir man && man -l man/rocetap-analyze.1"
+    )]
+    Man(ManArgs),
+}
+
+const COMPLETIONS_HELP: &str = "Examples:
+  rocetap completions bash > ~/.local/share/bash-completion/completions/rocetap
+  rocetap completions zsh > ~/.zfunc/_rocetap     # with fpath+=(~/.zfunc) before compinit
+  rocetap completions fish > ~/.config/fish/completions/rocetap.fish";
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to write the script for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Directory to write rocetap.1 and rocetap-SUBCOMMAND.1 into (created if missing).
+    #[arg(long, value_name = "DIR", required = true)]
+    pub out_dir: PathBuf,
 }
 
 const CAPTURE_HELP: &str = "Examples:

@@ -7,6 +7,7 @@ mod capture_cmd;
 mod cli;
 mod decode;
 mod error;
+mod gen;
 mod interfaces;
 mod netcheck;
 mod report;
@@ -27,6 +28,8 @@ fn main() {
         cli::Command::Capture(a) => capture_cmd::run(a),
         cli::Command::Interfaces(a) => interfaces::run(a),
         cli::Command::Top(a) => tui::run(a),
+        cli::Command::Completions(a) => gen::completions(a.shell),
+        cli::Command::Man(a) => gen::man_pages(&a.out_dir),
     };
     match result {
         Ok(code) => std::process::exit(code),
