@@ -1,17 +1,21 @@
 //! `rocetap decode`: read frames, decode them, print one line per frame or every field
 //! as CSV / JSON. A damaged input still prints every frame before the damage, then
-//! fails with one line (exit 2).
+//! fails with one line (exit 2). Color, when the command line
+//! asks for it, marks the summary's trouble words (NAK, RNR NAK, CE, CNP, bad ICRC, a
+//! malformed frame).
 
 use crate::capture::Frame;
 use crate::cli::{DecodeArgs, DecodeFormat};
 use crate::error::{exit, is_broken_pipe, Failure};
 use crate::report::fields::{Ctx, FIELDS};
+use crate::report::style::Paint;
 use crate::report::summary;
 use crate::source::for_each_frame_of;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 
-pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
+pub fn run(a: DecodeArgs, color: bool) -> Result<i32, Failure> {
+    let paint = Paint::new(color);
     let paths = a.sources.all();
     if paths.is_empty() {
         return Err(Failure::new("decode: no input")
@@ -61,7 +65,7 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
         let res = match a.format {
             DecodeFormat::Text => {
                 line.clear();
-                text_line(&c, &mut line);
+                text_line(&c, &mut line, paint);
                 sink.write_all(line.as_bytes())
             }
             DecodeFormat::Csv => {
@@ -119,7 +123,7 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
     Ok(exit::OK)
 }
 
-fn text_line(c: &Ctx<'_>, line: &mut String) {
+fn text_line(c: &Ctx<'_>, line: &mut String, paint: Paint) {
     use std::fmt::Write as _;
     let rel = c.frame.ts_ns as i64 - c.first_ts as i64;
     let _ = write!(line, "{} {:.6} ", c.number, rel as f64 / 1e9);
@@ -138,7 +142,7 @@ fn text_line(c: &Ctx<'_>, line: &mut String) {
             }
         }
     }
-    summary::describe(c.d, line);
+    summary::describe(c.d, line, paint);
     line.push('\n');
 }
 

@@ -1,12 +1,14 @@
 //! Writers for `rocetap analyze`: a text summary for people (findings worst first, then
 //! a flows table, then events on request), a JSON document (`rocetap.analyze/1`) and CSV
 //! with one row per flow. They only format an [`analysis::Report`]; they compute nothing
-//! a rule could depend on.
+//! a rule could depend on. The text report can be colored (severity words, failed rules,
+//! flows in trouble, event kinds).
 
 use crate::analysis::report::Severity;
-use crate::analysis::{Event, EventKind, Report};
+use crate::analysis::{Event, EventKind, FlowSummary, Report};
 use crate::cli::AnalyzeFormat;
 use crate::report::rules::Verdict;
+use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::io::{self, Write};
@@ -41,16 +43,23 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// How the text report looks: in color or not.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Look {
+    pub paint: Paint,
+}
+
 pub fn write_report(
     out: &mut impl Write,
     format: AnalyzeFormat,
     events: bool,
+    look: Look,
     input: &Input,
     r: &Report,
     verdicts: &[Verdict<'_>],
 ) -> io::Result<()> {
     match format {
-        AnalyzeFormat::Text => text(out, events, input, r, verdicts),
+        AnalyzeFormat::Text => text(out, events, look, input, r, verdicts),
         AnalyzeFormat::Json => {
             let mut doc = json!({
                 "schema": "rocetap.analyze/1",
@@ -202,13 +211,81 @@ fn secs(r: &Report, t: u64) -> f64 {
     t.saturating_sub(r.first_ts_ns.unwrap_or(0)) as f64 / 1e9
 }
 
+/// The color of an event kind in the text report.
+fn event_tone(k: EventKind) -> Option<Tone> {
+    match k {
+        EventKind::Nak | EventKind::GapUnrecovered | EventKind::ArpReplyPathMismatch => {
+            Some(Tone::Bad)
+        }
+        EventKind::PsnGap
+        | EventKind::Retransmission
+        | EventKind::RnrNak
+        | EventKind::ReadRerequest
+        | EventKind::ArpCrossSubnet
+        | EventKind::ArpUnanswered
+        | EventKind::ArpDuplicateAddress => Some(Tone::Warn),
+        EventKind::CnpWithoutCe => Some(Tone::Mark),
+        EventKind::GapRecovered => None,
+    }
+}
+
+/// One line of the events list (without its indentation).
+fn event_line(r: &Report, e: &Event, paint: Paint) -> String {
+    let flow = e.flow.map_or("-".into(), |f| f.to_string());
+    let psn = match (e.psn, e.psn_end) {
+        (Some(a), Some(b)) if a != b => format!("{a}-{b}"),
+        (Some(a), _) => a.to_string(),
+        _ => "-".into(),
+    };
+    let kind = serde_json::to_value(e.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let kind = format!("{kind:<16}");
+    let kind = match event_tone(e.kind) {
+        Some(t) => paint.tone(t, &kind).into_owned(),
+        None => kind,
+    };
+    format!(
+        "{:.9} flow {:>4} {} psn {:<17} {}",
+        secs(r, e.t_ns),
+        flow,
+        kind,
+        psn,
+        detail(e)
+    )
+}
+
+/// The color of a flow's row: red with NAKs, unrecovered gaps or bad ICRCs, yellow with
+/// gaps, resends or RNR NAKs, magenta with only congestion marks.
+fn flow_tone(f: &FlowSummary) -> Option<Tone> {
+    let c = &f.c;
+    let naks = c.nak_psn_seq
+        + c.nak_invalid_request
+        + c.nak_remote_access
+        + c.nak_remote_operational
+        + c.nak_invalid_rd_request
+        + c.nak_reserved;
+    if naks > 0 || c.unrecovered_gap_events > 0 || f.icrc_bad > 0 && f.icrc_ok > 0 {
+        Some(Tone::Bad)
+    } else if c.psn_gap_events > 0 || c.retransmitted_packets > 0 || c.rnr_nak > 0 {
+        Some(Tone::Warn)
+    } else if c.ce_marked > 0 || c.cnp_sent > 0 || c.cnp_received > 0 {
+        Some(Tone::Mark)
+    } else {
+        None
+    }
+}
+
 fn text(
     out: &mut impl Write,
     events: bool,
+    look: Look,
     input: &Input,
     r: &Report,
     verdicts: &[Verdict<'_>],
 ) -> io::Result<()> {
+    let paint = look.paint;
     let t = &r.totals;
     writeln!(
         out,
@@ -222,16 +299,16 @@ fn text(
     )?;
     writeln!(out)?;
     if r.findings.is_empty() {
-        writeln!(out, "No problems found.")?;
+        writeln!(out, "{}", paint.tone(Tone::Good, "No problems found."))?;
     } else {
         writeln!(out, "Findings, worst first:")?;
         for f in &r.findings {
-            let sev = match f.severity {
-                Severity::Error => "ERROR  ",
-                Severity::Warning => "WARNING",
-                Severity::Info => "info   ",
+            let (sev, pad, tone) = match f.severity {
+                Severity::Error => ("ERROR", "  ", Tone::Bad),
+                Severity::Warning => ("WARNING", "", Tone::Warn),
+                Severity::Info => ("info", "   ", Tone::Note),
             };
-            writeln!(out, "  {sev} {}", f.message)?;
+            writeln!(out, "  {}{pad} {}", paint.tone(tone, sev), f.message)?;
         }
     }
     writeln!(out)?;
@@ -252,7 +329,11 @@ fn text(
             writeln!(
                 out,
                 "  {} {} (actual {})",
-                if v.failed { "FAIL" } else { "ok  " },
+                if v.failed {
+                    paint.tone(Tone::Bad, "FAIL")
+                } else {
+                    paint.tone(Tone::Good, "ok  ")
+                },
                 v.rule,
                 num(v.actual)
             )?;
@@ -267,9 +348,11 @@ fn text(
     )?;
     for f in &r.flows {
         let label = format!("{} → {} {}", f.src, f.dst, f.qp);
+        let tone = flow_tone(f);
+        let (on, off) = (paint.open(tone), paint.close(tone));
         writeln!(
             out,
-            "  {:>4} {:<44} {:<4} {:>8} {:>9.3} {:>7} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4} {:>5} {:>5} {:>6} {:>10}",
+            "  {on}{:>4} {:<44} {:<4} {:>8} {:>9.3} {:>7} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4} {:>5} {:>5} {:>6} {:>10}{off}",
             f.id,
             label,
             f.transport,
@@ -294,26 +377,7 @@ fn text(
         writeln!(out)?;
         writeln!(out, "Events:")?;
         for e in &r.events {
-            let flow = e.flow.map_or("-".into(), |f| f.to_string());
-            let detail = detail(e);
-            let psn = match (e.psn, e.psn_end) {
-                (Some(a), Some(b)) if a != b => format!("{a}-{b}"),
-                (Some(a), _) => a.to_string(),
-                _ => "-".into(),
-            };
-            let kind = serde_json::to_value(e.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "  {:.9} flow {:>4} {:<16} psn {:<17} {}",
-                secs(r, e.t_ns),
-                flow,
-                kind,
-                psn,
-                detail
-            )?;
+            writeln!(out, "  {}", event_line(r, e, paint))?;
         }
     }
     Ok(())
