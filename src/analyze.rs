@@ -149,6 +149,7 @@ fn finish(
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let look = Look {
         paint: crate::report::style::Paint::new(color),
+        verbose: a.verbose,
     };
     let res = write_report(
         &mut out, a.format, a.events, look, &input, &report, &verdicts,

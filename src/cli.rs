@@ -321,6 +321,10 @@ pub struct DecodeArgs {
     /// Stop after this many frames.
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
+    /// Text format: under each summary line, every decoded field of the frame, one per
+    /// line with its Wireshark field name (like tshark -V).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -394,6 +398,9 @@ pub struct NetcheckArgs {
     /// Output format.
     #[arg(long, short = 'F', value_enum, default_value_t = NetcheckFormat::Text)]
     pub format: NetcheckFormat,
+    /// Text format: the effect of every interface sysctl, also of those at their default.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -472,6 +479,10 @@ pub struct AnalyzeArgs {
     /// where the time goes (the report then only counts frames).
     #[arg(long, value_enum, hide = true)]
     pub stop_after: Option<Stage>,
+    /// Text format: under each finding, its evidence: every flow it concerns with its
+    /// count, and the events behind it.
+    #[arg(short, long)]
+    pub verbose: bool,
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,

@@ -1,6 +1,7 @@
 //! `rocetap decode`: read frames, decode them, print one line per frame or every field
 //! as CSV / JSON. A damaged input still prints every frame before the damage, then
-//! fails with one line (exit 2). Color, when the command line
+//! fails with one line (exit 2). `-v` adds every field of each frame under its summary
+//! line (text only; CSV and JSON already carry every field). Color, when the command line
 //! asks for it, marks the summary's trouble words (NAK, RNR NAK, CE, CNP, bad ICRC, a
 //! malformed frame).
 
@@ -8,7 +9,7 @@ use crate::capture::Frame;
 use crate::cli::{DecodeArgs, DecodeFormat};
 use crate::error::{exit, is_broken_pipe, Failure};
 use crate::report::fields::{Ctx, FIELDS};
-use crate::report::style::Paint;
+use crate::report::style::{Paint, Tone};
 use crate::report::summary;
 use crate::source::for_each_frame_of;
 use std::io::{self, Write};
@@ -66,6 +67,9 @@ pub fn run(a: DecodeArgs, color: bool) -> Result<i32, Failure> {
             DecodeFormat::Text => {
                 line.clear();
                 text_line(&c, &mut line, paint);
+                if a.verbose {
+                    every_field(&c, &mut line, paint);
+                }
                 sink.write_all(line.as_bytes())
             }
             DecodeFormat::Csv => {
@@ -144,6 +148,24 @@ fn text_line(c: &Ctx<'_>, line: &mut String, paint: Paint) {
     }
     summary::describe(c.d, line, paint);
     line.push('\n');
+}
+
+/// `-v`: every field the frame has, `    name: value` one per line, then a blank line
+/// (the layout of `tshark -V`, with the names of `tshark -T fields`).
+fn every_field(c: &Ctx<'_>, out: &mut String, paint: Paint) {
+    let mut v = String::new();
+    for (name, ex) in FIELDS {
+        if let Some(x) = ex(c) {
+            v.clear();
+            x.write_to(&mut v);
+            out.push_str("    ");
+            paint.push(out, Tone::Dim, name);
+            out.push_str(": ");
+            out.push_str(&v);
+            out.push('\n');
+        }
+    }
+    out.push('\n');
 }
 
 fn write_failure(e: io::Error) -> Result<i32, Failure> {

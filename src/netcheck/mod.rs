@@ -97,7 +97,10 @@ pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
             serde_json::to_string_pretty(&rep)
                 .map_err(|e| Failure::new(format!("netcheck: {e}")))?
         ),
-        NetcheckFormat::Text => print!("{}", rep.text(crate::report::style::Paint::new(color))),
+        NetcheckFormat::Text => print!(
+            "{}",
+            rep.text(crate::report::style::Paint::new(color), a.verbose)
+        ),
     }
     Ok(if rep.has_findings() {
         exit::FINDINGS

@@ -61,8 +61,9 @@ impl Report {
         self.errors + self.warnings > 0
     }
 
-    /// The text report; `paint` colors the verdict and severity words.
-    pub fn text(&self, paint: Paint) -> String {
+    /// The text report; `paint` colors the verdict and severity words, `verbose` shows the
+    /// effect of every interface sysctl (otherwise: rp_filter, and ARP knobs not at 0).
+    pub fn text(&self, paint: Paint, verbose: bool) -> String {
         let mut s = String::new();
         if self.has_findings() {
             let _ = writeln!(
@@ -128,7 +129,7 @@ impl Report {
                 );
                 // what the values do: rp_filter always, the ARP knobs when not default
                 for e in &i.effect {
-                    if e.starts_with("rp_filter") || !e.contains(" 0:") {
+                    if verbose || e.starts_with("rp_filter") || !e.contains(" 0:") {
                         let _ = writeln!(s, "    {e}");
                     }
                 }

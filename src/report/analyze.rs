@@ -2,8 +2,9 @@
 //! a flows table, then events on request), a JSON document (`rocetap.analyze/1`) and CSV
 //! with one row per flow. They only format an [`analysis::Report`]; they compute nothing
 //! a rule could depend on. The text report can be colored (severity words, failed rules,
-//! flows in trouble, event kinds).
+//! flows in trouble, event kinds) and, with `-v`, shows each finding's evidence.
 
+use crate::analysis::flow::Trigger;
 use crate::analysis::report::Severity;
 use crate::analysis::{Event, EventKind, FlowSummary, Report};
 use crate::cli::AnalyzeFormat;
@@ -43,10 +44,11 @@ pub fn num(v: f64) -> String {
     }
 }
 
-/// How the text report looks: in color or not.
+/// How the text report looks: in color or not, and with each finding's evidence (`-v`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Look {
     pub paint: Paint,
+    pub verbose: bool,
 }
 
 pub fn write_report(
@@ -277,6 +279,145 @@ fn flow_tone(f: &FlowSummary) -> Option<Tone> {
     }
 }
 
+/// What a finding counts per flow, and which events are behind it (by its `kind`).
+type PerFlow = fn(&FlowSummary) -> u64;
+type Behind = fn(&Event) -> bool;
+
+fn evidence_of(kind: &str) -> (Option<PerFlow>, Option<Behind>) {
+    fn nak(e: &Event, code: u8) -> bool {
+        e.kind == EventKind::Nak && e.code == Some(code)
+    }
+    fn resent(e: &Event, t: Trigger) -> bool {
+        e.kind == EventKind::Retransmission && e.trigger == Some(t)
+    }
+    match kind {
+        "nak_psn_seq" => (
+            Some(|f| f.c.nak_psn_seq),
+            Some(|e| nak(e, 0) || resent(e, Trigger::Nak)),
+        ),
+        "timeout_retransmissions" => (
+            Some(|f| f.c.timeout_retransmissions),
+            Some(|e| resent(e, Trigger::Timeout)),
+        ),
+        "unrecovered_gaps" => (
+            Some(|f| {
+                f.c.unrecovered_gap_events
+                    .saturating_sub(f.c.capture_loss_gap_events)
+            }),
+            Some(|e| e.kind == EventKind::GapUnrecovered && e.capture_loss != Some(true)),
+        ),
+        "nak_invalid_request" => (Some(|f| f.c.nak_invalid_request), Some(|e| nak(e, 1))),
+        "nak_remote_access" => (Some(|f| f.c.nak_remote_access), Some(|e| nak(e, 2))),
+        "nak_remote_operational" => (Some(|f| f.c.nak_remote_operational), Some(|e| nak(e, 3))),
+        "nak_invalid_rd_request" => (Some(|f| f.c.nak_invalid_rd_request), Some(|e| nak(e, 4))),
+        "nak_reserved" => (
+            Some(|f| f.c.nak_reserved),
+            Some(|e| e.kind == EventKind::Nak && e.code.is_some_and(|c| c > 4)),
+        ),
+        "icrc_bad" | "icrc_not_preserved" => (Some(|f| f.icrc_bad), None),
+        "capture_loss" => (
+            Some(|f| f.c.capture_loss_gap_events),
+            Some(|e| e.kind == EventKind::GapUnrecovered && e.capture_loss == Some(true)),
+        ),
+        "rnr_nak" => (
+            Some(|f| f.c.rnr_nak),
+            Some(|e| e.kind == EventKind::RnrNak || resent(e, Trigger::Rnr)),
+        ),
+        "read_rerequests" => (
+            Some(|f| f.c.read_rerequests),
+            Some(|e| e.kind == EventKind::ReadRerequest || resent(e, Trigger::ReadRerequest)),
+        ),
+        "unknown_retransmissions" => (
+            Some(|f| f.c.unknown_retransmissions),
+            Some(|e| resent(e, Trigger::Unknown)),
+        ),
+        "pfc_pause" => (Some(|f| f.c.pfc_stalls), None),
+        "congestion" => (
+            Some(|f| f.c.ce_marked + f.c.cnp_sent),
+            Some(|e| e.kind == EventKind::CnpWithoutCe),
+        ),
+        "arp_unanswered" => (None, Some(|e| e.kind == EventKind::ArpUnanswered)),
+        _ => (None, None),
+    }
+}
+
+/// Events shown per finding under `-v` (`--events` lists them all).
+const EVIDENCE_EVENTS: usize = 20;
+
+/// `-v`: under a finding, every flow it concerns with its count, the ARP symptoms of its
+/// kind with their evidence, PFC per sender and priority, and its first events.
+fn evidence(
+    out: &mut impl Write,
+    r: &Report,
+    f: &crate::analysis::report::Finding,
+    paint: Paint,
+) -> io::Result<()> {
+    const IN: &str = "            ";
+    let (per_flow, behind) = evidence_of(f.kind);
+    writeln!(out, "{IN}kind {}, count {}", f.kind, f.count)?;
+    if let Some(n) = per_flow {
+        let mut flows: Vec<(&FlowSummary, u64)> = r
+            .flows
+            .iter()
+            .map(|x| (x, n(x)))
+            .filter(|p| p.1 > 0)
+            .collect();
+        flows.sort_by_key(|p| (std::cmp::Reverse(p.1), p.0.id));
+        if !flows.is_empty() {
+            writeln!(out, "{IN}flows ({}):", flows.len())?;
+            for (x, c) in flows {
+                let label = format!("{:>4} {}", x.id, x.label());
+                writeln!(out, "{IN}  {label:<52} {c}")?;
+            }
+        }
+    }
+    let symptoms: Vec<_> = r.arp_symptoms.iter().filter(|s| s.kind == f.kind).collect();
+    for s in symptoms {
+        writeln!(out, "{IN}{:.9} {}", secs(r, s.t_ns), s.message)?;
+        for e in &s.evidence {
+            writeln!(
+                out,
+                "{IN}  {:.9} {}  ->  {}",
+                secs(r, e.t_ns),
+                e.iface,
+                e.what
+            )?;
+        }
+    }
+    if f.kind == "pfc_pause" {
+        for p in &r.pfc {
+            for q in &p.per_priority {
+                writeln!(
+                    out,
+                    "{IN}{} priority {}: {} frames, {} quanta, {:.1} µs paused",
+                    p.src_mac,
+                    q.priority,
+                    q.frames,
+                    q.quanta,
+                    q.pause_ns as f64 / 1e3
+                )?;
+            }
+        }
+    }
+    if let Some(pred) = behind {
+        let all: Vec<&Event> = r.events.iter().filter(|e| pred(e)).collect();
+        if !all.is_empty() {
+            writeln!(out, "{IN}events ({}):", all.len())?;
+            for e in all.iter().take(EVIDENCE_EVENTS) {
+                writeln!(out, "{IN}  {}", event_line(r, e, paint))?;
+            }
+            if all.len() > EVIDENCE_EVENTS {
+                writeln!(
+                    out,
+                    "{IN}  ... {} more (--events lists every event)",
+                    all.len() - EVIDENCE_EVENTS
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn text(
     out: &mut impl Write,
     events: bool,
@@ -309,6 +450,9 @@ fn text(
                 Severity::Info => ("info", "   ", Tone::Note),
             };
             writeln!(out, "  {}{pad} {}", paint.tone(tone, sev), f.message)?;
+            if look.verbose {
+                evidence(out, r, f, paint)?;
+            }
         }
     }
     writeln!(out)?;

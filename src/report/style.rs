@@ -18,6 +18,8 @@ pub enum Tone {
     Note,
     /// All clear (ok, no problems found): green.
     Good,
+    /// Less important detail (field names in `decode -v`): dim.
+    Dim,
 }
 
 impl Tone {
@@ -28,6 +30,7 @@ impl Tone {
             Tone::Mark => "\x1b[35m",
             Tone::Note => "\x1b[36m",
             Tone::Good => "\x1b[32m",
+            Tone::Dim => "\x1b[2m",
         }
     }
 }
