@@ -15,8 +15,7 @@ ECN marks and CNPs.",
     after_help = "Examples:\n  rocetap decode samples/clean-rc.pcap\n  rocetap decode -r trace.pcapng --format csv > frames.csv\n  ibdump -w - | rocetap decode -r -\n  rocetap synth loss-upstream -o loss.pcap\n\nExit codes: 0 ok, 1 findings (a --fail-on rule failed), 2 error."
 )]
 pub struct Cli {
-    /// When to color text output: auto (on a terminal, unless NO_COLOR is set), always,
-    /// never.
+    /// When to color text output (auto: on a terminal, unless NO_COLOR is set).
     #[arg(
         long,
         global = true,
@@ -31,11 +30,9 @@ pub struct Cli {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ColorWhen {
-    /// Color on a terminal, unless NO_COLOR is set (and not empty).
+    // No doc comments: they would repeat the option's text under every subcommand's help.
     Auto,
-    /// Always color, also into a pipe or a file.
     Always,
-    /// Never color.
     Never,
 }
 
@@ -158,7 +155,7 @@ fn early_color(args: impl Iterator<Item = std::ffi::OsString>) -> Option<ColorWh
 pub enum Command {
     /// Decode every frame: one summary line each, or every field as CSV / JSON.
     #[command(
-        after_help = "Examples:\n  rocetap decode trace.pcap\n  rocetap decode trace.pcap --format csv | head\n  tcpdump -w - -i eth0 udp port 4791 | rocetap decode -r -\n\nCSV columns and JSON keys use Wireshark field names (infiniband.bth.psn, ...)."
+        after_help = "Examples:\n  rocetap decode trace.pcap\n  rocetap decode -v -c 3 trace.pcap   # every field of each frame, like tshark -V\n  rocetap decode trace.pcap --format csv | head\n  tcpdump -w - -i eth0 udp port 4791 | rocetap decode -r -\n\nCSV columns and JSON keys use Wireshark field names (infiniband.bth.psn, ...)."
     )]
     Decode(DecodeArgs),
     /// Write a synthetic trace of a RoCE scenario, with its ground truth beside it.
@@ -174,7 +171,7 @@ pub enum Command {
     Netcheck(NetcheckArgs),
     /// Follow every queue pair and report gaps, retransmissions, NAKs, ECN/CNP, PFC, ARP.
     #[command(
-        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq > 0' --fail-on 'cnp_per_s > 5000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets,\narp_cross_subnet_unanswered, arp_reply_path_mismatch, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). The run fails (exit 1) when a rule's condition is true; a malformed
+        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze -v trace.pcap     # each finding with its flows and events\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq > 0' --fail-on 'cnp_per_s > 5000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets,\narp_cross_subnet_unanswered, arp_reply_path_mismatch, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). The run fails (exit 1) when a rule's condition is true; a malformed
 rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into one capture in timestamp order."
     )]
     Analyze(AnalyzeArgs),
