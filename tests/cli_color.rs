@@ -29,6 +29,8 @@ const CASES: &[&[&str]] = &[
     &["netcheck", "--capture", "samples/sbr-arp.pcap"],
     &["decode", "samples/rnr.pcap"],
     &["decode", "samples/loss-upstream.pcap"],
+    &["decode", "-v", "-c", "40", "samples/congestion.pcap"],
+    &["analyze", "-v", "samples/rnr.pcap"],
 ];
 
 /// rocetap with a clean color environment plus `env`.
@@ -218,4 +220,18 @@ fn auto_colors_a_terminal_unless_no_color_is_set() {
     assert!(has_esc(&tty), "NO_COLOR empty");
     let tty = on_a_terminal(&["--color", "never", "analyze", "samples/rnr.pcap"], None).unwrap();
     assert!(!has_esc(&tty), "--color never on a terminal");
+}
+
+#[test]
+fn clap_help_follows_color_too() {
+    let plain = run(&["decode", "--help"], &[]);
+    assert!(!has_esc(&plain.stdout));
+    let colored = run(&["--color", "always", "decode", "--help"], &[]);
+    assert!(has_esc(&colored.stdout));
+    assert_eq!(strip_sgr(&colored.stdout), plain.stdout);
+    let never = run(
+        &["--color=never", "decode", "--help"],
+        &[("CLICOLOR_FORCE", "1")],
+    );
+    assert_eq!(never.stdout, plain.stdout);
 }
