@@ -8,13 +8,13 @@ use crate::analysis::{Analyzer, Config};
 use crate::capture::Frame;
 use crate::cli::{AnalyzeArgs, CaptureArgs, Stage};
 use crate::error::{exit, is_broken_pipe, Failure};
-use crate::report::analyze::{lookup, write_report, Input};
+use crate::report::analyze::{lookup, write_report, Input, Look};
 use crate::report::rules;
 use crate::source::for_each_frame_of;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 
-pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
+pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     let paths = a.sources.all();
     if paths.is_empty() && a.interfaces.is_empty() {
         return Err(Failure::new("analyze: no input").hint(
@@ -69,7 +69,7 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
         }
         input.frames = frames;
         input.bytes = bytes;
-        return finish(a, an, input, &rules);
+        return finish(a, color, an, input, &rules);
     }
     for (i, path) in paths.iter().enumerate() {
         let name = path.display().to_string();
@@ -109,7 +109,7 @@ pub fn run(a: AnalyzeArgs) -> Result<i32, Failure> {
     input.frames = frames;
     input.bytes = bytes;
     input.cut_short = cut_short;
-    finish(a, an, input, &rules)
+    finish(a, color, an, input, &rules)
 }
 
 /// The capture settings of `analyze -i`: those of `capture`, with no file unless -w.
@@ -142,6 +142,7 @@ fn live_args(a: &AnalyzeArgs) -> CaptureArgs {
 /// Writes the report and turns the rules into the exit code.
 fn finish(
     a: AnalyzeArgs,
+    color: bool,
     an: Analyzer,
     input: Input,
     rules: &[rules::Rule],
@@ -151,8 +152,14 @@ fn finish(
     let verdicts = rules::check(rules, |n| lookup(&report, n)).map_err(Failure::new)?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let res = write_report(&mut out, a.format, a.events, &input, &report, &verdicts)
-        .and_then(|_| out.flush());
+    let look = Look {
+        paint: crate::report::style::Paint::new(color),
+        verbose: a.verbose,
+    };
+    let res = write_report(
+        &mut out, a.format, a.events, look, &input, &report, &verdicts,
+    )
+    .and_then(|_| out.flush());
     if let Err(e) = res {
         if is_broken_pipe(&e) {
             return Ok(exit::OK);

@@ -15,15 +15,147 @@ ECN marks and CNPs.",
     after_help = "Examples:\n  rocetap decode samples/clean-rc.pcap\n  rocetap decode -r trace.pcapng --format csv > frames.csv\n  ibdump -w - | rocetap decode -r -\n  rocetap synth loss-upstream -o loss.pcap\n\nExit codes: 0 ok, 1 findings (a --fail-on rule failed), 2 error."
 )]
 pub struct Cli {
+    /// When to color text output (auto: on a terminal, unless NO_COLOR is set).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value_t = ColorWhen::Auto
+    )]
+    pub color: ColorWhen,
     #[command(subcommand)]
     pub command: Command,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColorWhen {
+    // No doc comments: they would repeat the option's text under every subcommand's help.
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// `Some(on)` when the choice does not depend on the terminal.
+    pub fn forced(self) -> Option<bool> {
+        match self {
+            ColorWhen::Auto => None,
+            ColorWhen::Always => Some(true),
+            ColorWhen::Never => Some(false),
+        }
+    }
+}
+
+impl Cli {
+    /// Parses the command line; usage errors end the process (exit 2), as clap does. clap's
+    /// own help and error messages follow `--color` too: it is looked for before parsing.
+    pub fn parse_args() -> Cli {
+        use clap::{CommandFactory, FromArgMatches};
+        let color = match early_color(std::env::args_os().skip(1)) {
+            Some(ColorWhen::Always) => clap::ColorChoice::Always,
+            Some(ColorWhen::Never) => clap::ColorChoice::Never,
+            _ => clap::ColorChoice::Auto,
+        };
+        let parsed = Cli::command()
+            .color(color)
+            .try_get_matches()
+            .and_then(|m| Cli::from_arg_matches(&m));
+        match parsed {
+            Ok(cli) => cli,
+            Err(e) => {
+                use clap::error::ErrorKind;
+                if matches!(
+                    e.kind(),
+                    ErrorKind::DisplayHelp
+                        | ErrorKind::DisplayVersion
+                        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                ) {
+                    e.exit();
+                }
+                let (what, hint) = one_line(&e.render().to_string());
+                eprintln!("rocetap: {what}");
+                if let Some(h) = hint {
+                    eprintln!("hint: {h}");
+                }
+                std::process::exit(crate::error::exit::ERROR);
+            }
+        }
+    }
+
+    /// Whether our own text output gets color (a plain bool for the layers below).
+    pub fn color_on(&self) -> bool {
+        use std::io::IsTerminal;
+        crate::report::style::decide(
+            self.color.forced(),
+            std::io::stdout().is_terminal(),
+            std::env::var_os("NO_COLOR").as_deref(),
+        )
+    }
+}
+
+/// A clap usage error in the shape of every other error: one line of what is wrong, and
+/// one hint line (the possible values, clap's tip, or the usage).
+fn one_line(rendered: &str) -> (String, Option<String>) {
+    let mut lines = rendered.lines().map(str::trim_end);
+    let first = lines.next().unwrap_or("bad arguments");
+    let mut what = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    let mut hints = Vec::new();
+    let mut usage = None;
+    let mut listing = what.ends_with(':');
+    for l in lines {
+        let t = l.trim();
+        if t.is_empty() {
+            listing = false;
+        } else if listing {
+            // "the following required arguments were not provided:" and its list
+            what.push_str(if what.ends_with(':') { " " } else { ", " });
+            what.push_str(t);
+        } else if let Some(u) = t.strip_prefix("Usage: ") {
+            usage = Some(format!("usage: {u}"));
+        } else if t.starts_with("For more information") {
+        } else {
+            let t = t.strip_prefix("tip: ").unwrap_or(t);
+            hints.push(t.trim_start_matches('[').trim_end_matches(']').to_string());
+        }
+    }
+    let hint = if hints.is_empty() {
+        usage
+    } else {
+        Some(hints.join("; "))
+    };
+    (what, hint)
+}
+
+/// The `--color` value on a command line, before clap has parsed it (last one wins).
+fn early_color(args: impl Iterator<Item = std::ffi::OsString>) -> Option<ColorWhen> {
+    let mut found = None;
+    let mut next_is_value = false;
+    for a in args {
+        let a = a.to_string_lossy().into_owned();
+        let value = if next_is_value {
+            next_is_value = false;
+            Some(a.as_str())
+        } else if a == "--" {
+            break;
+        } else if a == "--color" {
+            next_is_value = true;
+            None
+        } else {
+            a.strip_prefix("--color=")
+        };
+        if let Some(v) = value {
+            found = ColorWhen::from_str(v, false).ok();
+        }
+    }
+    found
 }
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Decode every frame: one summary line each, or every field as CSV / JSON.
     #[command(
-        after_help = "Examples:\n  rocetap decode trace.pcap\n  rocetap decode trace.pcap --format csv | head\n  tcpdump -w - -i eth0 udp port 4791 | rocetap decode -r -\n\nCSV columns and JSON keys use Wireshark field names (infiniband.bth.psn, ...)."
+        after_help = "Examples:\n  rocetap decode trace.pcap\n  rocetap decode -v -c 3 trace.pcap   # every field of each frame, like tshark -V\n  rocetap decode trace.pcap --format csv | head\n  tcpdump -w - -i eth0 udp port 4791 | rocetap decode -r -\n\nCSV columns and JSON keys use Wireshark field names (infiniband.bth.psn, ...)."
     )]
     Decode(DecodeArgs),
     /// Write a synthetic trace of a RoCE scenario, with its ground truth beside it.
@@ -39,7 +171,7 @@ pub enum Command {
     Netcheck(NetcheckArgs),
     /// Follow every queue pair and report gaps, retransmissions, NAKs, ECN/CNP, PFC, ARP.
     #[command(
-        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq > 0' --fail-on 'cnp_per_s > 5000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets,\narp_cross_subnet_unanswered, arp_reply_path_mismatch, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). The run fails (exit 1) when a rule's condition is true; a malformed
+        after_help = "Examples:\n  rocetap analyze trace.pcap\n  rocetap analyze -v trace.pcap     # each finding with its flows and events\n  rocetap analyze trace.pcap --format json --events > report.json\n  rocetap analyze trace.pcap --fail-on 'nak_psn_seq > 0' --fail-on 'cnp_per_s > 5000'\n\nRULE is NAME OP NUMBER with OP one of > >= < <= == != and NAME a totals key\n(nak_psn_seq, psn_gap_events, unrecovered_gap_events, retransmitted_packets,\narp_cross_subnet_unanswered, arp_reply_path_mismatch, ...)\nor a derived one (cnp_per_s, ce_per_s, nak_per_s, naks, retransmit_ratio, ce_ratio,\nduration_s). The run fails (exit 1) when a rule's condition is true; a malformed
 rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into one capture in timestamp order."
     )]
     Analyze(AnalyzeArgs),
@@ -54,6 +186,34 @@ rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into o
     /// List capture devices (like tcpdump -D) and RDMA devices with their netdevs,
     /// port state, link layer and RoCE GIDs.
     Interfaces(InterfacesArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+    /// Write the man pages, rocetap(1) and one per subcommand (rocetap-analyze(1), ...),
+    /// into a directory.
+    #[command(
+        after_help = "Examples:\n  rocetap man --out-dir /usr/local/share/man/man1\n  rocetap man --out-dir man && man -l man/rocetap-analyze.1"
+    )]
+    Man(ManArgs),
+}
+
+const COMPLETIONS_HELP: &str = "Examples:
+  rocetap completions bash > ~/.local/share/bash-completion/completions/rocetap
+  rocetap completions zsh > ~/.zfunc/_rocetap     # with fpath+=(~/.zfunc) before compinit
+  rocetap completions fish > ~/.config/fish/completions/rocetap.fish";
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to write the script for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Directory to write rocetap.1 and rocetap-SUBCOMMAND.1 into (created if missing).
+    #[arg(long, value_name = "DIR", required = true)]
+    pub out_dir: PathBuf,
 }
 
 const CAPTURE_HELP: &str = "Examples:
@@ -158,6 +318,10 @@ pub struct DecodeArgs {
     /// Stop after this many frames.
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
+    /// Text format: under each summary line, every decoded field of the frame, one per
+    /// line with its Wireshark field name (like tshark -V).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -231,6 +395,9 @@ pub struct NetcheckArgs {
     /// Output format.
     #[arg(long, short = 'F', value_enum, default_value_t = NetcheckFormat::Text)]
     pub format: NetcheckFormat,
+    /// Text format: the effect of every interface sysctl, also of those at their default.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,6 +476,10 @@ pub struct AnalyzeArgs {
     /// where the time goes (the report then only counts frames).
     #[arg(long, value_enum, hide = true)]
     pub stop_after: Option<Stage>,
+    /// Text format: under each finding, its evidence: every flow it concerns with its
+    /// count, and the events behind it.
+    #[arg(short, long)]
+    pub verbose: bool,
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -411,4 +582,44 @@ pub struct InterfacesArgs {
     /// Root of sysfs, where RDMA devices are looked up (for tests and containers).
     #[arg(long, value_name = "DIR", default_value = "/sys")]
     pub sysfs_root: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn early_color_finds_the_last_value_before_a_double_dash() {
+        let args = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        let f = |v: &[&str]| early_color(args(v).into_iter());
+        assert_eq!(f(&["--color", "never", "decode"]), Some(ColorWhen::Never));
+        assert_eq!(
+            f(&["decode", "--color=always", "x"]),
+            Some(ColorWhen::Always)
+        );
+        assert_eq!(
+            f(&["--color=never", "--color", "always"]),
+            Some(ColorWhen::Always)
+        );
+        assert_eq!(f(&["capture", "--", "--color", "never"]), None);
+        assert_eq!(f(&["--color", "sometimes"]), None);
+        assert_eq!(f(&["decode"]), None);
+    }
+
+    #[test]
+    fn usage_errors_become_one_line_and_a_hint() {
+        let (w, h) = one_line(
+            "error: invalid value 'x' for '--color <WHEN>'\n  [possible values: auto, always, never]\n\nFor more information, try '--help'.\n",
+        );
+        assert_eq!(w, "invalid value 'x' for '--color <WHEN>'");
+        assert_eq!(h.as_deref(), Some("possible values: auto, always, never"));
+        let (w, h) = one_line(
+            "error: the following required arguments were not provided:\n  --out-dir <DIR>\n\nUsage: rocetap man --out-dir <DIR>\n\nFor more information, try '--help'.\n",
+        );
+        assert_eq!(
+            w,
+            "the following required arguments were not provided: --out-dir <DIR>"
+        );
+        assert_eq!(h.as_deref(), Some("usage: rocetap man --out-dir <DIR>"));
+    }
 }

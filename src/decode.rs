@@ -1,17 +1,22 @@
 //! `rocetap decode`: read frames, decode them, print one line per frame or every field
 //! as CSV / JSON. A damaged input still prints every frame before the damage, then
-//! fails with one line (exit 2).
+//! fails with one line (exit 2). `-v` adds every field of each frame under its summary
+//! line (text only; CSV and JSON already carry every field). Color, when the command line
+//! asks for it, marks the summary's trouble words (NAK, RNR NAK, CE, CNP, bad ICRC, a
+//! malformed frame).
 
 use crate::capture::Frame;
 use crate::cli::{DecodeArgs, DecodeFormat};
 use crate::error::{exit, is_broken_pipe, Failure};
 use crate::report::fields::{Ctx, FIELDS};
+use crate::report::style::{Paint, Tone};
 use crate::report::summary;
 use crate::source::for_each_frame_of;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 
-pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
+pub fn run(a: DecodeArgs, color: bool) -> Result<i32, Failure> {
+    let paint = Paint::new(color);
     let paths = a.sources.all();
     if paths.is_empty() {
         return Err(Failure::new("decode: no input")
@@ -61,7 +66,10 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
         let res = match a.format {
             DecodeFormat::Text => {
                 line.clear();
-                text_line(&c, &mut line);
+                text_line(&c, &mut line, paint);
+                if a.verbose {
+                    every_field(&c, &mut line, paint);
+                }
                 sink.write_all(line.as_bytes())
             }
             DecodeFormat::Csv => {
@@ -126,7 +134,7 @@ pub fn run(a: DecodeArgs) -> Result<i32, Failure> {
     Ok(exit::OK)
 }
 
-fn text_line(c: &Ctx<'_>, line: &mut String) {
+fn text_line(c: &Ctx<'_>, line: &mut String, paint: Paint) {
     use std::fmt::Write as _;
     let rel = c.frame.ts_ns as i64 - c.first_ts as i64;
     let _ = write!(line, "{} {:.6} ", c.number, rel as f64 / 1e9);
@@ -145,8 +153,26 @@ fn text_line(c: &Ctx<'_>, line: &mut String) {
             }
         }
     }
-    summary::describe(c.d, line);
+    summary::describe(c.d, line, paint);
     line.push('\n');
+}
+
+/// `-v`: every field the frame has, `    name: value` one per line, then a blank line
+/// (the layout of `tshark -V`, with the names of `tshark -T fields`).
+fn every_field(c: &Ctx<'_>, out: &mut String, paint: Paint) {
+    let mut v = String::new();
+    for (name, ex) in FIELDS {
+        if let Some(x) = ex(c) {
+            v.clear();
+            x.write_to(&mut v);
+            out.push_str("    ");
+            paint.push(out, Tone::Dim, name);
+            out.push_str(": ");
+            out.push_str(&v);
+            out.push('\n');
+        }
+    }
+    out.push('\n');
 }
 
 fn write_failure(e: io::Error) -> Result<i32, Failure> {

@@ -21,7 +21,7 @@ use crate::cli::{NetcheckArgs, NetcheckFormat};
 use crate::error::{exit, Failure};
 use std::path::PathBuf;
 
-pub fn run(a: NetcheckArgs) -> Result<i32, Failure> {
+pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
     // With only captures, no namespace is read (not even the current one).
     let need_state = a.from.is_some()
         || a.netns.is_some()
@@ -97,7 +97,10 @@ pub fn run(a: NetcheckArgs) -> Result<i32, Failure> {
             serde_json::to_string_pretty(&rep)
                 .map_err(|e| Failure::new(format!("netcheck: {e}")))?
         ),
-        NetcheckFormat::Text => print!("{}", rep.text()),
+        NetcheckFormat::Text => print!(
+            "{}",
+            rep.text(crate::report::style::Paint::new(color), a.verbose)
+        ),
     }
     Ok(if rep.has_findings() {
         exit::FINDINGS

@@ -5,6 +5,7 @@ use super::checks::{Finding, IfaceSysctl, Severity};
 use super::lookup::{Outcome, Query};
 use super::model::table_name;
 use super::sysfs::Port;
+use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -60,7 +61,9 @@ impl Report {
         self.errors + self.warnings > 0
     }
 
-    pub fn text(&self) -> String {
+    /// The text report; `paint` colors the verdict and severity words, `verbose` shows the
+    /// effect of every interface sysctl (otherwise: rp_filter, and ARP knobs not at 0).
+    pub fn text(&self, paint: Paint, verbose: bool) -> String {
         let mut s = String::new();
         if self.has_findings() {
             let _ = writeln!(
@@ -77,12 +80,19 @@ impl Report {
         } else {
             let _ = writeln!(
                 s,
-                "{}: no routing, ARP or RoCE problems found.",
-                self.origin
+                "{}: {}",
+                self.origin,
+                paint.tone(Tone::Good, "no routing, ARP or RoCE problems found.")
             );
         }
         for f in &self.findings {
-            let _ = writeln!(s, "\n{} {}: {}", f.severity.label(), f.id, f.title);
+            let tone = match f.severity {
+                Severity::Error => Tone::Bad,
+                Severity::Warning => Tone::Warn,
+                Severity::Info => Tone::Note,
+            };
+            let label = paint.tone(tone, f.severity.label());
+            let _ = writeln!(s, "\n{label} {}: {}", f.id, f.title);
             for line in wrap(&f.detail, 88) {
                 let _ = writeln!(s, "  {line}");
             }
@@ -119,7 +129,7 @@ impl Report {
                 );
                 // what the values do: rp_filter always, the ARP knobs when not default
                 for e in &i.effect {
-                    if e.starts_with("rp_filter") || !e.contains(" 0:") {
+                    if verbose || e.starts_with("rp_filter") || !e.contains(" 0:") {
                         let _ = writeln!(s, "    {e}");
                     }
                 }

@@ -1,7 +1,9 @@
 //! Output: per-frame fields and summaries for `decode`, and (from the analyzer on) the
-//! analysis reports. Nothing here reads packets or touches the terminal.
+//! analysis reports. Nothing here reads packets or touches the terminal (whether text
+//! gets color is a `bool` the command layer decides; see `style`).
 
 pub mod analyze;
 pub mod fields;
 pub mod rules;
+pub mod style;
 pub mod summary;

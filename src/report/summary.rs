@@ -1,20 +1,20 @@
 //! The one-line, tshark-like summary of a decoded frame used by `rocetap decode` text
 //! output: `3 0.000001 198.18.1.12 → 198.18.1.11 RC RDMA WRITE First QP=0x00a022 PSN=123`.
 
+use crate::report::style::{Paint, Tone};
 use dissectors::ethernet::Mac;
 use dissectors::{AethKind, ArpOp, Decoded, Ecn, IcrcStatus, PauseRepr, StopKind};
 use std::fmt::Write as _;
 
-/// Appends the protocol part of the summary (after the addresses) to `out`.
-pub fn describe(d: &Decoded, out: &mut String) {
+/// Appends the protocol part of the summary (after the addresses) to `out`, with the
+/// trouble words in color when `paint` is on: NAKs and bad ICRCs red, RNR NAKs yellow,
+/// congestion marks (CNP, ECN CE, FECN/BECN) magenta, a malformed frame's stop reason red.
+pub fn describe(d: &Decoded, out: &mut String, paint: Paint) {
     if let Some(r) = &d.roce {
-        let _ = write!(
-            out,
-            "{} QP={} PSN={}",
-            r.describe(),
-            r.bth.dest_qp,
-            r.bth.psn
-        );
+        paint.wrap(out, r.is_cnp().then_some(Tone::Mark), |o| {
+            let _ = write!(o, "{}", r.describe());
+        });
+        let _ = write!(out, " QP={} PSN={}", r.bth.dest_qp, r.bth.psn);
         if r.bth.ack_req {
             out.push_str(" A");
         }
@@ -22,10 +22,12 @@ pub fn describe(d: &Decoded, out: &mut String) {
             out.push_str(" SE");
         }
         if r.bth.fecn {
-            out.push_str(" FECN");
+            out.push(' ');
+            paint.push(out, Tone::Mark, "FECN");
         }
         if r.bth.becn && !r.is_cnp() {
-            out.push_str(" BECN");
+            out.push(' ');
+            paint.push(out, Tone::Mark, "BECN");
         }
         if let Some(x) = r.xrceth {
             let _ = write!(out, " SRQ={}", x.xrc_srq);
@@ -53,16 +55,23 @@ pub fn describe(d: &Decoded, out: &mut String) {
                     let _ = write!(out, " ACK MSN={}", a.msn.0);
                 }
                 AethKind::RnrNak { timer } => {
-                    let _ = write!(
-                        out,
-                        " RNR-NAK timer={} ({} us) MSN={}",
-                        timer,
-                        dissectors::ib::aeth::rnr_timer_us(timer),
-                        a.msn.0
-                    );
+                    out.push(' ');
+                    paint.wrap(out, Some(Tone::Warn), |o| {
+                        let _ = write!(
+                            o,
+                            "RNR-NAK timer={} ({} us)",
+                            timer,
+                            dissectors::ib::aeth::rnr_timer_us(timer)
+                        );
+                    });
+                    let _ = write!(out, " MSN={}", a.msn.0);
                 }
                 AethKind::Nak(code) => {
-                    let _ = write!(out, " NAK ({}) MSN={}", code.name(), a.msn.0);
+                    out.push(' ');
+                    paint.wrap(out, Some(Tone::Bad), |o| {
+                        let _ = write!(o, "NAK ({})", code.name());
+                    });
+                    let _ = write!(out, " MSN={}", a.msn.0);
                 }
                 AethKind::Reserved(s) => {
                     let _ = write!(out, " AETH syndrome=0x{s:02x}");
@@ -82,10 +91,14 @@ pub fn describe(d: &Decoded, out: &mut String) {
             let _ = write!(out, " Len={}", r.payload_len);
         }
         if d.ecn() == Some(Ecn::Ce) {
-            out.push_str(" ECN=CE");
+            out.push(' ');
+            paint.push(out, Tone::Mark, "ECN=CE");
         }
         match r.icrc {
-            IcrcStatus::Bad => out.push_str(" ICRC-BAD"),
+            IcrcStatus::Bad => {
+                out.push(' ');
+                paint.push(out, Tone::Bad, "ICRC-BAD");
+            }
             IcrcStatus::Ok | IcrcStatus::Truncated | IcrcStatus::Absent => {}
         }
     } else if let Some(a) = &d.arp {
@@ -137,12 +150,16 @@ pub fn describe(d: &Decoded, out: &mut String) {
     if d.stop.kind != StopKind::Complete
         && !(d.stop.kind == StopKind::Unsupported && d.roce.is_none())
     {
-        let _ = write!(
-            out,
-            " [{}{}{}]",
-            d.stop,
-            if d.stop.why.is_empty() { "" } else { ": " },
-            d.stop.why
-        );
+        out.push(' ');
+        let tone = (d.stop.kind == StopKind::Malformed).then_some(Tone::Bad);
+        paint.wrap(out, tone, |o| {
+            let _ = write!(
+                o,
+                "[{}{}{}]",
+                d.stop,
+                if d.stop.why.is_empty() { "" } else { ": " },
+                d.stop.why
+            );
+        });
     }
 }
