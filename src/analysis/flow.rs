@@ -8,7 +8,7 @@
 //! whether it saw ten packets or ten million.
 
 use super::hist::LogHist;
-use super::ring::Ring;
+use super::ring::{LazyRing, Ring};
 use dissectors::{Addr, Psn, Qpn, RoceVersion, Transport};
 
 /// Identifies a flow: network source and destination and the BTH DestQP.
@@ -154,8 +154,8 @@ pub const GAP_SLOTS: usize = 8;
 pub const READ_SLOTS: usize = 128;
 /// NAKs / RNR NAKs / READ response gaps waiting for the rewind they cause.
 pub const PENDING_SLOTS: usize = 8;
-pub const ACKREQ_SLOTS: usize = 32;
-pub const SENT_SLOTS: usize = 32;
+pub const ACKREQ_SLOTS: usize = 16;
+pub const SENT_SLOTS: usize = 16;
 
 /// What this side sent as requester.
 #[derive(Clone, Debug, Default)]
@@ -167,7 +167,7 @@ pub struct ReqStream {
     pub cursor: Psn,
     /// A READ whose PSN span is not known yet (PMTU unknown): start and length.
     pub open_read: Option<(Psn, u32)>,
-    pub gaps: Ring<Gap, GAP_SLOTS>,
+    pub gaps: LazyRing<Gap, GAP_SLOTS>,
     /// The READs, allocated for a flow's first READ only (most flows never read).
     pub reads: Option<Box<Ring<Read, READ_SLOTS>>>,
     /// Requests with AckReq set, waiting for the ACK that covers them.
@@ -175,7 +175,8 @@ pub struct ReqStream {
     /// When recent PSNs were last sent and with which IPv4 identification: how long a
     /// timeout took, and whether a PSN seen again is a copy.
     pub sent: Ring<(Psn, u64, u16), SENT_SLOTS>,
-    pub pending: [Option<Pending>; PENDING_SLOTS],
+    /// Allocated with the first NAK / RNR NAK / READ response gap.
+    pub pending: Option<Box<[Option<Pending>; PENDING_SLOTS]>>,
     pub episode: Option<Episode>,
     /// What started the latest episode (responses to it may come after it ended).
     pub last_trigger: Option<Trigger>,
@@ -188,6 +189,17 @@ pub struct ReqStream {
 }
 
 impl ReqStream {
+    /// The causes waiting for a rewind (none when nothing was ever pending).
+    pub fn pending(&self) -> &[Option<Pending>] {
+        self.pending.as_deref().map_or(&[], |p| p.as_slice())
+    }
+
+    pub fn pending_mut(&mut self) -> &mut [Option<Pending>] {
+        self.pending
+            .as_deref_mut()
+            .map_or(&mut [], |p| p.as_mut_slice())
+    }
+
     pub fn reads_mut(&mut self) -> &mut Ring<Read, READ_SLOTS> {
         self.reads.get_or_insert_with(Box::default)
     }
@@ -196,7 +208,7 @@ impl ReqStream {
 /// What this side sent as responder.
 #[derive(Clone, Debug, Default)]
 pub struct RespStream {
-    pub gaps: Ring<Gap, GAP_SLOTS>,
+    pub gaps: LazyRing<Gap, GAP_SLOTS>,
     pub episode: Option<Episode>,
     /// The PSN after the last READ response sent again: where a resent run goes on.
     pub cursor: Psn,
@@ -250,6 +262,16 @@ pub struct FlowCounters {
     pub pfc_stall_ns: u64,
 }
 
+/// The delays only a flow with trouble has: NAK -> resend, RNR NAK -> resend, the
+/// requester's timeouts, CE mark -> CNP.
+#[derive(Clone, Debug, Default)]
+pub struct Delays {
+    pub nak_to_resend: LogHist,
+    pub rnr_wait: LogHist,
+    pub timeout_observed: LogHist,
+    pub ce_to_cnp: LogHist,
+}
+
 /// Number of distinct BTH operations counted in the opcode mix.
 pub const N_OPS: usize = dissectors::Operation::ALL.len();
 
@@ -261,6 +283,10 @@ pub struct Flow {
     /// Slot of the peer flow (the other direction of the RC connection).
     pub peer: Option<u32>,
     pub peer_id: Option<u32>,
+    /// Its place in the analyzer's list of flows of its address pair.
+    pub pair_pos: u32,
+    /// Responses that found no request stream to pair with (the slow search is rationed).
+    pub pair_tries: u32,
     pub transport: Option<Transport>,
     pub version: RoceVersion,
     pub first_ts: u64,
@@ -279,16 +305,15 @@ pub struct Flow {
     pub icrc: [u64; 3],
     pub first_psn: Option<Psn>,
     pub last_psn: Option<Psn>,
-    pub rnr_timers: [u32; 32],
+    /// RNR NAKs by timer code, allocated with the first.
+    pub rnr_timers: Option<Box<[u32; 32]>>,
     pub c: FlowCounters,
     pub req: ReqStream,
     pub resp: RespStream,
     pub ack_latency: LogHist,
-    pub nak_to_resend: LogHist,
-    pub rnr_wait: LogHist,
+    /// Recovery and congestion delays, allocated with the first one.
+    pub delays: Option<Box<Delays>>,
     pub rnr_requested_us: f64,
-    pub timeout_observed: LogHist,
-    pub ce_to_cnp: LogHist,
     /// CE marks since the last CNP for this flow, and when the first of them came.
     pub ce_since_cnp: u64,
     pub ce_first_since_cnp: u64,
@@ -299,12 +324,19 @@ pub struct Flow {
 }
 
 impl Flow {
+    /// The flow's delay histograms, allocated when the first delay is recorded.
+    pub fn delays_mut(&mut self) -> &mut Delays {
+        self.delays.get_or_insert_with(Box::default)
+    }
+
     pub fn new(id: u32, key: FlowKey, version: RoceVersion, ts: u64) -> Self {
         Flow {
             id,
             key,
             peer: None,
             peer_id: None,
+            pair_pos: 0,
+            pair_tries: 0,
             transport: None,
             version,
             first_ts: ts,
@@ -322,16 +354,13 @@ impl Flow {
             icrc: [0; 3],
             first_psn: None,
             last_psn: None,
-            rnr_timers: [0; 32],
+            rnr_timers: None,
             c: FlowCounters::default(),
             req: ReqStream::default(),
             resp: RespStream::default(),
             ack_latency: LogHist::default(),
-            nak_to_resend: LogHist::default(),
-            rnr_wait: LogHist::default(),
+            delays: None,
             rnr_requested_us: 0.0,
-            timeout_observed: LogHist::default(),
-            ce_to_cnp: LogHist::default(),
             ce_since_cnp: 0,
             ce_first_since_cnp: 0,
             last_ce_ts: 0,

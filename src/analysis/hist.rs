@@ -1,7 +1,8 @@
 //! A fixed-size log-bucket histogram of nanosecond durations: 4 sub-buckets per power of
 //! two, so any quantile it reports is within about 19 % of the true sample (and always
-//! inside the exact min/max it also keeps). It never allocates and has the same size
-//! whatever the number of samples, which is what lets every flow carry several of them.
+//! inside the exact min/max it also keeps). Its buckets are allocated with the first
+//! sample (most flows never see most kinds of latency) and never grow, so it has the same
+//! size whatever the number of samples, which is what lets every flow carry several.
 
 /// Sub-buckets per octave (2 bits of mantissa).
 const SUB: u32 = 4;
@@ -9,9 +10,16 @@ const SUB: u32 = 4;
 const OCTAVES: u32 = 48;
 const BUCKETS: usize = (OCTAVES * SUB) as usize;
 
+/// Buckets of the first window: 8 octaves (a 256x range) around the first sample, which
+/// is where most of a flow's latencies fall; a sample outside it widens the window to
+/// every bucket, once.
+const WINDOW: usize = 32;
+
 #[derive(Clone, Debug)]
 pub struct LogHist {
-    counts: [u32; BUCKETS],
+    /// Counts of buckets `base..base + counts.len()`.
+    counts: Option<Box<[u32]>>,
+    base: usize,
     n: u64,
     min: u64,
     max: u64,
@@ -21,7 +29,8 @@ pub struct LogHist {
 impl Default for LogHist {
     fn default() -> Self {
         LogHist {
-            counts: [0; BUCKETS],
+            counts: None,
+            base: 0,
             n: 0,
             min: u64::MAX,
             max: 0,
@@ -53,7 +62,23 @@ fn bucket_low(b: usize) -> u64 {
 
 impl LogHist {
     pub fn record(&mut self, v: u64) {
-        self.counts[bucket(v)] = self.counts[bucket(v)].saturating_add(1);
+        let b = bucket(v);
+        let counts = match self.counts.as_mut() {
+            Some(c) if (self.base..self.base + c.len()).contains(&b) => c,
+            Some(c) => {
+                let mut all = vec![0u32; BUCKETS].into_boxed_slice();
+                all[self.base..self.base + c.len()].copy_from_slice(c);
+                self.base = 0;
+                *c = all;
+                c
+            }
+            None => {
+                self.base = b.saturating_sub(WINDOW / 4).min(BUCKETS - WINDOW);
+                self.counts.insert(vec![0u32; WINDOW].into_boxed_slice())
+            }
+        };
+        let i = b - self.base;
+        counts[i] = counts[i].saturating_add(1);
         self.n += 1;
         self.min = self.min.min(v);
         self.max = self.max.max(v);
@@ -70,9 +95,11 @@ impl LogHist {
         if self.n == 0 {
             return None;
         }
+        let counts = self.counts.as_deref()?;
         let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).max(1);
         let mut seen = 0u64;
-        for (b, &c) in self.counts.iter().enumerate() {
+        for (i, &c) in counts.iter().enumerate() {
+            let b = self.base + i;
             seen += u64::from(c);
             if seen >= rank {
                 let lo = bucket_low(b);

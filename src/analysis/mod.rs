@@ -122,6 +122,24 @@ impl Packed {
     }
 }
 
+/// One entry of the recent-PSN table.
+#[derive(Clone, Copy, Debug, Default)]
+struct RecentSend {
+    /// [`send_tag`] of (requester, responder, PSN); 0 when empty.
+    tag: u64,
+    slot: u32,
+    ts: u64,
+}
+
+/// A non-zero 64-bit hash of a request PSN and its two ends.
+#[inline]
+fn send_tag(src: u128, dst: u128, psn: Psn) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    (src, dst, psn.0).hash(&mut h);
+    h.finish() | 1
+}
+
 /// Entries of the direct-mapped cache in front of the flow hash map: the flows of the
 /// last few packets are found with one compare instead of a hash lookup.
 const CACHE_WAYS: usize = 64;
@@ -170,10 +188,15 @@ pub struct Analyzer {
     index: FxHashMap<Packed, u32>,
     /// Direct-mapped cache of recent flows (key, slot); slot `NO_SLOT` when empty.
     cache: [(Packed, u32); CACHE_WAYS],
-    slots: Vec<Option<Flow>>,
+    /// Live flows, boxed: a retired flow's memory goes back at once (the slot vector
+    /// keeps only a pointer per slot).
+    slots: Vec<Option<Box<Flow>>>,
     free: Vec<u32>,
     /// Live flows by (src, dst): where to look for a flow's other direction.
     by_pair: FxHashMap<(Addr, Addr), Vec<u32>>,
+    /// Which request flow sent a PSN most recently, by (requester, responder, PSN),
+    /// direct-mapped: how a response finds the request stream it answers in one probe.
+    recent: Vec<RecentSend>,
     done: Vec<FlowSummary>,
     /// Totals of every retired flow, kept or not.
     sums: Totals,
@@ -203,6 +226,7 @@ impl Analyzer {
             slots: Vec::new(),
             free: Vec::new(),
             by_pair: FxHashMap::default(),
+            recent: vec![RecentSend::default(); 4096],
             done: Vec::new(),
             sums: Totals::default(),
             connections: Vec::new(),
@@ -296,7 +320,15 @@ impl Analyzer {
         self.index.remove(&packed);
         self.cache[packed.way()].1 = NO_SLOT;
         if let Some(v) = self.by_pair.get_mut(&(f.key.src, f.key.dst)) {
-            v.retain(|&s| s != slot);
+            let pos = f.pair_pos as usize;
+            if v.get(pos) == Some(&slot) {
+                v.swap_remove(pos);
+                if let Some(&moved) = v.get(pos) {
+                    if let Some(m) = self.slots[moved as usize].as_mut() {
+                        m.pair_pos = pos as u32;
+                    }
+                }
+            }
             if v.is_empty() {
                 self.by_pair.remove(&(f.key.src, f.key.dst));
             }
@@ -334,23 +366,31 @@ impl Analyzer {
             dst,
             qp: r.bth.dest_qp,
         };
-        let f = Flow::new(self.next_id, key, r.version, ts);
+        let mut f = Flow::new(self.next_id, key, r.version, ts);
         self.next_id += 1;
+        let same_pair = self.by_pair.entry((key.src, key.dst)).or_default();
+        f.pair_pos = same_pair.len() as u32;
         let slot = match self.free.pop() {
             Some(s) => {
-                self.slots[s as usize] = Some(f);
+                self.slots[s as usize] = Some(Box::new(f));
                 s
             }
             None => {
-                self.slots.push(Some(f));
+                self.slots.push(Some(Box::new(f)));
                 (self.slots.len() - 1) as u32
             }
         };
         self.index.insert(packed, slot);
         self.by_pair
-            .entry((key.src, key.dst))
-            .or_default()
+            .get_mut(&(key.src, key.dst))
+            .expect("entry made above")
             .push(slot);
+        if self.index.len() * 2 > self.recent.len() {
+            // Resized (and forgotten: it is a cache) as flows grow, so lookups stay
+            // one probe with few collisions.
+            let n = (self.index.len() * 4).next_power_of_two();
+            self.recent = vec![RecentSend::default(); n];
+        }
         slot
     }
 
@@ -387,6 +427,11 @@ impl Analyzer {
             self.response(slot, ts, op, r);
         } else {
             self.request(slot, ts, op, r, d.ip.map_or(0, |ip| ip.ident));
+            if r.transport() != Transport::Ud {
+                let tag = send_tag(packed.src, packed.dst, r.bth.psn);
+                let mask = self.recent.len() - 1;
+                self.recent[tag as usize & mask] = RecentSend { tag, slot, ts };
+            }
         }
     }
 
@@ -430,7 +475,7 @@ impl Analyzer {
                     AethKind::Ack { .. } => {}
                     AethKind::RnrNak { timer } => {
                         f.c.rnr_nak += 1;
-                        f.rnr_timers[usize::from(timer & 31)] += 1;
+                        f.rnr_timers.get_or_insert_with(Box::default)[usize::from(timer & 31)] += 1;
                         let mut e = Event::new(ts, f.id, EventKind::RnrNak).psn(p);
                         e.code = Some(timer);
                         self.log.push(e);
@@ -549,7 +594,35 @@ impl Analyzer {
     fn pair(&mut self, slot: u32, p: Psn, now: u64, exact_only: bool) -> Option<u32> {
         let f = self.slots[slot as usize].as_ref()?;
         let current = f.peer;
+        let key = Packed::of(&f.key);
+        // One probe: the flow that sent exactly this PSN most recently, if unpaired.
+        let tag = send_tag(key.dst, key.src, p);
+        let hit = self.recent[tag as usize & (self.recent.len() - 1)];
+        let found =
+            (hit.tag == tag && hit.ts <= now && hit.slot != slot && Some(hit.slot) != current)
+                .then_some(hit.slot)
+                .filter(|&c| {
+                    self.slots[c as usize].as_ref().is_some_and(|cf| {
+                        cf.key.src == f.key.dst
+                            && cf.key.dst == f.key.src
+                            && cf.req.started
+                            && cf.peer.is_none()
+                    })
+                })
+                .filter(|&c| self.sent_at(c, p, now).is_some());
+        if let Some(c) = found {
+            return Some(self.link(slot, c));
+        }
         let cands = self.by_pair.get(&(f.key.dst, f.key.src))?;
+        // The slow search walks the other direction's flows: always while they are few,
+        // rationed (1st, 2nd, 4th, 8th ... try) where a host pair has many QPs, so the
+        // cost per packet does not grow with them.
+        let tries = f.pair_tries.saturating_add(1);
+        let walk = cands.len() <= 64 || tries.is_power_of_two();
+        self.slots[slot as usize].as_mut()?.pair_tries = tries;
+        if !walk {
+            return None;
+        }
         let mut exact: Option<(u64, u32)> = None;
         let mut near: Option<(i32, u32)> = None;
         for &c in cands {
@@ -577,6 +650,12 @@ impl Analyzer {
             (None, Some((_, c))) if !exact_only => c,
             _ => return None,
         };
+        Some(self.link(slot, c))
+    }
+
+    /// Pairs response flow `slot` with request flow `c` (undoing an earlier pairing).
+    fn link(&mut self, slot: u32, c: u32) -> u32 {
+        let current = self.slots[slot as usize].as_ref().and_then(|f| f.peer);
         if let Some(old) = current {
             let (f, of) = two(&mut self.slots, slot, old);
             of.peer = None;
@@ -590,7 +669,7 @@ impl Analyzer {
         f.peer_id = Some(cf.id);
         cf.peer_id = Some(f.id);
         self.connections.push((cf.id.min(f.id), cf.id.max(f.id)));
-        Some(c)
+        c
     }
 
     /// A CNP in flow `slot` (B -> A, DestQP = A's QP): it answers CE-marked traffic
@@ -625,8 +704,8 @@ impl Analyzer {
         let tf = self.slots[t as usize].as_mut().expect("live flow");
         tf.c.cnp_received += 1;
         if tf.ce_since_cnp > 0 {
-            tf.ce_to_cnp
-                .record(ts.saturating_sub(tf.ce_first_since_cnp));
+            let waited = ts.saturating_sub(tf.ce_first_since_cnp);
+            tf.delays_mut().ce_to_cnp.record(waited);
             tf.ce_since_cnp = 0;
         } else {
             tf.c.cnp_without_ce += 1;
@@ -696,7 +775,7 @@ impl Analyzer {
 }
 
 /// Two distinct live flows, mutably.
-fn two(slots: &mut [Option<Flow>], a: u32, b: u32) -> (&mut Flow, &mut Flow) {
+fn two(slots: &mut [Option<Box<Flow>>], a: u32, b: u32) -> (&mut Flow, &mut Flow) {
     let (a, b) = (a as usize, b as usize);
     assert_ne!(a, b);
     if a < b {

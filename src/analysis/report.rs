@@ -3,7 +3,7 @@
 //! findings — the problems in plain words, worst first. Built once at the end of a run
 //! (allocation here is fine); the writers in `crate::report::analyze` only format it.
 
-use super::flow::{Flow, Trigger, N_OPS};
+use super::flow::{Delays, Flow, Trigger, N_OPS};
 use super::hist::LogHist;
 use super::net::NetSummary;
 use super::{EventLog, Global};
@@ -410,6 +410,8 @@ fn gbps(bytes: u64, ns: u64) -> Option<f64> {
 }
 
 pub(super) fn summarize(f: &Flow) -> FlowSummary {
+    let none = Delays::default();
+    let delays = f.delays.as_deref().unwrap_or(&none);
     let dur = f.last_ts.saturating_sub(f.first_ts);
     let secs = dur as f64 / 1e9;
     let mut opcodes = BTreeMap::new();
@@ -421,9 +423,10 @@ pub(super) fn summarize(f: &Flow) -> FlowSummary {
     if f.other_ops > 0 {
         opcodes.insert("other", f.other_ops);
     }
+    let timers = f.rnr_timers.as_deref();
     let rnr_timers = (0..32u8)
-        .filter(|&t| f.rnr_timers[usize::from(t)] > 0)
-        .map(|t| (t, f.rnr_timers[usize::from(t)]))
+        .filter_map(|t| timers.map(|x| (t, x[usize::from(t)])))
+        .filter(|&(_, n)| n > 0)
         .collect();
     FlowSummary {
         id: f.id,
@@ -474,13 +477,13 @@ pub(super) fn summarize(f: &Flow) -> FlowSummary {
         gbps_after_last_cnp: f
             .last_cnp
             .and_then(|(t, b)| gbps(f.bytes - b, f.last_ts.saturating_sub(t))),
-        rnr_requested_us_mean: (f.rnr_wait.count() > 0)
-            .then(|| f.rnr_requested_us / f.rnr_wait.count() as f64),
+        rnr_requested_us_mean: (delays.rnr_wait.count() > 0)
+            .then(|| f.rnr_requested_us / delays.rnr_wait.count() as f64),
         ack_latency: Latency::of(&f.ack_latency),
-        nak_to_resend: Latency::of(&f.nak_to_resend),
-        rnr_wait: Latency::of(&f.rnr_wait),
-        timeout_observed: Latency::of(&f.timeout_observed),
-        ce_to_cnp: Latency::of(&f.ce_to_cnp),
+        nak_to_resend: Latency::of(&delays.nak_to_resend),
+        rnr_wait: Latency::of(&delays.rnr_wait),
+        timeout_observed: Latency::of(&delays.timeout_observed),
+        ce_to_cnp: Latency::of(&delays.ce_to_cnp),
         opcodes,
         rnr_timers,
     }

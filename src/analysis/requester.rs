@@ -126,7 +126,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
             return;
         }
     }
-    let cause = pending_for(f, p, ts).and_then(|i| f.req.pending[i]);
+    let cause = pending_for(f, p, ts).and_then(|i| f.req.pending()[i]);
     let stray = Stray {
         psn: p,
         end,
@@ -256,7 +256,7 @@ pub(super) fn resolve(f: &mut Flow, s: Stray, next: Option<Psn>, log: &mut Event
 /// rewind to `p` acts on: its PSN is `p` or up to [`RUN_SLACK`] before it.
 fn pending_for(f: &Flow, p: Psn, ts: u64) -> Option<usize> {
     let mut best: Option<(u64, usize)> = None;
-    for (i, e) in f.req.pending.iter().enumerate() {
+    for (i, e) in f.req.pending().iter().enumerate() {
         let Some(e) = e else { continue };
         if e.t_ns <= ts
             && (0..=RUN_SLACK).contains(&p.diff(e.psn))
@@ -271,8 +271,8 @@ fn pending_for(f: &Flow, p: Psn, ts: u64) -> Option<usize> {
 /// Takes the trigger of a rewind to `p` at `ts`; every cause at or before `p` received
 /// by then is acted on with it.
 fn take_pending(f: &mut Flow, p: Psn, ts: u64) -> Option<Pending> {
-    let found = pending_for(f, p, ts).and_then(|i| f.req.pending[i]);
-    for e in f.req.pending.iter_mut() {
+    let found = pending_for(f, p, ts).and_then(|i| f.req.pending()[i]);
+    for e in f.req.pending_mut() {
         if e.is_some_and(|x| x.t_ns <= ts && x.psn.diff(p) <= 0) {
             *e = None;
         }
@@ -282,7 +282,7 @@ fn take_pending(f: &mut Flow, p: Psn, ts: u64) -> Option<Pending> {
 
 /// Records a NAK, an RNR NAK or a READ response gap the requester will act on.
 pub(super) fn push_pending(f: &mut Flow, e: Pending) {
-    let slots = &mut f.req.pending;
+    let slots = f.req.pending.get_or_insert_with(Box::default);
     let i = slots.iter().position(Option::is_none).unwrap_or_else(|| {
         // Full: the oldest gives way.
         let (i, _) = slots
@@ -304,11 +304,11 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
             let l = s.t_ns.saturating_sub(e.t_ns);
             match e.cause {
                 Cause::Nak => {
-                    f.nak_to_resend.record(l);
+                    f.delays_mut().nak_to_resend.record(l);
                     (Trigger::Nak, Some(l))
                 }
                 Cause::Rnr(code) => {
-                    f.rnr_wait.record(l);
+                    f.delays_mut().rnr_wait.record(l);
                     f.rnr_requested_us += rnr_timer_us(code);
                     (Trigger::Rnr, Some(l))
                 }
@@ -326,7 +326,7 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
                 .map(|(_, t, _)| t);
             let l = t0.map(|t0| s.t_ns.saturating_sub(t0));
             if let Some(l) = l {
-                f.timeout_observed.record(l);
+                f.delays_mut().timeout_observed.record(l);
             }
             (Trigger::Timeout, l)
         }
@@ -419,7 +419,7 @@ pub(super) fn acked(q: &mut Flow, p: Psn, ts: u64) {
 /// the requester still acts on an earlier NAK then (seen with Soft-RoCE: NAK for p, the
 /// late original of p, NAK for p + 1, then the rewind to p).
 pub(super) fn positively_acked(q: &mut Flow, p: Psn) {
-    for e in q.req.pending.iter_mut() {
+    for e in q.req.pending_mut() {
         if e.is_some_and(|x| x.cause != Cause::ReadGap && x.psn.diff(p) <= 0) {
             *e = None;
         }

@@ -138,7 +138,7 @@ fn answer(
     count_retransmission(f, trigger);
     if let Some(start) = fill_gaps(f, true, p, ts, log) {
         // The gap is filled: the requester has nothing left to ask for there.
-        for e in q.req.pending.iter_mut() {
+        for e in q.req.pending_mut() {
             if e.is_some_and(|x| x.cause == Cause::ReadGap && x.psn == start) {
                 *e = None;
             }

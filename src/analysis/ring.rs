@@ -64,6 +64,50 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
     }
 }
 
+/// A [`Ring`] allocated on its first push: most flows never keep a gap or a READ, and a
+/// flow pays for the ring only once it has something to keep. Reads of an empty lazy ring
+/// behave as an empty ring.
+#[derive(Clone, Debug)]
+pub struct LazyRing<T: Copy + Default, const N: usize>(Option<Box<Ring<T, N>>>);
+
+impl<T: Copy + Default, const N: usize> Default for LazyRing<T, N> {
+    fn default() -> Self {
+        LazyRing(None)
+    }
+}
+
+impl<T: Copy + Default, const N: usize> LazyRing<T, N> {
+    /// Appends `v` (allocating the ring the first time); when full, the oldest record is
+    /// dropped and returned.
+    pub fn push(&mut self, v: T) -> Option<T> {
+        self.0.get_or_insert_with(Box::default).push(v)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |r| r.len())
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> &mut T {
+        self.0.as_mut().expect("index below len()").get_mut(i)
+    }
+
+    pub fn get(&self, i: usize) -> &T {
+        self.0.as_ref().expect("index below len()").get(i)
+    }
+
+    pub fn pop_front_while(&mut self, pred: impl FnMut(&T) -> bool, out: impl FnMut(T)) {
+        if let Some(r) = self.0.as_mut() {
+            r.pop_front_while(pred, out);
+        }
+    }
+
+    pub fn drain(&mut self, out: impl FnMut(T)) {
+        if let Some(r) = self.0.as_mut() {
+            r.drain(out);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

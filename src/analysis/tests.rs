@@ -1267,3 +1267,23 @@ fn a_frame_cut_inside_an_extended_header_still_has_its_psn() {
     assert_eq!(r.totals.retransmitted_packets, 0);
     assert_eq!(r.totals.truncated, 1);
 }
+
+#[test]
+fn a_clean_flow_stays_small() {
+    // Issue 17's budget: a live flow on clean traffic costs at most 2 KiB. The fixed
+    // part is the struct; rings and histograms that trouble needs come later, boxed.
+    let size = std::mem::size_of::<Flow>();
+    assert!(size <= 1700, "Flow is {size} bytes");
+    let f = Flow::new(
+        0,
+        FlowKey {
+            src: Addr::Ip(IpAddr::V4(Ipv4Addr::from(A))),
+            dst: Addr::Ip(IpAddr::V4(Ipv4Addr::from(B))),
+            qp: Qpn(1),
+        },
+        RoceVersion::V2,
+        0,
+    );
+    assert!(f.delays.is_none() && f.req.reads.is_none() && f.req.pending.is_none());
+    assert_eq!(f.req.gaps.len(), 0);
+}
