@@ -285,6 +285,8 @@ pub struct Flow {
     pub peer_id: Option<u32>,
     /// Its place in the analyzer's list of flows of its address pair.
     pub pair_pos: u32,
+    /// Hashes of (src, dst) and (dst, src), for the analyzer's recent-PSN table.
+    pub pair_hash: [u64; 2],
     /// Responses that found no request stream to pair with (the slow search is rationed).
     pub pair_tries: u32,
     pub transport: Option<Transport>,
@@ -336,6 +338,7 @@ impl Flow {
             peer: None,
             peer_id: None,
             pair_pos: 0,
+            pair_hash: [0; 2],
             pair_tries: 0,
             transport: None,
             version,

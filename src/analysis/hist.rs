@@ -61,6 +61,7 @@ fn bucket_low(b: usize) -> u64 {
 }
 
 impl LogHist {
+    #[inline]
     pub fn record(&mut self, v: u64) {
         let b = bucket(v);
         let counts = match self.counts.as_mut() {

@@ -131,13 +131,19 @@ struct RecentSend {
     ts: u64,
 }
 
-/// A non-zero 64-bit hash of a request PSN and its two ends.
-#[inline]
-fn send_tag(src: u128, dst: u128, psn: Psn) -> u64 {
+/// A hash of an address pair (computed once per flow, for both directions).
+fn pair_hash(src: u128, dst: u128) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
-    (src, dst, psn.0).hash(&mut h);
-    h.finish() | 1
+    (src, dst).hash(&mut h);
+    h.finish()
+}
+
+/// A non-zero 64-bit tag of a request PSN between a pair of addresses: one multiply per
+/// packet on top of the flow's precomputed pair hash.
+#[inline]
+fn send_tag(pair: u64, psn: Psn) -> u64 {
+    (pair ^ u64::from(psn.0).wrapping_mul(0x9e37_79b9_7f4a_7c15)).rotate_left(23) | 1
 }
 
 /// Entries of the direct-mapped cache in front of the flow hash map: the flows of the
@@ -367,6 +373,10 @@ impl Analyzer {
             qp: r.bth.dest_qp,
         };
         let mut f = Flow::new(self.next_id, key, r.version, ts);
+        f.pair_hash = [
+            pair_hash(packed.src, packed.dst),
+            pair_hash(packed.dst, packed.src),
+        ];
         self.next_id += 1;
         let same_pair = self.by_pair.entry((key.src, key.dst)).or_default();
         f.pair_pos = same_pair.len() as u32;
@@ -428,7 +438,8 @@ impl Analyzer {
         } else {
             self.request(slot, ts, op, r, d.ip.map_or(0, |ip| ip.ident));
             if r.transport() != Transport::Ud {
-                let tag = send_tag(packed.src, packed.dst, r.bth.psn);
+                let f = self.slots[slot as usize].as_ref().expect("live flow");
+                let tag = send_tag(f.pair_hash[0], r.bth.psn);
                 let mask = self.recent.len() - 1;
                 self.recent[tag as usize & mask] = RecentSend { tag, slot, ts };
             }
@@ -594,9 +605,8 @@ impl Analyzer {
     fn pair(&mut self, slot: u32, p: Psn, now: u64, exact_only: bool) -> Option<u32> {
         let f = self.slots[slot as usize].as_ref()?;
         let current = f.peer;
-        let key = Packed::of(&f.key);
         // One probe: the flow that sent exactly this PSN most recently, if unpaired.
-        let tag = send_tag(key.dst, key.src, p);
+        let tag = send_tag(f.pair_hash[1], p);
         let hit = self.recent[tag as usize & (self.recent.len() - 1)];
         let found =
             (hit.tag == tag && hit.ts <= now && hit.slot != slot && Some(hit.slot) != current)
@@ -612,6 +622,11 @@ impl Analyzer {
                 .filter(|&c| self.sent_at(c, p, now).is_some());
         if let Some(c) = found {
             return Some(self.link(slot, c));
+        }
+        if exact_only {
+            // Only an exact sender could take over a pairing that still fits, and the
+            // probe above found none.
+            return None;
         }
         let cands = self.by_pair.get(&(f.key.dst, f.key.src))?;
         // The slow search walks the other direction's flows: always while they are few,

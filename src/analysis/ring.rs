@@ -21,6 +21,7 @@ impl<T: Copy + Default, const N: usize> Default for Ring<T, N> {
 
 impl<T: Copy + Default, const N: usize> Ring<T, N> {
     /// Appends `v`; when full, the oldest record is dropped and returned.
+    #[inline]
     pub fn push(&mut self, v: T) -> Option<T> {
         if self.len == N {
             let old = self.buf[self.head];
@@ -34,22 +35,26 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
         }
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// The i-th record, oldest first.
+    #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
         debug_assert!(i < self.len);
         &mut self.buf[(self.head + i) % N]
     }
 
+    #[inline]
     pub fn get(&self, i: usize) -> &T {
         debug_assert!(i < self.len);
         &self.buf[(self.head + i) % N]
     }
 
     /// Drops the oldest records while `pred` holds for them, handing each to `out`.
+    #[inline]
     pub fn pop_front_while(&mut self, mut pred: impl FnMut(&T) -> bool, mut out: impl FnMut(T)) {
         while self.len > 0 && pred(&self.buf[self.head]) {
             out(self.buf[self.head]);
@@ -59,6 +64,7 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
     }
 
     /// Removes every record, handing each to `out`, oldest first.
+    #[inline]
     pub fn drain(&mut self, mut out: impl FnMut(T)) {
         self.pop_front_while(|_| true, &mut out);
     }
@@ -79,28 +85,34 @@ impl<T: Copy + Default, const N: usize> Default for LazyRing<T, N> {
 impl<T: Copy + Default, const N: usize> LazyRing<T, N> {
     /// Appends `v` (allocating the ring the first time); when full, the oldest record is
     /// dropped and returned.
+    #[inline]
     pub fn push(&mut self, v: T) -> Option<T> {
         self.0.get_or_insert_with(Box::default).push(v)
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.0.as_ref().map_or(0, |r| r.len())
     }
 
+    #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
         self.0.as_mut().expect("index below len()").get_mut(i)
     }
 
+    #[inline]
     pub fn get(&self, i: usize) -> &T {
         self.0.as_ref().expect("index below len()").get(i)
     }
 
+    #[inline]
     pub fn pop_front_while(&mut self, pred: impl FnMut(&T) -> bool, out: impl FnMut(T)) {
         if let Some(r) = self.0.as_mut() {
             r.pop_front_while(pred, out);
         }
     }
 
+    #[inline]
     pub fn drain(&mut self, out: impl FnMut(T)) {
         if let Some(r) = self.0.as_mut() {
             r.drain(out);
