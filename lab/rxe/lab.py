@@ -317,11 +317,14 @@ def observable(sc, t):
         "responder_duplicate_request": dB.get("duplicate_request", 0),
         "requester_sent_pkts": dA.get("sent_pkts", 0),
         "responder_sent_pkts": dB.get("sent_pkts", 0),
-        "request_distinct_psns_at_tap": w.get("distinct_qp_psn"),
+        "request_distinct_psns_at_tap": w.get("distinct_request_psns"),
         "capture_dropped_by_kernel": t["capture"]["dropped_by_kernel"],
     }
-    if tap["sees_all_requester_packets"]:
-        o["requester_resent_packets"] = dA.get("sent_pkts", 0) - w.get("distinct_qp_psn", 0) - w.get("qp1_mads", 0)
+    if not any(n.get("lost") for n in t["netem"] if n.get("direction") == "A->B" and n.get("relative_to_tap") == "before"):
+        # A's sent_pkts also counts its ACKs (responder side of perftest's rdma_cm control
+        # QP) and its CM MADs on QP1
+        o["requester_resent_packets"] = (dA.get("sent_pkts", 0) - w.get("distinct_request_psns", 0)
+                                         - w.get("responses", 0) - w.get("qp1_mads", 0))
     for n in t["netem"]:
         if n.get("duplicates"):
             o["duplicate_packets"] = o.get("duplicate_packets", 0) + n["duplicates"]

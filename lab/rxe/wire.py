@@ -51,18 +51,21 @@ def packets(path):
 
 
 def summary(path):
-    """Per direction: packets, distinct (QP, PSN), CE marks, repeated and missing IP IDs,
+    """Per direction: packets, distinct (QP, PSN) of RC requests, RC responses (ACKs, READ
+    responses), QP1 MADs, CE marks, repeated and missing IP IDs,
     late arrivals by IP ID; plus the AETH NAKs seen."""
     dirs = {}
     for r in packets(path):
         k = f"{r['src']}->{r['dst']}"
         d = dirs.setdefault(k, {"packets": 0, "ce_marked": 0, "psns": set(), "ids": [], "naks_psn_seq": 0,
-                                "naks_rnr": 0, "qp1_mads": 0})
+                                "naks_rnr": 0, "qp1_mads": 0, "responses": 0})
         d["packets"] += 1
         d["ce_marked"] += r["ecn"] == 3
         if r["qp"] == 1:
             d["qp1_mads"] += 1
-        else:
+        elif 0x0D <= r["op"] <= 0x12:
+            d["responses"] += 1
+        elif r["op"] < 0x20:
             d["psns"].add((r["qp"], r["psn"]))
         d["ids"].append(r["ipid"])
         s = r["syndrome"]
@@ -95,7 +98,8 @@ def summary(path):
             seen.add(u)
             mx = u if mx is None else max(mx, u)
         span = (max(seen) - min(seen) + 1) if seen else 0
-        out[k] = {"packets": d["packets"], "distinct_qp_psn": len(d["psns"]), "qp1_mads": d["qp1_mads"],
+        out[k] = {"packets": d["packets"], "distinct_request_psns": len(d["psns"]), "responses": d["responses"],
+                  "qp1_mads": d["qp1_mads"],
                   "ce_marked": d["ce_marked"], "naks_psn_seq": d["naks_psn_seq"], "naks_rnr": d["naks_rnr"],
                   "ipid_repeated": repeated, "ipid_missing_in_span": span - len(seen), "ipid_late": late}
     return out
