@@ -381,15 +381,24 @@ impl Table {
         let mut s = String::new();
         let bad = self.rows.iter().filter(|r| !r.ok).count();
         let _ = writeln!(s, "\n== {name}: {} checks, {bad} failed", self.rows.len());
+        let w = |f: fn(&Row) -> &str, min: usize| {
+            self.rows
+                .iter()
+                .map(|r| f(r).len())
+                .max()
+                .unwrap_or(0)
+                .max(min)
+        };
+        let (w1, w2, w3) = (w(|r| &r.what, 8), w(|r| &r.truth, 5), w(|r| &r.rocetap, 12));
         let _ = writeln!(
             s,
-            "   {:4} {:7} {:44} {:34} {:14} why",
+            "   {:4} {:7} {:w1$} {:w2$} {:w3$} why",
             "", "kind", "quantity", "truth", "rocetap/wire"
         );
         for r in &self.rows {
             let _ = writeln!(
                 s,
-                "   {:4} {:7} {:44} {:34} {:14} {}",
+                "   {:4} {:7} {:w1$} {:w2$} {:w3$} {}",
                 if r.ok { "ok" } else { "FAIL" },
                 r.kind,
                 r.what,

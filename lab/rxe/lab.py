@@ -171,19 +171,21 @@ def main_run(out_dir, name, iters=None, snaplen=None):
     truth = {
         "scenario": name, "description": sc.desc,
         "generator": "Linux Soft-RoCE (rdma_rxe) in Debian's kernel, perftest, two qemu VMs on a qemu socket netdev",
-        "lab_command": f"lab/rxe/run.sh OUT {name}" + (f" -n {iters}" if iters else "") +
-                       (f" -s {snaplen}" if snaplen is not None else ""),
+        "lab_command": "lab/rxe/run.sh" + (f" -n {iters}" if iters else "") +
+                       (f" -s {snaplen}" if snaplen is not None else "") + f" OUT {name}",
         "accel": vmmod.accel(), "eth_mtu": sc.mtu, "pmtu": sc.pmtu(),
         "vms": {"A": {"ip": vmmod.A_IP, "mac": "52:54:00:18:00:01", "role": "requester (perftest client)"},
                 "B": {"ip": vmmod.B_IP, "mac": "52:54:00:18:00:02", "role": "responder (perftest server)"}},
     }
     setup = []
+    timing = {}
     a = b = None
     try:
         a, b = vmmod.pair(run_dir, mtu=sc.mtu)
         vms = {"A": a, "B": b}
         for v in (a, b):
             v.wait_ready(300)
+        timing["boot_s"] = round(time.time() - t0, 1)
         truth["kernel"] = a.sh("uname -r")[1].strip()
         truth["perftest_version"] = a.sh("ib_write_bw --version 2>&1 | grep -i version")[1].strip()
         truth["qemu"] = {"argv_A": a.cmdline}
@@ -226,6 +228,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
                 break
             time.sleep(1)
         t_cli = time.time() - t1
+        timing["perftest_s"] = round(t_cli, 1)
         rc_cli = a.sh("cat /tmp/client.rc 2>/dev/null || echo -1")[1].strip()
         out_cli = a.sh("cat /tmp/client.log")[1]
         for _ in range(30):
@@ -242,12 +245,17 @@ def main_run(out_dir, name, iters=None, snaplen=None):
         stat_after = {n: v.sh("rdma statistic show link rxe0/1")[1] for n, v in vms.items()}
         tc = {n: tc_stats(v) for n, v in vms.items()}
         pcap = os.path.join(out_dir, f"{name}.pcap")
+        t2 = time.time()
         size = cap.get("/tmp/cap.pcap", pcap)
+        timing["fetch_capture_s"] = round(time.time() - t2, 1)
+        t3 = time.time()
     finally:
         for v in (a, b):
             if v is not None:
                 v.stop()
         vmmod.kill_recorded(run_dir)
+        if "fetch_capture_s" in timing:
+            timing["poweroff_s"] = round(time.time() - t3, 1)
         try:
             for n in os.listdir(run_dir):
                 if n.endswith((".ctl", ".pid")):
@@ -279,6 +287,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
     truth["observable"] = observable(sc, truth)
     truth["setup_log"] = setup
     truth["elapsed_s"] = round(time.time() - t0, 1)
+    truth["timing"] = timing
     with open(os.path.join(out_dir, f"{name}.truth.json"), "w") as f:
         json.dump(truth, f, indent=1)
         f.write("\n")
