@@ -332,7 +332,7 @@ def observable(sc, t):
     if not any(n.get("lost") for n in t["netem"] if n.get("direction") == "A->B" and n.get("relative_to_tap") == "before"):
         # A's sent_pkts also counts its ACKs (responder side of perftest's rdma_cm control
         # QP) and its CM MADs on QP1
-        o["requester_resent_packets"] = (dA.get("sent_pkts", 0) - w.get("distinct_request_psns", 0)
+        o["requester_resent_packets"] = (dA.get("sent_pkts", 0) - w.get("request_first_transmissions", 0)
                                          - w.get("responses", 0) - w.get("qp1_mads", 0))
     for n in t["netem"]:
         if n.get("duplicates"):
@@ -343,8 +343,8 @@ def observable(sc, t):
         o["netem_lost"] += n.get("lost", 0)
     o["wire_ce_marked"] = sum(d["ce_marked"] for d in t["wire"].values())
     o["note"] = ("nak_psn_seq = B out_of_seq_request, rnr_nak = B send_rnr_err, retransmission_episodes = "
-                 "A completer_retry_err; requester_resent_packets = A sent_pkts - distinct request PSNs at the tap "
-                 "(only where the tap sees every packet A sent); duplicate_packets / ce_marked from netem's counters")
+                 "A completer_retry_err; requester_resent_packets = A sent_pkts - first transmissions at the tap "
+                 "- A's ACKs - QP1 MADs (only where nothing A sent is lost before the tap); duplicate_packets / ce_marked from netem's counters")
     return o
 
 

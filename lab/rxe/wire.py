@@ -58,7 +58,8 @@ def summary(path):
     for r in packets(path):
         k = f"{r['src']}->{r['dst']}"
         d = dirs.setdefault(k, {"packets": 0, "ce_marked": 0, "psns": set(), "ids": [], "naks_psn_seq": 0,
-                                "naks_rnr": 0, "qp1_mads": 0, "responses": 0})
+                                "naks_rnr": 0, "qp1_mads": 0, "responses": 0,
+                                "reqs": []})
         d["packets"] += 1
         d["ce_marked"] += r["ecn"] == 3
         if r["qp"] == 1:
@@ -67,6 +68,7 @@ def summary(path):
             d["responses"] += 1
         elif r["op"] < 0x20:
             d["psns"].add((r["qp"], r["psn"]))
+            d["reqs"].append((r["ipid"], r["qp"], r["psn"]))
         d["ids"].append(r["ipid"])
         s = r["syndrome"]
         if s is not None and s >> 5 == 3 and s & 31 == 0:
@@ -75,6 +77,7 @@ def summary(path):
             d["naks_rnr"] += 1
     out = {}
     for k, d in dirs.items():
+        originals = first_transmissions(d.pop("reqs"))
         ids = d.pop("ids")
         # unwrap the 16-bit IDs in arrival order (the sender's counter moves by < 32768 between
         # two packets of one capture)
@@ -98,8 +101,45 @@ def summary(path):
             seen.add(u)
             mx = u if mx is None else max(mx, u)
         span = (max(seen) - min(seen) + 1) if seen else 0
-        out[k] = {"packets": d["packets"], "distinct_request_psns": len(d["psns"]), "responses": d["responses"],
+        out[k] = {"packets": d["packets"], "distinct_request_psns": len(d["psns"]),
+                  "request_first_transmissions": originals, "responses": d["responses"],
                   "qp1_mads": d["qp1_mads"],
                   "ce_marked": d["ce_marked"], "naks_psn_seq": d["naks_psn_seq"], "naks_rnr": d["naks_rnr"],
                   "ipid_repeated": repeated, "ipid_missing_in_span": span - len(seen), "ipid_late": late}
     return out
+
+
+def unwrap(ids):
+    """16-bit IDs in arrival order -> increasing integers (steps below 32768)."""
+    un, base, prev = [], 0, None
+    for i in ids:
+        if prev is not None:
+            if i - prev < -32768:
+                base += 65536
+            elif i - prev > 32768:
+                base -= 65536
+        prev = i
+        un.append(i + base)
+    return un
+
+
+def psn_lt(a, b):
+    d = (b - a) & 0xFFFFFF
+    return 0 < d < 0x800000
+
+
+def first_transmissions(reqs):
+    """Requests (ipid, qp, psn) in arrival order -> how many advanced their QP's PSN stream in
+    the sender's order (by IP ID, copies dropped): the first transmissions. A READ
+    re-request carries a PSN not used before but is behind the stream, so it is not one."""
+    un = unwrap([r[0] for r in reqs])
+    order = sorted(set((u, qp, psn) for u, (_, qp, psn) in zip(un, reqs)))
+    seen_ids, mx, n = set(), {}, 0
+    for u, qp, psn in order:
+        if u in seen_ids:
+            continue
+        seen_ids.add(u)
+        if qp not in mx or psn_lt(mx[qp], psn):
+            mx[qp] = psn
+            n += 1
+    return n
