@@ -947,7 +947,7 @@ fn lab_unavailable() -> Option<String> {
     if !(qemu_ok && l.join("rocetap-initrd.img").is_file() && l.join("vmlinuz").is_file()) {
         // try to build it (idempotent); CI builds it before the tests
         let st = Command::new("timeout")
-            .args(["3000", "bash"])
+            .args(["1800", "bash"])
             .arg(repo().join("lab/rxe/build.sh"))
             .stdout(Stdio::null())
             .status();

@@ -291,8 +291,11 @@ def main_run(out_dir, name, iters=None, snaplen=None):
     with open(os.path.join(out_dir, f"{name}.truth.json"), "w") as f:
         json.dump(truth, f, indent=1)
         f.write("\n")
-    print(json.dumps({"scenario": name, "pcap_bytes": size, "client_rc": truth["perftest"]["client_rc"],
-                      "elapsed_s": truth["elapsed_s"], "observable": truth["observable"]}, indent=1))
+    o = truth["observable"]
+    print(f"{name}: rc {truth['perftest']['client_rc']}, {size} bytes, {truth['elapsed_s']} s; "
+          f"A sent {o['requester_sent_pkts']} retries {dlt['A'].get('completer_retry_err', 0)}; "
+          f"B NAKs {o['nak_psn_seq']} RNR {o['rnr_nak']}; netem lost {o.get('netem_lost', 0)} "
+          f"dup {o.get('duplicate_packets', 0)} CE {o.get('ce_marked', 0)}", flush=True)
     if truth["perftest"]["client_rc"] != 0:
         raise SystemExit(f"{name}: perftest client failed (rc {rc_cli})")
 
