@@ -215,26 +215,34 @@ def main_run(out_dir, name, iters=None, snaplen=None):
         before = {n: v.counters() for n, v in vms.items()}
         stat_before = {n: v.sh("rdma statistic show link rxe0/1")[1] for n, v in vms.items()}
         cap = vms[sc.tap]
-        cap.sh(f"nohup {tcpd} > /tmp/tcpdump.log 2>&1 & echo $! > /tmp/tcpdump.pid; sleep 2; cat /tmp/tcpdump.log")
+        # tcpdump says "listening on" once its socket is open
+        cap.sh(f"nohup {tcpd} > /tmp/tcpdump.log 2>&1 & echo $! > /tmp/tcpdump.pid; "
+               "for i in $(seq 50); do grep -q 'listening on' /tmp/tcpdump.log && break; sleep 0.2; done; "
+               "cat /tmp/tcpdump.log")
         for v in (a, b):
             v.sh(SNAP_LOOP)
         b.sh(f"nohup {srv} > /tmp/server.log 2>&1 & echo $! > /tmp/server.pid")
-        time.sleep(3)
+        # perftest's server is ready once it listens for the client's TCP exchange (port
+        # 18515); with -R (rdma_cm) there is no TCP listener to see, so wait a fixed time
+        if " -R" in f" {test}":
+            time.sleep(3)
+        else:
+            b.sh("for i in $(seq 75); do ss -Hltn 'sport = :18515' | grep -q . && break; sleep 0.2; done")
         t1 = time.time()
         a.sh(f"nohup bash -c '{cli}; echo $? > /tmp/client.rc' > /tmp/client.log 2>&1 & echo $! > /tmp/client.pid")
         deadline = t1 + CLIENT_TIMEOUT + 20
         while time.time() < deadline:
             if a.sh("test -f /tmp/client.rc")[0] == 0:
                 break
-            time.sleep(1)
+            time.sleep(0.5)
         t_cli = time.time() - t1
         timing["perftest_s"] = round(t_cli, 1)
         rc_cli = a.sh("cat /tmp/client.rc 2>/dev/null || echo -1")[1].strip()
         out_cli = a.sh("cat /tmp/client.log")[1]
-        for _ in range(30):
+        for _ in range(60):
             if "done" in b.sh("kill -0 $(cat /tmp/server.pid) 2>/dev/null && echo run || echo done")[1]:
                 break
-            time.sleep(1)
+            time.sleep(0.5)
         b.sh("kill $(cat /tmp/server.pid) 2>/dev/null; true")
         out_srv = b.sh("cat /tmp/server.log")[1]
         snaps = {n: read_snapshot(v) for n, v in vms.items()}
