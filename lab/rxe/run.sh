@@ -4,7 +4,7 @@
 # Boots two Soft-RoCE VMs per scenario (qemu/TCG, Debian's kernel with rdma_rxe), injects the
 # scenario's faults, captures on the tap VM and writes OUTDIR/SCENARIO.pcap and
 # OUTDIR/SCENARIO.truth.json. Scenarios run one at a time. -n overrides perftest's message
-# count, -s the capture snaplen (0 = full frames). Builds the lab first if it is missing.
+# count, -s the capture snaplen (0 = full frames). Runs build.sh first (a no-op when built).
 # Exit status: 0 if every scenario succeeded.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,7 +23,8 @@ while [ $# -gt 0 ]; do
 done
 [ $# -ge 2 ] || { echo "usage: run.sh [-n ITERS] [-s SNAPLEN] OUTDIR SCENARIO... | all" >&2; exit 2; }
 out=$1; shift
-if [ ! -f "$L/rocetap-initrd.img" ] || [ ! -f "$L/vmlinuz" ]; then bash "$here/build.sh"; fi
+# idempotent (about 1 s when everything is built); repacks the initramfs if init.sh changed
+bash "$here/build.sh"
 if [ "$1" = all ]; then
   mapfile -t all < <(python3 "$here/lab.py" list | awk '{print $1}')
   set -- "${all[@]}"
