@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Records the small real-stack captures committed as samples/rxe-*.pcap, each with its truth
+# as samples/rxe-NAME.pcap.truth.json (lab.py's truth.json; `capture.file` renamed).
+# usage: lab/rxe/make-samples.sh [SAMPLES_DIR]      (default: the repository's samples/)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+dest=${1:-$here/../../samples}
+tmp=$(mktemp -d /tmp/rxe-samples.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# scenario, perftest -n, snaplen: small enough for a few hundred KB each
+while read -r name iters snap; do
+  bash "$here/run.sh" -n "$iters" -s "$snap" "$tmp" "$name"
+  cp "$tmp/$name.pcap" "$dest/rxe-$name.pcap"
+  python3 - "$tmp/$name.truth.json" "$dest/rxe-$name.pcap.truth.json" "rxe-$name.pcap" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["capture"]["file"] = sys.argv[3]
+t["sample_command"] = "lab/rxe/make-samples.sh (" + t["lab_command"] + ", renamed to " + sys.argv[3] + ")"
+with open(sys.argv[2], "w") as f:
+    json.dump(t, f, indent=1)
+    f.write("\n")
+PY
+done <<'LIST'
+clean-write 60 0
+loss-upstream 150 128
+read-loss 150 128
+rnr 40 128
+duplicate 150 128
+LIST
+ls -la "$dest"/rxe-*

@@ -1,0 +1,95 @@
+"""The rxe lab's scenarios: one perftest run between VM A (198.18.0.1, requester = perftest
+client) and VM B (198.18.0.2, responder = perftest server), with netem faults on RoCE v2
+(UDP dport 4791) only, and a tcpdump tap on one VM's eth0.
+
+Where a fault sits relative to the tap follows from where it is installed (see README.md):
+  egress  = prio qdisc on the VM's eth0, RoCE to a netem band: BEFORE the wire, so before
+            every tap (the sending VM's AF_PACKET tap sees egress packets after the qdisc);
+  ingress = eth0 ingress -> mirred -> ifb0 with netem: AFTER every tap (the receiving VM's
+            AF_PACKET tap sees ingress packets before tc ingress).
+"""
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Fault:
+    vm: str          # "A" or "B"
+    where: str       # "egress" or "ingress"
+    netem: str       # netem arguments, e.g. "loss 2%"
+
+    def direction(self):
+        """The traffic direction it touches: egress of A / ingress of B touch A->B."""
+        if (self.vm, self.where) in (("A", "egress"), ("B", "ingress")):
+            return "A->B"
+        return "B->A"
+
+    def relative_to_tap(self):
+        return "before" if self.where == "egress" else "after"
+
+
+@dataclass
+class Scenario:
+    name: str
+    desc: str
+    tool: str                 # ib_write_bw, ib_read_bw, ib_send_bw
+    iters: int                # perftest -n (per QP)
+    size: int = 4096          # perftest -s
+    flags: str = ""           # more perftest flags, both sides
+    snap: int = 256           # tcpdump -s (0 = full frames)
+    tap: str = "B"            # the VM whose eth0 is captured
+    mtu: int = 1500           # eth MTU; rxe's RoCE path MTU is the largest IB MTU below it
+    faults: list = field(default_factory=list)
+
+    def perftest(self, iters=None):
+        n = self.iters if iters is None else iters
+        return " ".join(x for x in (self.tool, f"-n {n}", f"-s {self.size}", self.flags) if x)
+
+    def pmtu(self):
+        return max(m for m in (256, 512, 1024, 2048, 4096) if m + 100 <= self.mtu)
+
+
+def egress(vm, netem):
+    return Fault(vm, "egress", netem)
+
+
+def ingress(vm, netem):
+    return Fault(vm, "ingress", netem)
+
+
+SCENARIOS = [
+    Scenario("clean-write", "no faults; RDMA WRITEs, full frames (ICRC checkable)",
+             "ib_write_bw", 300, snap=0),
+    Scenario("clean-read", "no faults; RDMA READs", "ib_read_bw", 500),
+    Scenario("clean-send", "no faults; SENDs", "ib_send_bw", 500),
+    Scenario("loss-upstream", "2% loss of the requester's RoCE on its egress (before the wire); tap on the responder",
+             "ib_write_bw", 600, faults=[egress("A", "loss 2%")]),
+    Scenario("loss-downstream", "2% loss on the responder's ingress (ifb0), AFTER the responder's tap: "
+             "the tap sees every packet A sent",
+             "ib_write_bw", 600, faults=[ingress("B", "loss 2%")]),
+    Scenario("ack-loss", "10% loss of the responder's RoCE egress (its ACKs), before the wire; tap on the requester; "
+             "tx-depth 1, so a lost ACK is recovered only by the requester's retransmit timer",
+             "ib_write_bw", 200, flags="-t 1", tap="A", faults=[egress("B", "loss 10%")]),
+    Scenario("read-loss", "2% loss of the responder's RoCE egress (READ responses and ACKs); tap on the requester",
+             "ib_read_bw", 600, tap="A", faults=[egress("B", "loss 2%")]),
+    Scenario("read-loss-full", "as read-loss, full frames (ICRC checkable; snaplen-independence check)",
+             "ib_read_bw", 200, snap=0, tap="A", faults=[egress("B", "loss 2%")]),
+    Scenario("rnr", "no faults; the responder's receive queue holds 1 WQE (-r 1), so SENDs meet RNR NAKs",
+             "ib_send_bw", 150, flags="-r 1"),
+    Scenario("reorder", "netem reorder on the requester's egress (5% of RoCE packets delayed 2 ms, the rest sent at "
+             "once; no correlation: netem's correlated reorder almost never fires); tap on the responder",
+             "ib_write_bw", 400, faults=[egress("A", "delay 2ms reorder 95%")]),
+    Scenario("duplicate", "netem duplicates 3% of the requester's RoCE packets; tap on the responder",
+             "ib_write_bw", 600, faults=[egress("A", "duplicate 3%")]),
+    Scenario("ecn", "traffic class 2 (ECT(0)); netem marks 3% CE (instead of dropping) on the requester's egress; "
+             "tap on the responder; rxe has no DCQCN, so no CNPs are expected",
+             "ib_write_bw", 600, flags="--tclass=2", faults=[egress("A", "loss 3% ecn")]),
+    Scenario("jumbo-loss", "eth MTU 4200 (RoCE path MTU 4096), 64 KiB WRITEs, 1% loss on the requester's egress; "
+             "tap on the responder",
+             "ib_write_bw", 200, size=65536, mtu=4200, faults=[egress("A", "loss 1%")]),
+    Scenario("multi-qp", "4 QPs (-q 4), 2% loss on the responder's ingress AFTER its tap, so every QP retries",
+             "ib_write_bw", 200, flags="-q 4", faults=[ingress("B", "loss 2%")]),
+    Scenario("rdma-cm", "connection setup through rdma_cm (-R): CM MADs (UD to QP1) on the wire, full frames",
+             "ib_write_bw", 200, flags="-R", snap=0),
+]
+
+BY_NAME = {s.name: s for s in SCENARIOS}
