@@ -58,6 +58,9 @@ pub struct Gap {
     /// An ACK covered it although no resend passed the tap: the responder got the
     /// packet, only the capture missed it.
     pub acked: bool,
+    /// The tail of a gap a late original split in two: its filling is not another
+    /// recovered gap (the gap was counted once).
+    pub part: bool,
 }
 
 impl Gap {
@@ -149,13 +152,13 @@ pub struct Episode {
     pub packets: u32,
 }
 
-pub const GAP_SLOTS: usize = 8;
+pub const GAP_SLOTS: usize = 32;
 /// READs followed per flow: as many as a requester keeps outstanding (rxe allows 128).
 pub const READ_SLOTS: usize = 128;
 /// NAKs / RNR NAKs / READ response gaps waiting for the rewind they cause.
 pub const PENDING_SLOTS: usize = 8;
 pub const ACKREQ_SLOTS: usize = 16;
-pub const SENT_SLOTS: usize = 16;
+pub const SENT_SLOTS: usize = 32;
 
 /// What this side sent as requester.
 #[derive(Clone, Debug, Default)]
@@ -186,6 +189,14 @@ pub struct ReqStream {
     pub first_ident: Option<u16>,
     /// The sender varies the IPv4 identification: a copy keeps it, a resend does not.
     pub idents_vary: bool,
+    /// Packets whose identification came after / before the latest one: where nearly
+    /// all come after, the identification is this flow's send order (Soft-RoCE and mlx5
+    /// count it up per packet), and a packet with an earlier one was sent earlier and
+    /// arrives late.
+    pub idents_ahead: u32,
+    pub idents_behind: u32,
+    /// The latest identification sent.
+    pub max_ident: u16,
 }
 
 impl ReqStream {

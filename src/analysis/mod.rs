@@ -531,10 +531,7 @@ impl Analyzer {
         let log = &mut self.log;
         if let Some(a) = r.aeth {
             match a.kind() {
-                AethKind::Ack { .. } => {
-                    acked(q, p, ts);
-                    requester::positively_acked(q, p);
-                }
+                AethKind::Ack { .. } => acked(q, p, ts),
                 AethKind::RnrNak { timer } => {
                     acked(q, p.minus(1), ts);
                     requester::push_pending(

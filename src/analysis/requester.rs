@@ -7,16 +7,19 @@
 //! there on, a whole window, as one run. So a retransmission episode starts where the
 //! PSN goes back and not where the run it interrupts happened to be; the run goes on while
 //! each PSN follows the previous one (a few may be lost again before the tap). What
-//! started a rewind is the oldest NAK, RNR NAK or READ response gap not acted on yet whose
-//! PSN the rewind starts at (or a few PSNs before it); with none, the requester's timer. A
-//! NAK that arrives while a run is in progress waits for the rewind it causes; NAKs the
-//! requester ignores (stale ones, for PSNs it had rewound past) are dropped when an ACK
-//! covers them.
+//! started a rewind is what passed the tap since the previous rewind — an RNR NAK, else
+//! a NAK, else a READ response gap — whatever PSN it names (the requester resumes from
+//! its completer's PSN, which can lag below the NAK's); with none, the requester's timer.
+//! A NAK that arrives while a run is in progress waits for the rewind it causes.
 //!
-//! A PSN behind the stream that does not continue a run is held for one packet: when the
-//! next packet follows it, it started a rewind; when it does not, it was a lone packet —
-//! a late original if its PSN had never passed the tap (reordering), a single-packet
-//! retransmission otherwise. A copy of the packet just seen (the same PSN with the same
+//! Where the sender counts the IPv4 identification up per packet (Soft-RoCE and mlx5
+//! do), it is the send order: a packet behind the stream with a later identification was
+//! sent now (a resend: it continues the run or starts a rewind), one with an earlier
+//! identification was sent before and arrives late (the first of its PSN at the tap is a
+//! reordered original). Without that order, a PSN behind the stream that does not continue
+//! a run is held for one packet: when the next packet follows it, it started a rewind;
+//! when it does not, it was a lone packet — a late original if its PSN had never passed
+//! the tap, a single-packet retransmission otherwise. A copy of the packet just seen (the same PSN with the same
 //! IPv4 identification, or — where the sender does not vary the identification — within
 //! [`COPY_WINDOW_NS`], and nothing that asked for it) is a duplicate made by the network
 //! and is counted apart: the requester sent it once.
@@ -62,7 +65,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         f.messages += 1;
         return;
     }
-    note_ident(f, s.ident);
+    let sent_earlier = note_ident(f, s.ident);
     // The PSN span of this request; `None` for a READ while the PMTU (or, cut by the
     // snaplen, its length) is unknown.
     let read_len = r.reth.map(|x| x.dma_len);
@@ -91,12 +94,16 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         if d > 0 {
             open_gap(f, false, f.req.next, d as u32, ts, log);
         }
-        end_episode(&mut f.req.episode, log);
+        if !sent_earlier {
+            end_episode(&mut f.req.episode, log);
+            f.req.cursor = end;
+        }
+        // (A new PSN sent before packets already seen, overtaken on the way, neither
+        // ends the run in progress nor moves where it goes on.)
         if op.ends_message() {
             f.messages += 1;
         }
         f.req.next = end;
-        f.req.cursor = end;
         if span.is_none() {
             f.req.open_read = Some((p, read_len.unwrap_or(UNKNOWN_LEN)));
         }
@@ -119,14 +126,41 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         f.req.last_new_ts = ts;
         return;
     }
-    // Behind the stream. The run in progress goes on?
+    // Behind the stream.
+    if idents_in_order(f) {
+        if is_copy(f, p, ts, s.ident) {
+            f.c.duplicate_packets += 1;
+            log.push(Event::new(ts, f.id, EventKind::Duplicate).psn(p));
+            return;
+        }
+        if sent_earlier {
+            // Sent before packets already seen: it arrives late. The first of its PSN is
+            // an original overtaken on the way; otherwise it is a resend that was
+            // overtaken (counted with the retry it belongs to, no new one).
+            if in_gap(f, p) {
+                f.c.reordered_packets += 1;
+                log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
+                fill_one(f, p, ts, log);
+            } else {
+                let t = f
+                    .req
+                    .episode
+                    .map(|e| e.trigger)
+                    .or(f.req.last_trigger)
+                    .unwrap_or(Trigger::Unknown);
+                count_retransmission(f, t);
+            }
+            return;
+        }
+    }
+    // The run in progress goes on?
     if let Some(ep) = f.req.episode {
         if (0..=RUN_SLACK).contains(&p.diff(f.req.cursor)) {
             resend(f, p, end, ts, s.ident, ep.trigger, log);
             return;
         }
     }
-    let cause = pending_for(f, p, ts).and_then(|i| f.req.pending()[i]);
+    let cause = pending_for(f, ts).and_then(|i| f.req.pending()[i]);
     let stray = Stray {
         psn: p,
         end,
@@ -144,6 +178,11 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
             start_episode(f, stray, false, log);
             return;
         }
+    }
+    if idents_in_order(f) {
+        // Sent now (a later identification) and behind the stream: the requester went back.
+        start_episode(f, stray, true, log);
+        return;
     }
     if !stray.in_gap && cause.is_none() && is_copy(f, p, ts, s.ident) {
         f.c.duplicate_packets += 1;
@@ -201,13 +240,35 @@ fn resolve_open_read(f: &mut Flow, p: Psn, pmtu: u32) {
 }
 
 /// Watches the IPv4 identification: only a sender that varies it lets a copy be told
-/// from a resend by it.
-fn note_ident(f: &mut Flow, ident: u16) {
-    match f.req.first_ident {
-        None => f.req.first_ident = Some(ident),
-        Some(i) if i != ident => f.req.idents_vary = true,
-        Some(_) => {}
+/// from a resend by it, and only one that counts it up in send order tells a late
+/// arrival from a packet sent now. Returns whether `ident` is earlier than the latest
+/// one sent (always false where the identification is not the send order).
+fn note_ident(f: &mut Flow, ident: u16) -> bool {
+    let r = &mut f.req;
+    let Some(first) = r.first_ident else {
+        r.first_ident = Some(ident);
+        r.max_ident = ident;
+        return false;
+    };
+    if ident != first {
+        r.idents_vary = true;
     }
+    let ahead = (ident.wrapping_sub(r.max_ident) as i16) > 0;
+    if ahead {
+        r.max_ident = ident;
+        r.idents_ahead = r.idents_ahead.saturating_add(1);
+    } else {
+        r.idents_behind = r.idents_behind.saturating_add(1);
+    }
+    !ahead && idents_in_order(f)
+}
+
+/// The identification is the send order: it varies, and nearly every packet carries a
+/// later one than the packet before (reordering puts a few behind; a random or constant
+/// identification does not pass).
+fn idents_in_order(f: &Flow) -> bool {
+    let r = &f.req;
+    r.idents_vary && r.idents_ahead >= 8 && r.idents_ahead >= 8 * r.idents_behind
 }
 
 /// Is `p` (seen at `ts` with `ident`) a copy of its last sighting?
@@ -220,7 +281,11 @@ fn is_copy(f: &Flow, p: Psn, ts: u64, ident: u16) -> bool {
     else {
         return false;
     };
-    if f.req.idents_vary {
+    let known = f.req.idents_ahead + f.req.idents_behind >= 8;
+    if f.req.idents_vary || (!known && ident != 0) {
+        // Where it varies (or, in a flow's first packets, before that is known, when it
+        // is not the 0 that senders without an identification write) the same
+        // identification is the same transmission.
         id0 == ident
     } else {
         ts.saturating_sub(t0) <= COPY_WINDOW_NS
@@ -252,28 +317,35 @@ pub(super) fn resolve(f: &mut Flow, s: Stray, next: Option<Psn>, log: &mut Event
     start_episode(f, s, true, log);
 }
 
-/// The oldest NAK / RNR NAK / READ response gap, received at or before `ts`, that a
-/// rewind to `p` acts on: its PSN is `p` or up to [`RUN_SLACK`] before it.
-fn pending_for(f: &Flow, p: Psn, ts: u64) -> Option<usize> {
-    let mut best: Option<(u64, usize)> = None;
-    for (i, e) in f.req.pending().iter().enumerate() {
-        let Some(e) = e else { continue };
-        if e.t_ns <= ts
-            && (0..=RUN_SLACK).contains(&p.diff(e.psn))
-            && best.map_or(true, |(t, _)| e.t_ns < t)
-        {
-            best = Some((e.t_ns, i));
-        }
-    }
-    best.map(|(_, i)| i)
+/// What a rewind at `ts` acts on: the NAKs, RNR NAKs and READ response gaps that passed
+/// the tap since the previous rewind, whatever PSN they name (a real requester resumes
+/// from its completer's PSN, which after an RNR NAK or under reordering lags below the
+/// NAK's). An RNR NAK comes first (Soft-RoCE follows it with a sequence NAK for the same
+/// PSN, and the retry waits for the RNR timer), then a NAK, then a READ gap, and among
+/// equals the oldest.
+fn pending_for(f: &Flow, ts: u64) -> Option<usize> {
+    let rank = |c: Cause| match c {
+        Cause::Rnr(_) => 0,
+        Cause::Nak => 1,
+        Cause::ReadGap => 2,
+    };
+    f.req
+        .pending()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            e.filter(|e| e.t_ns <= ts)
+                .map(|e| ((rank(e.cause), e.t_ns), i))
+        })
+        .min()
+        .map(|(_, i)| i)
 }
 
-/// Takes the trigger of a rewind to `p` at `ts`; every cause at or before `p` received
-/// by then is acted on with it.
-fn take_pending(f: &mut Flow, p: Psn, ts: u64) -> Option<Pending> {
-    let found = pending_for(f, p, ts).and_then(|i| f.req.pending()[i]);
+/// Takes the trigger of a rewind at `ts`; everything received by then is acted on.
+fn take_pending(f: &mut Flow, ts: u64) -> Option<Pending> {
+    let found = pending_for(f, ts).and_then(|i| f.req.pending()[i]);
     for e in f.req.pending_mut() {
-        if e.is_some_and(|x| x.t_ns <= ts && x.psn.diff(p) <= 0) {
+        if e.is_some_and(|x| x.t_ns <= ts) {
             *e = None;
         }
     }
@@ -298,7 +370,7 @@ pub(super) fn push_pending(f: &mut Flow, e: Pending) {
 /// A retry starts at `s`: a new episode with what triggered it.
 fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
     end_episode(&mut f.req.episode, log);
-    let taken = take_pending(f, s.psn, s.t_ns);
+    let taken = take_pending(f, s.t_ns);
     let (trigger, latency) = match s.cause.or(taken) {
         Some(e) => {
             let l = s.t_ns.saturating_sub(e.t_ns);
@@ -414,18 +486,6 @@ pub(super) fn acked(q: &mut Flow, p: Psn, ts: u64) {
     }
 }
 
-/// A positive ACK up to and including `p`: NAKs for PSNs the responder has since
-/// received are moot (the requester ignores them). The ACK a NAK implies does not count:
-/// the requester still acts on an earlier NAK then (seen with Soft-RoCE: NAK for p, the
-/// late original of p, NAK for p + 1, then the rewind to p).
-pub(super) fn positively_acked(q: &mut Flow, p: Psn) {
-    for e in q.req.pending_mut() {
-        if e.is_some_and(|x| x.cause != Cause::ReadGap && x.psn.diff(p) <= 0) {
-            *e = None;
-        }
-    }
-}
-
 pub(super) fn open_gap(
     f: &mut Flow,
     resp: bool,
@@ -445,6 +505,7 @@ pub(super) fn open_gap(
         t_ns: ts,
         nak: false,
         acked: false,
+        part: false,
     };
     if resp {
         f.c.read_missing_responses += u64::from(len);
@@ -504,12 +565,53 @@ pub(super) fn fill_gaps(
         if g.len > 0 && g.contains(p) {
             let start = g.start;
             g.len = 0; // filled: the resend covers the rest (go-back-N)
+            if g.part {
+                return Some(start);
+            }
             f.c.recovered_gap_events += 1;
             log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(start));
             return Some(start);
         }
     }
     None
+}
+
+/// A late original fills only its own PSN of a gap (others of the gap may be late too,
+/// or lost): the gap shrinks, or splits in two around it, and counts as recovered once
+/// nothing of it is missing.
+fn fill_one(f: &mut Flow, p: Psn, ts: u64, log: &mut EventLog) {
+    let gaps = &mut f.req.gaps;
+    let Some(i) = (0..gaps.len()).find(|&i| {
+        let g = gaps.get(i);
+        g.len > 0 && g.contains(p)
+    }) else {
+        return;
+    };
+    let g = *gaps.get(i);
+    let before = p.diff(g.start) as u32;
+    let after = g.len - before - 1;
+    let gm = gaps.get_mut(i);
+    if before == 0 {
+        gm.start = p.next();
+        gm.len = after;
+    } else {
+        gm.len = before;
+        if after > 0 {
+            let rest = Gap {
+                start: p.next(),
+                len: after,
+                part: true,
+                ..g
+            };
+            if let Some(old) = gaps.push(rest) {
+                unrecovered(f, &old, log);
+            }
+        }
+    }
+    if before == 0 && after == 0 && !g.part {
+        f.c.recovered_gap_events += 1;
+        log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(g.start));
+    }
 }
 
 pub(super) fn end_episode(e: &mut Option<Episode>, log: &mut EventLog) {
