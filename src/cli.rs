@@ -160,7 +160,7 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Write a synthetic trace of a RoCE scenario, with its ground truth beside it.
     #[command(
-        after_help = "Examples:\n  rocetap synth --list\n  rocetap synth loss-upstream -o loss.pcap\n  rocetap synth clean-rc --packets 2000000 --snaplen 128 -o big.pcap\n\nAlso writes FILE.truth.json: what an analyzer watching this tap can know (NAKs, gaps,\nretransmissions, CE marks, CNPs, ...). The same arguments give byte-identical files."
+        after_help = "Examples:\n  rocetap synth --list\n  rocetap synth loss-upstream -o loss.pcap\n  rocetap synth clean-rc --packets 2000000 --snaplen 128 -o big.pcap\n  rocetap synth many-qp --qps 8192 --peers 128 --packets 1000000 -s 128 -o q.pcap\n\nAlso writes FILE.truth.json: what an analyzer watching this tap can know (NAKs, gaps,\nretransmissions, CE marks, CNPs, ...). The same arguments give byte-identical files."
     )]
     Synth(SynthArgs),
     /// Check a network namespace's routing for multi-homed RDMA pods (sbr, ARP source,
@@ -353,6 +353,19 @@ pub struct SynthArgs {
     /// Write pcapng (with per-packet comments on the interesting frames) instead of pcap.
     #[arg(long)]
     pub pcapng: bool,
+    /// many-qp: number of queue pairs (RC connections) [default: 64].
+    #[arg(long, value_name = "N")]
+    pub qps: Option<u32>,
+    /// many-qp: number of peers the QPs are spread over (1: between two hosts) [default: 4].
+    #[arg(long, value_name = "M")]
+    pub peers: Option<u32>,
+    /// many-qp: per mille of multi-packet messages that lose a packet before the tap
+    /// (NAK, go-back-N) [default: 0].
+    #[arg(long, value_name = "PERMILLE")]
+    pub loss: Option<u32>,
+    /// many-qp: bytes per RDMA WRITE (above 4096: several PMTU-sized packets) [default: 64].
+    #[arg(long, value_name = "BYTES")]
+    pub msg_size: Option<u32>,
     /// Overwrite FILE and FILE.truth.json if they exist.
     #[arg(long)]
     pub force: bool,

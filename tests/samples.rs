@@ -556,7 +556,7 @@ fn synth_command_line_contract() {
     let o = run(&["synth", "--list"], &dir);
     assert!(o.status.success());
     let list = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(list.lines().count(), 14, "{list}");
+    assert_eq!(list.lines().count(), 15, "{list}");
     for (l, want) in list.lines().zip([
         "clean-rc",
         "loss-upstream",
@@ -572,6 +572,7 @@ fn synth_command_line_contract() {
         "icrc-corrupt",
         "sbr-arp",
         "malformed",
+        "many-qp",
     ]) {
         let mut w = l.split_whitespace();
         assert_eq!(w.next(), Some(want));
@@ -581,6 +582,15 @@ fn synth_command_line_contract() {
     let o = run(&["synth", "no-such-scenario", "-o", "x.pcap"], &dir);
     assert_eq!(o.status.code(), Some(2));
     assert!(one_line_error(&o).contains("no-such-scenario"));
+    assert!(!dir.join("x.pcap").exists());
+
+    // The many-qp options belong to many-qp, and --loss needs multi-packet messages.
+    let o = run(&["synth", "rnr", "--qps", "8", "-o", "x.pcap"], &dir);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_line_error(&o).contains("many-qp"));
+    let o = run(&["synth", "many-qp", "--loss", "5", "-o", "x.pcap"], &dir);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_line_error(&o).contains("--msg-size"));
     assert!(!dir.join("x.pcap").exists());
 
     let o = run(&["synth", "rnr", "-o", "r.pcap", "--packets", "50"], &dir);

@@ -11,7 +11,7 @@ use crate::cli::AnalyzeFormat;
 use crate::report::rules::Verdict;
 use crate::report::style::{Paint, Tone};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io::{self, Write};
 
 /// What was read.
@@ -65,32 +65,28 @@ pub fn write_report(
     match format {
         AnalyzeFormat::Text => text(out, events, look, input, r, verdicts),
         AnalyzeFormat::Json => {
-            let mut doc = json!({
-                "schema": "rocetap.analyze/1",
-                "input": input,
-                "totals": r.totals,
-                "derived": r.derived,
-                "flows": r.flows,
-                "connections": r.connections,
-                "findings": r.findings,
-                "pfc": r.pfc,
-                "arp": r.arp,
-                "arp_symptoms": r.arp_symptoms,
-                "rules": verdicts.iter().map(|v| json!({
-                    "rule": v.rule.to_string(),
-                    "actual": v.actual,
-                    "failed": v.failed,
-                })).collect::<Vec<_>>(),
-            });
-            if events {
-                let mut list = Vec::with_capacity(r.events.len());
-                for e in &r.events {
-                    let mut v = serde_json::to_value(e).map_err(io::Error::other)?;
-                    v["detail"] = Value::String(detail(e));
-                    list.push(v);
-                }
-                doc["events"] = Value::Array(list);
-            }
+            let rules: Vec<RuleOut> = verdicts
+                .iter()
+                .map(|v| RuleOut {
+                    rule: v.rule.to_string(),
+                    actual: v.actual,
+                    failed: v.failed,
+                })
+                .collect();
+            let doc = Doc {
+                schema: "rocetap.analyze/1",
+                input,
+                totals: &r.totals,
+                derived: &r.derived,
+                flows: &r.flows,
+                connections: &r.connections,
+                findings: &r.findings,
+                pfc: &r.pfc,
+                arp: &r.arp,
+                arp_symptoms: &r.arp_symptoms,
+                rules,
+                events: events.then_some(Events(&r.events)),
+            };
             serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
             out.write_all(b"\n")
         }
@@ -98,46 +94,409 @@ pub fn write_report(
     }
 }
 
-/// Flattens a flow summary into (column, cell) pairs: nested objects become `a.b`
-/// columns, maps of counts (opcodes, RNR timers) one `k=v;...` cell.
-fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
-    match v {
-        Value::Object(m) if prefix == "opcodes" || prefix == "rnr_timers" => {
-            let cell: Vec<String> = m.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            out.push((prefix.to_string(), cell.join(";")));
-        }
-        Value::Object(m) => {
-            for (k, v) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&key, v, out);
-            }
-        }
-        Value::Null => out.push((prefix.to_string(), String::new())),
-        Value::String(s) => out.push((prefix.to_string(), s.clone())),
-        other => out.push((prefix.to_string(), other.to_string())),
+/// The JSON document, serialized straight from the report (no `serde_json::Value` tree
+/// in between). Field order is the document's key order: `schema`, `input`, `totals`,
+/// `derived`, `flows`, `connections`, `findings`, `pfc`, `arp`, `arp_symptoms`, `rules`,
+/// and `events` last, only with `--events`.
+#[derive(Serialize)]
+struct Doc<'a> {
+    schema: &'static str,
+    input: &'a Input,
+    totals: &'a crate::analysis::report::Totals,
+    derived: &'a crate::analysis::report::Derived,
+    flows: &'a [FlowSummary],
+    connections: &'a [crate::analysis::report::Connection],
+    findings: &'a [crate::analysis::report::Finding],
+    pfc: &'a [crate::analysis::report::PfcSummary],
+    arp: &'a [crate::analysis::report::ArpSummary],
+    arp_symptoms: &'a [crate::analysis::report::ArpSymptom],
+    rules: Vec<RuleOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<Events<'a>>,
+}
+
+/// One `--fail-on` rule and its verdict.
+#[derive(Serialize)]
+struct RuleOut {
+    rule: String,
+    actual: f64,
+    failed: bool,
+}
+
+/// The event list, each event followed by its `detail` sentence.
+struct Events<'a>(&'a [Event]);
+
+impl Serialize for Events<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|e| WithDetail {
+            event: e,
+            detail: detail(e),
+        }))
     }
+}
+
+/// An event's own fields, then `detail` (the key the old `Value` writer appended last).
+#[derive(Serialize)]
+struct WithDetail<'a> {
+    #[serde(flatten)]
+    event: &'a Event,
+    detail: String,
 }
 
 fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
-    let mut header = false;
-    for f in &r.flows {
-        let v = serde_json::to_value(f).map_err(io::Error::other)?;
-        let mut cells = Vec::new();
-        flatten("", &v, &mut cells);
-        if !header {
+    let mut cells: Vec<(String, String)> = Vec::new();
+    for (i, f) in r.flows.iter().enumerate() {
+        cells.clear();
+        f.serialize(Flat {
+            prefix: String::new(),
+            out: &mut cells,
+        })
+        .map_err(io::Error::other)?;
+        if i == 0 {
             w.write_record(cells.iter().map(|(k, _)| k.as_str()))
                 .map_err(io::Error::other)?;
-            header = true;
         }
         w.write_record(cells.iter().map(|(_, c)| c.as_str()))
             .map_err(io::Error::other)?;
     }
     w.flush()
+}
+
+/// Flattens a flow summary into (column, cell) pairs as it serializes, with no
+/// `serde_json::Value` in between: nested objects become `a.b` columns, the maps of
+/// counts (`opcodes`, `rnr_timers`) one `k=v;...` cell, `null` an empty cell, strings
+/// as they are and numbers as JSON writes them (the cells of the former Value-based
+/// writer, byte for byte).
+struct Flat<'a> {
+    prefix: String,
+    out: &'a mut Vec<(String, String)>,
+}
+
+/// Columns whose map is one `k=v;...` cell.
+fn one_cell(prefix: &str) -> bool {
+    prefix == "opcodes" || prefix == "rnr_timers"
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+/// A map key or a value inside a one-cell map, as the JSON text of a `Value` shows it.
+fn json_text<T: Serialize + ?Sized>(v: &T) -> Result<String, serde_json::Error> {
+    Ok(match serde_json::to_value(v)? {
+        Value::String(s) => s,
+        other => other.to_string(),
+    })
+}
+
+impl<'a> Flat<'a> {
+    fn cell(self, c: String) -> Result<(), serde_json::Error> {
+        self.out.push((self.prefix, c));
+        Ok(())
+    }
+    fn json<T: Serialize>(self, v: T) -> Result<(), serde_json::Error> {
+        let c = serde_json::to_string(&v)?;
+        self.cell(c)
+    }
+}
+
+/// Collects a compound the flattener does not split (a sequence) as one JSON cell.
+struct FlatSeq<'a> {
+    flat: Flat<'a>,
+    items: Vec<Value>,
+}
+
+struct FlatMap<'a> {
+    prefix: String,
+    out: &'a mut Vec<(String, String)>,
+    key: Option<String>,
+    /// `Some` while collecting a one-cell map's `k=v` parts.
+    parts: Option<Vec<String>>,
+}
+
+impl<'a> serde::Serializer for Flat<'a> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    type SerializeSeq = FlatSeq<'a>;
+    type SerializeTuple = FlatSeq<'a>;
+    type SerializeTupleStruct = FlatSeq<'a>;
+    type SerializeTupleVariant = FlatSeq<'a>;
+    type SerializeMap = FlatMap<'a>;
+    type SerializeStruct = FlatMap<'a>;
+    type SerializeStructVariant = FlatMap<'a>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Self::Error> {
+        self.serialize_f64(f64::from(v))
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Self::Error> {
+        // A `Value` holds no NaN or infinity: they were null, an empty cell.
+        if v.is_finite() {
+            self.json(v)
+        } else {
+            self.cell(String::new())
+        }
+    }
+    fn serialize_char(self, v: char) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Self::Error> {
+        self.cell(v.to_string())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Self::Error> {
+        self.json(v)
+    }
+    fn serialize_none(self) -> Result<(), Self::Error> {
+        self.cell(String::new())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<(), Self::Error> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Self::Error> {
+        self.cell(String::new())
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Self::Error> {
+        self.cell(String::new())
+    }
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<(), Self::Error> {
+        self.cell(variant.to_string())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> Result<(), Self::Error> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        v: &T,
+    ) -> Result<(), Self::Error> {
+        let prefix = join(&self.prefix, variant);
+        v.serialize(Flat {
+            prefix,
+            out: self.out,
+        })
+    }
+    fn serialize_seq(self, len: Option<usize>) -> Result<FlatSeq<'a>, Self::Error> {
+        Ok(FlatSeq {
+            flat: self,
+            items: Vec::with_capacity(len.unwrap_or(0)),
+        })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<FlatSeq<'a>, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        len: usize,
+    ) -> Result<FlatSeq<'a>, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<FlatSeq<'a>, Self::Error> {
+        let prefix = join(&self.prefix, variant);
+        Flat {
+            prefix,
+            out: self.out,
+        }
+        .serialize_seq(Some(len))
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<FlatMap<'a>, Self::Error> {
+        let parts = one_cell(&self.prefix).then(Vec::new);
+        Ok(FlatMap {
+            prefix: self.prefix,
+            out: self.out,
+            key: None,
+            parts,
+        })
+    }
+    fn serialize_struct(self, _: &'static str, len: usize) -> Result<FlatMap<'a>, Self::Error> {
+        self.serialize_map(Some(len))
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<FlatMap<'a>, Self::Error> {
+        let prefix = join(&self.prefix, variant);
+        Flat {
+            prefix,
+            out: self.out,
+        }
+        .serialize_map(Some(len))
+    }
+}
+
+impl FlatSeq<'_> {
+    fn push<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), serde_json::Error> {
+        self.items.push(serde_json::to_value(v)?);
+        Ok(())
+    }
+    fn done(self) -> Result<(), serde_json::Error> {
+        let c = Value::Array(self.items).to_string();
+        self.flat.cell(c)
+    }
+}
+
+impl serde::ser::SerializeSeq for FlatSeq<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        self.push(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.done()
+    }
+}
+
+impl serde::ser::SerializeTuple for FlatSeq<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        self.push(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.done()
+    }
+}
+
+impl serde::ser::SerializeTupleStruct for FlatSeq<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        self.push(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.done()
+    }
+}
+
+impl serde::ser::SerializeTupleVariant for FlatSeq<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        self.push(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.done()
+    }
+}
+
+impl FlatMap<'_> {
+    fn entry<T: Serialize + ?Sized>(
+        &mut self,
+        key: String,
+        v: &T,
+    ) -> Result<(), serde_json::Error> {
+        match &mut self.parts {
+            Some(parts) => parts.push(format!("{key}={}", json_text(v)?)),
+            None => v.serialize(Flat {
+                prefix: join(&self.prefix, &key),
+                out: &mut *self.out,
+            })?,
+        }
+        Ok(())
+    }
+    fn done(self) -> Result<(), serde_json::Error> {
+        if let Some(parts) = self.parts {
+            self.out.push((self.prefix, parts.join(";")));
+        }
+        Ok(())
+    }
+}
+
+impl serde::ser::SerializeMap for FlatMap<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), Self::Error> {
+        self.key = Some(json_text(k)?);
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        let key = self.key.take().unwrap_or_default();
+        self.entry(key, v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.done()
+    }
+}
+
+impl serde::ser::SerializeStruct for FlatMap<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        v: &T,
+    ) -> Result<(), Self::Error> {
+        self.entry(key.to_string(), v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.done()
+    }
+}
+
+impl serde::ser::SerializeStructVariant for FlatMap<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        v: &T,
+    ) -> Result<(), Self::Error> {
+        self.entry(key.to_string(), v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.done()
+    }
 }
 
 /// One line of plain words about an event (text output and JSON `detail`).
@@ -422,6 +781,96 @@ fn evidence(
     Ok(())
 }
 
+/// Rows of the text report's flows table (`-v` adds the whole table after them).
+pub const TEXT_FLOWS: usize = 50;
+
+/// A flow's trouble, compared worst first: PSN gaps, resends, NAKs, RNR NAKs, CE marks,
+/// CNPs, then packets.
+fn trouble(f: &FlowSummary) -> [u64; 7] {
+    let c = &f.c;
+    let naks = c.nak_psn_seq
+        + c.nak_invalid_request
+        + c.nak_remote_access
+        + c.nak_remote_operational
+        + c.nak_invalid_rd_request
+        + c.nak_reserved;
+    [
+        c.psn_gap_events,
+        c.retransmitted_packets,
+        naks,
+        c.rnr_nak,
+        c.ce_marked,
+        c.cnp_sent,
+        f.packets,
+    ]
+}
+
+/// The flows the text table shows: all of them in id order when they fit in
+/// [`TEXT_FLOWS`] rows, otherwise the [`TEXT_FLOWS`] worst by
+/// [`trouble`], worst first (ties by id). Selecting is O(n), sorting only the shown rows.
+fn shown_flows(flows: &[FlowSummary]) -> Vec<&FlowSummary> {
+    let mut v: Vec<&FlowSummary> = flows.iter().collect();
+    if v.len() <= TEXT_FLOWS {
+        return v;
+    }
+    let worse =
+        |a: &&FlowSummary, b: &&FlowSummary| trouble(b).cmp(&trouble(a)).then(a.id.cmp(&b.id));
+    v.select_nth_unstable_by(TEXT_FLOWS - 1, worse);
+    v.truncate(TEXT_FLOWS);
+    v.sort_by(worse);
+    v
+}
+
+/// 16334 -> "16,334".
+fn group(n: usize) -> String {
+    let s = n.to_string();
+    let mut o = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            o.push(',');
+        }
+        o.push(ch);
+    }
+    o
+}
+
+/// The flows table: its header and one row per flow, in the order given.
+fn flows_table(out: &mut impl Write, paint: Paint, flows: &[&FlowSummary]) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {:>4} {:<44} {:<4} {:>8} {:>9} {:>7} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4} {:>5} {:>5} {:>6} {:>10}",
+        "id", "flow", "tr", "packets", "Gb/s", "msgs", "pmtu", "gaps", "retx", "NAK", "RNR", "CE", "CNP", "peer", "ICRCok", "ack p50"
+    )?;
+    for &f in flows {
+        let label = format!("{} → {} {}", f.src, f.dst, f.qp);
+        let tone = flow_tone(f);
+        let (on, off) = (paint.open(tone), paint.close(tone));
+        writeln!(
+            out,
+            "  {on}{:>4} {:<44} {:<4} {:>8} {:>9.3} {:>7} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4} {:>5} {:>5} {:>6} {:>10}{off}",
+            f.id,
+            label,
+            f.transport,
+            f.packets,
+            f.gbps,
+            f.messages,
+            f.pmtu.map_or("-".into(), |p| p.to_string()),
+            f.c.psn_gap_events,
+            f.c.retransmitted_packets,
+            f.c.nak_psn_seq + f.c.nak_invalid_request + f.c.nak_remote_access + f.c.nak_remote_operational + f.c.nak_invalid_rd_request + f.c.nak_reserved,
+            f.c.rnr_nak,
+            f.c.ce_marked,
+            f.c.cnp_sent,
+            f.peer.map_or("-".into(), |p| p.to_string()),
+            f.icrc_ok,
+            f.ack_latency
+                .median_ns
+                .map_or("-".into(), |n| format!("{:.1}µs", n as f64 / 1e3)),
+        )?;
+    }
+    Ok(())
+}
+
 fn text(
     out: &mut impl Write,
     events: bool,
@@ -491,38 +940,32 @@ fn text(
         }
     }
     writeln!(out)?;
-    writeln!(out, "Flows:")?;
-    writeln!(
-        out,
-        "  {:>4} {:<44} {:<4} {:>8} {:>9} {:>7} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4} {:>5} {:>5} {:>6} {:>10}",
-        "id", "flow", "tr", "packets", "Gb/s", "msgs", "pmtu", "gaps", "retx", "NAK", "RNR", "CE", "CNP", "peer", "ICRCok", "ack p50"
-    )?;
-    for f in &r.flows {
-        let label = format!("{} → {} {}", f.src, f.dst, f.qp);
-        let tone = flow_tone(f);
-        let (on, off) = (paint.open(tone), paint.close(tone));
+    let shown = shown_flows(&r.flows);
+    let cut = shown.len() < r.flows.len();
+    if cut {
         writeln!(
             out,
-            "  {on}{:>4} {:<44} {:<4} {:>8} {:>9.3} {:>7} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4} {:>5} {:>5} {:>6} {:>10}{off}",
-            f.id,
-            label,
-            f.transport,
-            f.packets,
-            f.gbps,
-            f.messages,
-            f.pmtu.map_or("-".into(), |p| p.to_string()),
-            f.c.psn_gap_events,
-            f.c.retransmitted_packets,
-            f.c.nak_psn_seq + f.c.nak_invalid_request + f.c.nak_remote_access + f.c.nak_remote_operational + f.c.nak_invalid_rd_request + f.c.nak_reserved,
-            f.c.rnr_nak,
-            f.c.ce_marked,
-            f.c.cnp_sent,
-            f.peer.map_or("-".into(), |p| p.to_string()),
-            f.icrc_ok,
-            f.ack_latency
-                .median_ns
-                .map_or("-".into(), |n| format!("{:.1}µs", n as f64 / 1e3)),
+            "Flows (the {} worst of {}, worst first; -v shows all):",
+            shown.len(),
+            r.flows.len()
         )?;
+    } else {
+        writeln!(out, "Flows:")?;
+    }
+    flows_table(out, paint, &shown)?;
+    if cut {
+        writeln!(
+            out,
+            "  ... and {} more flows, see --format json (or -v)",
+            group(r.flows.len() - shown.len())
+        )?;
+        if look.verbose {
+            // `-v` adds to the plain report: the whole table follows the worst.
+            writeln!(out)?;
+            writeln!(out, "All {} flows:", r.flows.len())?;
+            let all: Vec<&FlowSummary> = r.flows.iter().collect();
+            flows_table(out, paint, &all)?;
+        }
     }
     if events {
         writeln!(out)?;
@@ -532,4 +975,18 @@ fn text(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group;
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(16_334), "16,334");
+        assert_eq!(group(1_234_567), "1,234,567");
+    }
 }

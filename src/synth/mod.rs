@@ -11,12 +11,14 @@
 //! Layout: [`frame`] builds frames from the dissectors' Reprs, [`rc`] models RC queue
 //! pairs and their loss recovery, and the scenario groups live in [`traffic`] (RC
 //! loss/recovery), [`fabric`] (ECN/CNP congestion, PFC), [`encap`] (mixed
-//! encapsulations), [`sbr`] (the pod ARP failure) and [`malformed`].
+//! encapsulations), [`sbr`] (the pod ARP failure), [`malformed`] and [`manyqp`]
+//! (thousands of queue pairs, for scale).
 
 mod encap;
 mod fabric;
 pub mod frame;
 mod malformed;
+pub mod manyqp;
 mod out;
 mod rc;
 pub mod rng;
@@ -46,6 +48,42 @@ pub struct Scenario {
     /// Interface name recorded in pcapng output.
     pub ifname: &'static str,
     generate: Generate,
+    /// Takes the scenario options (`--qps`, `--peers`, `--loss`, `--msg-size`).
+    knobs: bool,
+}
+
+/// Scenario options from the command line; `None` is the scenario's default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Knobs {
+    pub qps: Option<u32>,
+    pub peers: Option<u32>,
+    pub loss_permille: Option<u32>,
+    pub msg_size: Option<u32>,
+}
+
+impl Knobs {
+    fn any(&self) -> bool {
+        self.qps.is_some()
+            || self.peers.is_some()
+            || self.loss_permille.is_some()
+            || self.msg_size.is_some()
+    }
+
+    /// The options as `synth` arguments, for the truth's `command`.
+    fn args(&self) -> String {
+        let mut s = String::new();
+        for (name, v) in [
+            ("--qps", self.qps),
+            ("--peers", self.peers),
+            ("--loss", self.loss_permille),
+            ("--msg-size", self.msg_size),
+        ] {
+            if let Some(v) = v {
+                s.push_str(&format!(" {name} {v}"));
+            }
+        }
+        s
+    }
 }
 
 /// Every scenario, in `--list` order.
@@ -57,6 +95,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::clean_rc,
+        knobs: false,
     },
     Scenario {
         name: "loss-upstream",
@@ -65,6 +104,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::loss_upstream,
+        knobs: false,
     },
     Scenario {
         name: "loss-downstream",
@@ -73,6 +113,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::loss_downstream,
+        knobs: false,
     },
     Scenario {
         name: "tail-loss-timeout",
@@ -81,6 +122,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::tail_loss,
+        knobs: false,
     },
     Scenario {
         name: "rnr",
@@ -89,6 +131,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::rnr,
+        knobs: false,
     },
     Scenario {
         name: "read-loss",
@@ -97,6 +140,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::read_loss,
+        knobs: false,
     },
     Scenario {
         name: "congestion",
@@ -105,6 +149,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: fabric::congestion,
+        knobs: false,
     },
     Scenario {
         name: "pfc-storm",
@@ -113,6 +158,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: fabric::pfc_storm,
+        knobs: false,
     },
     Scenario {
         name: "capture-loss",
@@ -121,6 +167,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::capture_loss,
+        knobs: false,
     },
     Scenario {
         name: "psn-wrap",
@@ -129,6 +176,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::psn_wrap,
+        knobs: false,
     },
     Scenario {
         name: "mixed-encap",
@@ -137,6 +185,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: encap::mixed_encap,
+        knobs: false,
     },
     Scenario {
         name: "icrc-corrupt",
@@ -145,6 +194,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: traffic::icrc_corrupt,
+        knobs: false,
     },
     Scenario {
         name: "sbr-arp",
@@ -153,6 +203,7 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::LinuxSll2,
         ifname: "any",
         generate: sbr::sbr_arp,
+        knobs: false,
     },
     Scenario {
         name: "malformed",
@@ -161,6 +212,16 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: malformed::malformed,
+        knobs: false,
+    },
+    Scenario {
+        name: "many-qp",
+        about: "one host's RC queue pairs to many peers (a node of a big NCCL job): --qps N over --peers M, RDMA WRITEs with coalesced ACKs, round-robin; --loss PERMILLE adds go-back-N recovery",
+        default_packets: 1500,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: manyqp::many_qp,
+        knobs: true,
     },
 ];
 
@@ -201,6 +262,7 @@ pub struct Params {
     pub packets: u64,
     pub snaplen: Option<u32>,
     pub pcapng: bool,
+    pub knobs: Knobs,
 }
 
 /// Generates `sc` into `w`; returns the truth document.
@@ -212,10 +274,12 @@ fn generate(sc: &Scenario, p: &Params, w: &mut dyn Write, out_name: &str) -> io:
         p.pcapng,
         sc.ifname,
     )?;
+    out.knobs = p.knobs;
     let mut rng = Rng::new(p.seed);
     (sc.generate)(&mut out, &mut rng, p.packets)?;
     let s = out.finish()?;
     let mut command = format!("rocetap synth {} --seed {}", sc.name, p.seed);
+    command.push_str(&p.knobs.args());
     if p.packets != sc.default_packets {
         command.push_str(&format!(" --packets {}", p.packets));
     }
@@ -278,11 +342,19 @@ pub fn run(a: SynthArgs) -> Result<i32, Failure> {
             )));
         }
     }
+    let knobs = Knobs {
+        qps: a.qps,
+        peers: a.peers,
+        loss_permille: a.loss,
+        msg_size: a.msg_size,
+    };
+    check_knobs(sc, &knobs).map_err(|e| Failure::new(format!("synth: {e}")))?;
     let params = Params {
         seed: a.seed,
         packets: a.packets.unwrap_or(sc.default_packets).max(1),
         snaplen: a.snaplen,
         pcapng: a.pcapng,
+        knobs,
     };
     let truth_path = truth_path(path);
     let name = path.display().to_string();
@@ -307,6 +379,46 @@ pub fn run(a: SynthArgs) -> Result<i32, Failure> {
     std::fs::write(&truth_path, doc)
         .map_err(|e| Failure::new(format!("synth: writing {}: {e}", truth_path.display())))?;
     Ok(exit::OK)
+}
+
+/// The scenario options make sense for this scenario and are in range.
+fn check_knobs(sc: &Scenario, k: &Knobs) -> Result<(), String> {
+    if !sc.knobs {
+        if k.any() {
+            return Err(format!(
+                "--qps, --peers, --loss and --msg-size are options of many-qp, not of {}",
+                sc.name
+            ));
+        }
+        return Ok(());
+    }
+    let qps = k.qps.unwrap_or(manyqp::QPS);
+    if !(1..=manyqp::MAX_QPS).contains(&qps) {
+        return Err(format!("--qps {qps}: give 1 to {}", manyqp::MAX_QPS));
+    }
+    let peers = k.peers.unwrap_or(manyqp::PEERS.min(qps));
+    if peers == 0 || peers > qps || peers > manyqp::MAX_PEERS {
+        return Err(format!(
+            "--peers {peers}: give 1 to --qps ({qps}), at most {}",
+            manyqp::MAX_PEERS
+        ));
+    }
+    if let Some(l) = k.loss_permille {
+        if l > 100 {
+            return Err(format!("--loss {l}: at most 100 per mille"));
+        }
+        if l > 0 && k.msg_size.unwrap_or(manyqp::MSG_SIZE) <= 4096 {
+            return Err(
+                "--loss needs multi-packet messages: give --msg-size above 4096 (the PMTU)".into(),
+            );
+        }
+    }
+    if let Some(m) = k.msg_size {
+        if !(1..=1 << 20).contains(&m) {
+            return Err(format!("--msg-size {m}: give 1 to 1048576 bytes"));
+        }
+    }
+    Ok(())
 }
 
 /// `FILE.truth.json` beside `FILE`.
@@ -341,6 +453,7 @@ mod tests {
             packets,
             snaplen: None,
             pcapng: false,
+            knobs: Knobs::default(),
         };
         let mut buf = Vec::new();
         let doc = generate(sc, &p, &mut buf, "x.pcap").unwrap();
@@ -578,6 +691,7 @@ mod tests {
                 packets: 1,
                 snaplen: Some(MIN_SNAPLEN),
                 pcapng: true,
+                knobs: Knobs::default(),
             };
             let mut buf = Vec::new();
             let doc = generate(sc, &p, &mut buf, "x.pcapng").unwrap();
@@ -592,6 +706,55 @@ mod tests {
             .unwrap();
             assert_eq!(t["packets"], n);
         }
+    }
+
+    #[test]
+    fn many_qp_follows_its_options() {
+        let sc = find("many-qp").unwrap();
+        let p = Params {
+            seed: 2,
+            packets: 6000,
+            snaplen: Some(MIN_SNAPLEN),
+            pcapng: false,
+            knobs: Knobs {
+                qps: Some(300),
+                peers: Some(260),
+                loss_permille: Some(50),
+                msg_size: Some(12000),
+            },
+        };
+        let mut buf = Vec::new();
+        let doc = generate(sc, &p, &mut buf, "x.pcap").unwrap();
+        let t: serde_json::Value = serde_json::from_str(&doc).unwrap();
+        let n = t["packets"].as_u64().unwrap();
+        assert!((6000..6010).contains(&n), "{n}");
+        assert_eq!(t["observable"]["connections"], 300);
+        assert_eq!(t["observable"]["flows"], 600);
+        assert_eq!(t["per_direction_qp"].as_object().unwrap().len(), 600);
+        assert!(t["observable"]["nak_psn_seq"].as_u64().unwrap() > 0);
+        assert_eq!(
+            t["observable"]["nak_psn_seq"], t["observable"]["psn_gap_events"],
+            "one NAK per upstream loss"
+        );
+        assert!(t["per_direction_qp"]
+            .as_object()
+            .unwrap()
+            .contains_key("198.19.0.6>198.18.0.1 qp=0x000203"));
+        assert!(t["command"]
+            .as_str()
+            .unwrap()
+            .contains("--qps 300 --peers 260 --loss 50 --msg-size 12000 --packets 6000"));
+        // Other scenarios refuse the options, and --loss needs multi-packet messages.
+        let k = Knobs {
+            qps: Some(2),
+            ..Knobs::default()
+        };
+        assert!(check_knobs(find("clean-rc").unwrap(), &k).is_err());
+        let k = Knobs {
+            loss_permille: Some(5),
+            ..Knobs::default()
+        };
+        assert!(check_knobs(sc, &k).is_err());
     }
 
     #[test]

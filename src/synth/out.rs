@@ -86,6 +86,12 @@ pub struct Observable {
     pub arp_replies: u64,
     /// ARP requests that got no reply.
     pub arp_unanswered: u64,
+    /// RC connections seen in both directions (many-qp only: absent elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
+    /// Flows, one per direction of a QP (many-qp only: absent elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flows: Option<u64>,
 }
 
 pub struct Out<'w> {
@@ -102,6 +108,8 @@ pub struct Out<'w> {
     /// Scenario-specific facts for the truth file (addresses, QPs, timer codes, ...).
     pub facts: serde_json::Map<String, serde_json::Value>,
     pub notes: Vec<String>,
+    /// The scenario options of the command line (`--qps`, `--peers`, ...).
+    pub knobs: super::Knobs,
 }
 
 /// 2026-01-01T00:00:00Z: every trace starts here, so timestamps are reproducible.
@@ -138,6 +146,7 @@ impl<'w> Out<'w> {
             per_qp: BTreeMap::new(),
             facts: serde_json::Map::new(),
             notes: Vec::new(),
+            knobs: super::Knobs::default(),
         })
     }
 

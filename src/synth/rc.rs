@@ -223,6 +223,11 @@ impl Conn {
         4_096u64 << self.timeout
     }
 
+    /// The responder has completed messages it has not acknowledged yet.
+    pub fn owes_ack(&self) -> bool {
+        self.pending > 0
+    }
+
     /// Number of packets (PSNs) a message of `len` bytes takes.
     pub fn packets_for(&self, len: u32) -> usize {
         len.div_ceil(self.pmtu).max(1) as usize

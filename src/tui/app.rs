@@ -4,6 +4,7 @@
 //! clock, no I/O here, so every transition is a unit test.
 
 use crate::analysis::{Event, FlowSummary, Report};
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
 /// Samples kept per flow for the trend sparklines.
@@ -201,6 +202,21 @@ pub struct App {
     held: Option<Box<Snapshot>>,
     pub paused: bool,
     pub status: Option<String>,
+    /// Snapshots applied: the table's order is computed once per snapshot (and per
+    /// sort or filter change), not once per redraw or key press.
+    generation: u64,
+    order: RefCell<Option<(OrderKey, Vec<usize>)>>,
+}
+
+/// What the table's order depends on.
+#[derive(Clone, Debug, PartialEq)]
+struct OrderKey {
+    generation: u64,
+    sort: Sort,
+    filter: String,
+    ended: bool,
+    /// The report's flows (a report assigned directly, as tests do, is a new one).
+    flows: (usize, usize),
 }
 
 impl App {
@@ -228,29 +244,59 @@ impl App {
             held: None,
             paused: false,
             status: None,
+            generation: 0,
+            order: RefCell::new(None),
         }
     }
 
-    /// The flows shown in the table: filtered, sorted.
+    /// The flows shown in the table: filtered, sorted. The order is cached until the
+    /// next snapshot, sort or filter; a call costs one pointer per row.
     pub fn rows(&self) -> Vec<&FlowSummary> {
         let Some(r) = &self.report else {
             return Vec::new();
         };
+        let key = OrderKey {
+            generation: self.generation,
+            sort: self.sort,
+            filter: self.filter.clone(),
+            ended: self.feed == FeedState::Ended,
+            flows: (r.flows.as_ptr() as usize, r.flows.len()),
+        };
+        let mut cache = self.order.borrow_mut();
+        if cache.as_ref().map_or(true, |(k, _)| *k != key) {
+            *cache = Some((key, self.order_of(&r.flows)));
+        }
+        let order = &cache.as_ref().expect("just filled").1;
+        order.iter().map(|&i| &r.flows[i]).collect()
+    }
+
+    /// Drops the cached order (benchmarks time the ordering itself).
+    #[cfg(test)]
+    pub fn forget_order(&self) {
+        self.order.replace(None);
+    }
+
+    /// Indices of the flows the table shows, filtered and sorted (each sort key
+    /// computed once per flow).
+    fn order_of(&self, flows: &[FlowSummary]) -> Vec<usize> {
         let needle = self.filter.to_lowercase();
-        let mut v: Vec<&FlowSummary> = r
-            .flows
-            .iter()
-            .filter(|f| needle.is_empty() || matches_filter(f, &needle))
+        let mut v: Vec<usize> = (0..flows.len())
+            .filter(|&i| needle.is_empty() || matches_filter(&flows[i], &needle))
             .collect();
         match self.sort {
-            Sort::Rate => v.sort_by(|a, b| {
-                self.rates(b)
-                    .0
-                    .total_cmp(&self.rates(a).0)
-                    .then(a.id.cmp(&b.id))
-            }),
-            Sort::Problems => v.sort_by(|a, b| problems(b).cmp(&problems(a)).then(a.id.cmp(&b.id))),
-            Sort::Name => v.sort_by(|a, b| {
+            Sort::Rate => {
+                let mut k: Vec<(f64, u32, usize)> = v
+                    .iter()
+                    .map(|&i| (self.rates(&flows[i]).0, flows[i].id, i))
+                    .collect();
+                k.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                v = k.into_iter().map(|x| x.2).collect();
+            }
+            Sort::Problems => {
+                v.sort_by_cached_key(|&i| (std::cmp::Reverse(problems(&flows[i])), flows[i].id))
+            }
+            Sort::Name => v.sort_by(|&a, &b| {
+                let (a, b) = (&flows[a], &flows[b]);
                 (a.src.as_str(), a.dst.as_str(), a.qp.as_str(), a.id).cmp(&(
                     b.src.as_str(),
                     b.dst.as_str(),
@@ -535,6 +581,7 @@ impl App {
             self.paused = false;
         }
         self.report = Some(r);
+        self.generation += 1;
         self.clamp();
     }
 

@@ -3,7 +3,7 @@
 //! review the diff like code).
 
 use super::render;
-use crate::analysis::{Analyzer, Config};
+use crate::analysis::{Analyzer, Config, Report};
 use crate::source::for_each_frame_of;
 use crate::tui::app::{Action, App, Drops, FeedState, HwCounter, Mode, Snapshot, View};
 use ratatui::backend::TestBackend;
@@ -279,4 +279,108 @@ fn the_selected_row_stays_on_screen() {
         .modifier
         .contains(ratatui::style::Modifier::REVERSED));
     assert!(s.contains("Flows 40/40"), "{s}");
+}
+
+/// A bench, not a test (`cargo test --release --bin rocetap tui_scale -- --ignored
+/// --nocapture`): `top` with 16,384 flows (8,192 QPs) at 160x48 — applying a snapshot,
+/// ordering the table (what every redraw paid before the order was cached), and a
+/// redraw of the flows view, sorted by rate, by problems and filtered. Prints figures,
+/// asserts nothing about time.
+#[test]
+#[ignore]
+fn tui_scale_bench_16384_flows() {
+    use std::time::Instant;
+    const FLOWS: u32 = 16_384;
+    let base = app_of("congestion.pcap", 64, Mode::Replay);
+    let template = base.report.clone().unwrap();
+    let mut r = template.clone();
+    r.flows.clear();
+    for id in 0..FLOWS {
+        let mut g = template.flows[(id as usize) % template.flows.len()].clone();
+        g.id = id;
+        g.peer = Some(id ^ 1);
+        g.qp = format!("0x{:06x}", 0x100 + id);
+        g.dst = format!("198.18.{}.{}", 1 + id / 2 / 254, 1 + id / 2 % 254);
+        g.bytes += u64::from(id) * 1000;
+        g.packets += u64::from(id);
+        r.flows.push(g);
+    }
+    let snap = |r: &Report, ts: u64, state: FeedState| Snapshot {
+        report: r.clone(),
+        events_from: 0,
+        complete: false,
+        frames_read: 1,
+        drops: Drops::default(),
+        hw: Vec::new(),
+        state,
+        wall_ns: ts,
+    };
+    let mut app = App::new("replay bench max".into(), Mode::Replay);
+    let mut r1 = r.clone();
+    r1.last_ts_ns = r.last_ts_ns + 1_000_000;
+    for f in &mut r1.flows {
+        f.bytes += u64::from(f.id % 97) * 10_000;
+        f.packets += 10;
+    }
+    app.apply(Action::Snapshot(Box::new(snap(&r, 1, FeedState::Running))));
+    let s = Box::new(snap(&r1, 2, FeedState::Running));
+    let t = Instant::now();
+    app.apply(Action::Snapshot(s));
+    let apply = t.elapsed();
+    const N: u32 = 20;
+    let time = |app: &App, f: &dyn Fn(&App)| {
+        let t = Instant::now();
+        for _ in 0..N {
+            f(app);
+        }
+        t.elapsed() / N
+    };
+    // Ordering from scratch, as every redraw and key press did before the cache.
+    let order = time(&app, &|a| {
+        a.forget_order();
+        assert_eq!(a.rows().len(), FLOWS as usize);
+    });
+    // The former per-call order: a sort comparing rates looked up per comparison.
+    let before = time(&app, &|a| {
+        let r = a.report.as_ref().unwrap();
+        let mut v: Vec<&crate::analysis::FlowSummary> = r.flows.iter().collect();
+        v.sort_by(|x, y| a.rates(y).0.total_cmp(&a.rates(x).0).then(x.id.cmp(&y.id)));
+        assert_eq!(v.len(), FLOWS as usize);
+    });
+    let mut term = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    let redraw = |app: &App, term: &mut Terminal<TestBackend>| {
+        let t = Instant::now();
+        for _ in 0..N {
+            term.draw(|f| render(f, app)).unwrap();
+        }
+        t.elapsed() / N
+    };
+    let rate = redraw(&app, &mut term);
+    app.apply(Action::CycleSort);
+    let t = Instant::now();
+    let _ = app.rows();
+    let resort = t.elapsed();
+    let problems = redraw(&app, &mut term);
+    app.apply(Action::StartFilter);
+    for c in "198.18.3".chars() {
+        app.apply(Action::FilterChar(c));
+    }
+    app.apply(Action::FilterDone);
+    let filtered = redraw(&app, &mut term);
+    let shown = app.rows().len();
+    for _ in 0..200 {
+        app.apply(Action::Down);
+    }
+    let moved = redraw(&app, &mut term);
+    let s = text(&draw(&app, 160, 48));
+    assert!(s.contains(&format!("Flows {shown}/{FLOWS}")), "{s}");
+    println!("top, {FLOWS} flows, 160x48 (mean of {N}):");
+    println!("  apply a snapshot (rates of every flow)   {apply:>10.2?}");
+    println!("  order the table from scratch (by rate)   {order:>10.2?}");
+    println!("  the former per-redraw sort (by rate)     {before:>10.2?}");
+    println!("  re-sort after `s` (by problems)          {resort:>10.2?}");
+    println!("  redraw, sorted by rate                   {rate:>10.2?}");
+    println!("  redraw, sorted by problems               {problems:>10.2?}");
+    println!("  redraw, filtered ({shown} rows)            {filtered:>10.2?}");
+    println!("  redraw after 200 x Down                  {moved:>10.2?}");
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Benchmark: `rocetap analyze --format json` (output to /dev/null) as the number of queue
+# pairs grows, issue #17. Traces, each 1,000,000 frames at a 128-byte snaplen made by
+# `rocetap synth many-qp` (RDMA WRITEs of 16 KiB, 4 packets, with coalesced ACKs):
+#   128 QPs over 128 peers, 8,192 QPs over 128 peers, 50,000 QPs between two hosts
+#   (also with --max-flows 1, which keeps one finished flow's summary),
+# and the 2,000,000-frame trace of benches/analyze.sh (`synth clean-rc`), for reference.
+# Prints one table: wall time, frames/s, peak RSS, and the ratio of 8,192-QP to 128-QP
+# frames/s (1.0 would be "as fast with thousands of QPs as with a hundred").
+#
+# Needs /usr/bin/time (GNU time) for the peak RSS: `apt-get install -y time`.
+# ROCETAP=PATH measures another rocetap binary (the traces still come from this tree's
+# build, which knows many-qp); RUNS=n (3) runs per trace, best wall time kept, and
+# SLOW_RUNS=n (1) for the 50,000-QP traces; FRAMES=n changes the many-qp size;
+# KEEP=1 keeps the traces (and prints where).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x /usr/bin/time ]; then
+    echo "benches/scale.sh needs GNU time for the peak RSS: apt-get install -y time" >&2
+    exit 2
+fi
+FRAMES=${FRAMES:-1000000}
+RUNS=${RUNS:-3}
+SLOW_RUNS=${SLOW_RUNS:-1}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/rocetap-scale.XXXXXX")
+if [ "${KEEP:-0}" = 1 ]; then echo "keeping $TMP"; else trap 'rm -rf "$TMP"' EXIT; fi
+
+cargo build --release -q
+SYNTH=${CARGO_TARGET_DIR:-target}/release/rocetap
+BIN=${ROCETAP:-$SYNTH}
+echo "measuring $BIN ($(stat -c %y "$BIN" | cut -d. -f1))"
+
+many() { # NAME QPS PEERS
+    "$SYNTH" synth many-qp --qps "$2" --peers "$3" --msg-size 16384 --packets "$FRAMES" \
+        --snaplen 128 -o "$TMP/$1.pcap"
+}
+many q128 128 128
+many q8192 8192 128
+many q50k 50000 1
+"$SYNTH" synth clean-rc --packets 2000000 --snaplen 128 -o "$TMP/clean.pcap"
+cat "$TMP"/*.pcap > /dev/null # into the page cache: time the tool, not the disk
+
+# measure CMD...: one run, stdout discarded; sets WALL (s) and RSS (KiB).
+measure() {
+    /usr/bin/time -f '%e %M' -o "$TMP/t" "$@" > /dev/null 2> "$TMP/err" || {
+        echo "failed: $*" >&2
+        cat "$TMP/err" >&2
+        exit 2
+    }
+    read -r WALL RSS < "$TMP/t"
+}
+
+# row LABEL TRACE RUNS [ARGS...]: best wall of RUNS runs, largest RSS; prints a row and
+# sets MFPS (M frames/s).
+row() {
+    local label=$1 trace=$2 runs=$3
+    shift 3
+    local bw=999999 br=0 i frames
+    if ((runs == 0)); then
+        printf '%-40s skipped\n' "$label"
+        return
+    fi
+    for ((i = 0; i < runs; i++)); do
+        measure "$BIN" analyze -q --format json "$@" "$TMP/$trace.pcap"
+        (($(echo "$WALL < $bw" | bc -l))) && bw=$WALL
+        ((RSS > br)) && br=$RSS
+    done
+    frames=$(grep -m1 '"packets":' "$TMP/$trace.pcap.truth.json" | tr -dc 0-9)
+    flows=$(grep -m1 '"flows":' "$TMP/$trace.pcap.truth.json" | tr -dc 0-9 || true)
+    [ -z "$flows" ] && flows=8
+    MFPS=$(echo "$frames / $bw / 1000000" | bc -l)
+    printf '%-40s %9d %7d %8.2f %10.3f %10.1f\n' "$label" "$frames" "$flows" "$bw" "$MFPS" \
+        "$(echo "$br / 1024" | bc -l)"
+}
+
+printf '%-40s %9s %7s %8s %10s %10s\n' "trace (analyze --format json)" frames flows "wall s" "M frames/s" "RSS MiB"
+row "128 QPs, 128 peers" q128 "$RUNS"
+F128=$MFPS
+row "8,192 QPs, 128 peers" q8192 "$RUNS"
+F8192=$MFPS
+row "50,000 QPs, 2 hosts" q50k "$SLOW_RUNS"
+row "50,000 QPs, 2 hosts, --max-flows 1" q50k "$SLOW_RUNS" --max-flows 1
+row "clean-rc 2M frames (benches/analyze.sh)" clean "$RUNS"
+printf '8,192-QP / 128-QP frames/s: %.2f\n' "$(echo "$F8192 / $F128" | bc -l)"
