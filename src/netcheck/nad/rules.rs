@@ -804,7 +804,8 @@ fn lint_nad<'a>(
             None => (None, String::new()),
         },
     };
-    if rdma || policy.is_some() {
+    // (without the policy the MTU is unknown, not 1500)
+    if policy.is_some() || vf_mtu.is_some() {
         let shown = vf_mtu.unwrap_or(1500);
         let roce = crate::netcheck::sysfs::roce_mtu_for(shown);
         if roce.map_or(true, |r| r < 4096) {
