@@ -954,3 +954,199 @@ fn hostile_input_is_one_line_and_exit_2() {
     let e = hostile_file("huge.yaml", &p);
     assert!(e.contains("larger than 64 MiB"), "{e}");
 }
+
+#[test]
+fn the_sbr_arp_scenario_as_a_nad() {
+    // node facts straight from the scenario's `ip -j` dumps
+    let state = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/scenarios/sbr-arp/expected/broken/state");
+    if !state.join("node1/addr.json").is_file() {
+        common::skip(&format!(
+            "{} not found (the shared scenarios live beside the repository)",
+            state.display()
+        ));
+        return;
+    }
+    let (n1, n2) = (s(&state.join("node1")), s(&state.join("node2")));
+    let f = fx("sbr-arp.yaml");
+    let r = run(
+        &[
+            "--format",
+            "json",
+            "--nad",
+            &s(&f),
+            "--from",
+            &n1,
+            "--from",
+            &n2,
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["objects"]["nodes"], 2);
+    assert_eq!(v["objects"]["sriov_network_node_policies"], 1);
+    assert_eq!(
+        findings(&v),
+        vec![
+            ("nad-missing-sbr".into(), "error".into()),
+            ("nad-roce-mtu".into(), "info".into())
+        ],
+        "{v:#}"
+    );
+    let fixed = &with_id(&v, "nad-missing-sbr")[0]["fixed_config"];
+    assert_eq!(fixed["name"], "rdma-net");
+    assert_eq!(fixed["plugins"][0]["type"], "sriov");
+    assert_eq!(fixed["plugins"][1]["type"], "sbr");
+    assert!(with_id(&v, "nad-roce-mtu")[0]["title"]
+        .as_str()
+        .unwrap()
+        .contains("VF MTU 1500 gives RoCE MTU 1024"));
+    // without range_start the nodes' own rdma0 addresses are in the pool
+    let t = TempDir::new("nad-sbrarp");
+    let p = t.path("all.yaml");
+    std::fs::write(
+        &p,
+        std::fs::read_to_string(&f)
+            .unwrap()
+            .replace(", \"range_start\": \"198.19.8.11\"", ""),
+    )
+    .unwrap();
+    let r = run(
+        &[
+            "--format",
+            "json",
+            "--nad",
+            &s(&p),
+            "--from",
+            &n1,
+            "--from",
+            &n2,
+        ],
+        None,
+    );
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let h = with_id(&v, "nad-host-allocatable");
+    assert_eq!(h.len(), 1, "{v:#}");
+    assert!(
+        h[0]["title"]
+            .as_str()
+            .unwrap()
+            .contains("198.19.8.1 (node1 rdma0), 198.19.8.2 (node2 rdma0)"),
+        "{v:#}"
+    );
+}
+
+#[test]
+fn unreadable_side_inputs_are_exit_2() {
+    let t = TempDir::new("nad-side");
+    let nodes = t.path("nodes.yaml");
+    std::fs::write(
+        &nodes,
+        "nodes:\n  node1:\n    ens1f0: {address: 198.51.100.300/24}\n",
+    )
+    .unwrap();
+    let nad = s(&fx("nads.yaml"));
+    let r = run(&["--nad", &nad, "--nodes", &s(&nodes)], None);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.starts_with("rocetap: ")
+            && r.stderr
+                .contains("nodes.yaml:3:23: \"198.51.100.300/24\" is not an IPv4 address/prefix"),
+        "{}",
+        r.stderr
+    );
+    std::fs::write(&nodes, "node1: {}\n").unwrap();
+    let r = run(&["--nad", &nad, "--nodes", &s(&nodes)], None);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("a nodes file needs `nodes:`"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["--nad", &nad, "--sbr-version", "one"], None);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .starts_with("rocetap: netcheck: --sbr-version \"one\": not a version"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["--nad", &s(&t.path("missing.yaml"))], None);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.starts_with("rocetap: reading ")
+            && r.stderr.contains("missing.yaml: No such file"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["--nad", &nad, "--from", &s(&t.0)], None);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("no addr.json in it or in its subdirectories"),
+        "{}",
+        r.stderr
+    );
+    // a policy without resourceName
+    let pol = t.path("pol.yaml");
+    std::fs::write(
+        &pol,
+        "kind: SriovNetworkNodePolicy\nmetadata: {name: p}\nspec: {numVfs: 4}\n",
+    )
+    .unwrap();
+    let r = run(&["--nad", &nad, "--sriov-policy", &s(&pol)], None);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("has no spec.resourceName"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn the_readme_shows_the_real_missing_sbr_output() {
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let cmd =
+        "$ rocetap netcheck --nad bad/no-sbr.yaml --sriov-policy policies.yaml --nodes nodes.yaml";
+    let start = readme.find(cmd).expect("the example in the README");
+    let block = &readme[start..];
+    let block = &block[block.find('\n').unwrap() + 1..block.find("\n$ kubectl").unwrap() + 1];
+    let o = Command::new(bin())
+        .current_dir(fx(""))
+        .args([
+            "netcheck",
+            "--nad",
+            "bad/no-sbr.yaml",
+            "--sriov-policy",
+            "policies.yaml",
+            "--nodes",
+            "nodes.yaml",
+        ])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), block);
+    // the CI snippet's shape: globs of files, the gate at errors
+    let bad: Vec<String> = ["no-sbr", "off-subnet", "not-excluded", "shared-range"]
+        .iter()
+        .map(|n| s(&fx(&format!("bad/{n}.yaml"))))
+        .collect();
+    let mut args: Vec<&str> = vec!["--nad"];
+    args.extend(bad.iter().map(String::as_str));
+    let (p, n) = (s(&fx("policies.yaml")), s(&fx("nodes.yaml")));
+    args.extend([
+        "--sriov-policy",
+        &p,
+        "--nodes",
+        &n,
+        "--sbr-version",
+        "1.4.0",
+        "--fail-on-severity",
+        "error",
+    ]);
+    assert_eq!(run(&args, None).code, 1);
+}

@@ -173,7 +173,11 @@ fn words(l: &Lint) -> Words {
         Rule::HostAllocatable { range, hosts } => {
             let gw = hosts.iter().any(|x| x.gateway);
             let mut x = w(
-                format!("{who}: {} of range {range} can be handed to a pod: {}", if hosts.len() == 1 { "an address that is taken" } else { "addresses that are taken" }, hosts_list(hosts)),
+                format!(
+                    "{who}: range {range} can hand a pod {} already in use: {}",
+                    if hosts.len() == 1 { "an address" } else { "addresses" },
+                    hosts_list(hosts)
+                ),
                 format!("whereabouts hands out every address of the range that is not excluded{}: a pod that gets a node's PF address (or the ToR's) makes a duplicate address on the wire and breaks that node{}.", if gw { ", and never skips the gateway" } else { "" }, if gw { " or the whole rail" } else { "" }),
                 vec![format!("add to exclude: {}", hosts.iter().map(|x| format!("{}/32", h(x.addr))).collect::<Vec<_>>().join(", "))],
             );
