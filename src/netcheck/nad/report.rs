@@ -101,6 +101,16 @@ fn ev(q: impl Into<String>, a: impl Into<String>) -> Evidence {
     }
 }
 
+/// At most four of a list, then how many in all.
+fn few(items: Vec<String>) -> String {
+    let n = items.len();
+    if n <= 4 {
+        items.join(", ")
+    } else {
+        format!("{}, ... ({n} in all)", items[..4].join(", "))
+    }
+}
+
 fn hosts_list(hs: &[Host]) -> String {
     hs.iter()
         .map(|x| format!("{} ({})", h(x.addr), x.whose))
@@ -210,7 +220,10 @@ fn words(l: &Lint) -> Words {
         },
         Rule::SbrNoGateway { subnet, peers } => {
             let mut x = w(
-                format!("{who}: sbr without an IPAM gateway while peers are off-subnet: traffic from the VF to {} finds no route", peers.iter().map(|p| p.0.to_string()).collect::<Vec<_>>().join(", ")),
+                format!(
+                    "{who}: sbr without an IPAM gateway while peers are off-subnet: traffic from the VF to {} finds no route",
+                    few(peers.iter().map(|p| p.0.to_string()).collect())
+                ),
                 format!("sbr sends everything from the VF address to its own table; without a gateway in the IPAM result that table only holds the connected route {subnet}, so routed peers (other rails, other ToRs) are unreachable from the RDMA interface."),
                 vec![format!("add \"gateway\": \"<the ToR's address in {subnet}>\" to the ipam section (and exclude it from the range)")],
             );
@@ -223,7 +236,11 @@ fn words(l: &Lint) -> Words {
         Rule::SbrOptionUnverified { option, needs } => w(format!("{who}: sbr option {option:?} needs CNI plugins {needs}; the installed version is unknown"), "Older sbr binaries silently ignore it.", vec!["give --cni-bin-dir /opt/cni/bin or --sbr-version X.Y.Z to check".into()]),
         Rule::SbrNotInstalled { dir } => w(format!("{who} chains sbr, but {dir} has no sbr binary"), "The pod fails to start: `failed to find plugin \"sbr\" in path`.", vec!["install the CNI reference plugins (containernetworking/plugins) into the CNI bin directory".into()]),
         Rule::ArpFlux { subnet, others, missing } => w(
-            format!("{who}: several RDMA interfaces in {subnet} (with {}) without the tuning sysctls against ARP flux ({})", others.iter().map(obj).collect::<Vec<_>>().join(", "), missing.join(", ")),
+            format!(
+                "{who}: several RDMA interfaces in {subnet} (with {}) without the tuning sysctls against ARP flux ({})",
+                few(others.iter().map(obj).collect()),
+                missing.join(", ")
+            ),
             "With two interfaces in one subnet Linux answers ARP for either address on both, and may send from one through the other; peers then learn the wrong MAC and RDMA traffic lands on the wrong VF.",
             vec!["chain {\"type\": \"tuning\", \"sysctl\": {\"net.ipv4.conf.IFNAME.arp_ignore\": \"1\", \"net.ipv4.conf.IFNAME.arp_announce\": \"2\", \"net.ipv4.conf.IFNAME.arp_filter\": \"1\", \"net.ipv4.conf.IFNAME.rp_filter\": \"2\"}}".into()],
         ),

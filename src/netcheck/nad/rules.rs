@@ -902,8 +902,9 @@ fn cross(seen: &[Seen], out: &mut Vec<Lint>) {
         let mut c = Ctx { nad: s.nad, out };
         c.push(sev, path, p, rule);
     };
-    for (i, a) in seen.iter().enumerate() {
-        for b in &seen[..i] {
+    for (i, j) in overlapping_pairs(seen) {
+        let (a, b) = (&seen[i], &seen[j]);
+        {
             let overl = a
                 .ranges
                 .iter()
@@ -953,15 +954,24 @@ fn cross(seen: &[Seen], out: &mut Vec<Lint>) {
             );
         }
     }
+    // the RDMA subnets, each with the first NAD in it (sorted, so lookups are cheap)
+    let mut subnets: Vec<(Cidr, usize)> = Vec::new();
+    for (i, b) in seen.iter().enumerate().filter(|(_, b)| b.rdma) {
+        if let Some(bs) = b.subnet {
+            subnets.push((bs, i));
+        }
+    }
+    subnets.sort();
     // sbr without a gateway: its table only holds the connected route
-    for a in seen.iter().filter(|s| s.has_sbr && !s.gateway && s.rdma) {
+    for (i, a) in seen.iter().enumerate() {
+        if !(a.has_sbr && !a.gateway && a.rdma) {
+            continue;
+        }
         let Some(sub) = a.subnet else { continue };
         let mut peers: Vec<(Cidr, String)> = Vec::new();
-        for b in seen.iter().filter(|b| b.rdma && !std::ptr::eq(*b, a)) {
-            if let Some(bs) = b.subnet {
-                if !sub.overlaps(&bs) && !peers.iter().any(|p| p.0 == bs) {
-                    peers.push((bs, format!("{}", b.nad.obj)));
-                }
+        for (bs, j) in &subnets {
+            if *j != i && !sub.overlaps(bs) && peers.last().map_or(true, |p| p.0 != *bs) {
+                peers.push((*bs, format!("{}", seen[*j].nad.obj)));
             }
         }
         for r in &a.tor_routed {
@@ -986,17 +996,23 @@ fn cross(seen: &[Seen], out: &mut Vec<Lint>) {
         }
     }
     // several RDMA interfaces in one subnet
-    for a in seen
-        .iter()
-        .filter(|s| s.rdma && !s.tuning_missing.is_empty())
-    {
+    let mut by_subnet: std::collections::BTreeMap<Cidr, Vec<usize>> = Default::default();
+    for (i, b) in seen.iter().enumerate().filter(|(_, b)| b.rdma) {
+        if let Some(bs) = b.subnet {
+            by_subnet.entry(bs).or_default().push(i);
+        }
+    }
+    for (i, a) in seen.iter().enumerate() {
+        if !a.rdma || a.tuning_missing.is_empty() {
+            continue;
+        }
         let Some(sub) = a.subnet else { continue };
-        let others: Vec<ObjRef> = seen
-            .iter()
-            .filter(|b| {
-                b.rdma && !std::ptr::eq(*b, a) && b.subnet.is_some_and(|s| s.overlaps(&sub))
-            })
-            .map(|b| b.nad.obj.clone())
+        let others: Vec<ObjRef> = by_subnet
+            .get(&sub)
+            .into_iter()
+            .flatten()
+            .filter(|j| **j != i)
+            .map(|j| seen[*j].nad.obj.clone())
             .collect();
         if !others.is_empty() {
             push(
@@ -1013,6 +1029,44 @@ fn cross(seen: &[Seen], out: &mut Vec<Lint>) {
             );
         }
     }
+}
+
+/// Pairs (later, earlier) of NADs whose allocatable addresses overlap, in input order; a
+/// sweep over the address spans, so unrelated NADs are never compared.
+fn overlapping_pairs(seen: &[Seen]) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(u32, u32, usize)> = seen
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            s.ranges
+                .iter()
+                .filter_map(move |(_, set)| Some((set.0.first()?.0, set.0.last()?.1, i)))
+        })
+        .collect();
+    spans.sort_unstable();
+    let mut active: Vec<(u32, usize)> = Vec::new();
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for (lo, hi, i) in spans {
+        active.retain(|(end, _)| *end >= lo);
+        for (_, j) in &active {
+            if *j != i {
+                let (a, b) = (i.max(*j), i.min(*j));
+                let real = seen[a].ranges.iter().any(|(_, x)| {
+                    seen[b]
+                        .ranges
+                        .iter()
+                        .any(|(_, y)| !x.intersect(y).is_empty())
+                });
+                if real {
+                    pairs.push((a, b));
+                }
+            }
+        }
+        active.push((hi, i));
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
 }
 
 /// The corrected configuration for a finding that carries one.
