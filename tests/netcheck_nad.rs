@@ -485,6 +485,9 @@ fn sbr_options_the_installed_version_ignores() {
     );
     let (code, v) = lint(&[&p2], &["--sbr-version", "1.10.0"]);
     assert_eq!((code, findings(&v)), (0, vec![]));
+    // a build from git after v1.9.1 (`git describe`) is newer than v1.9.1
+    let (code, v) = lint(&[&p2], &["--sbr-version", "v1.9.1-12-gabcdef0"]);
+    assert_eq!((code, findings(&v)), (0, vec![]));
     // unknown version: said, not failed
     only(&p, &[], "nad-sbr-version", "info");
     // the version from the plugin binary itself (run with an empty environment)

@@ -170,9 +170,10 @@ fn parse_docs(name: &str, text: &str) -> Result<Vec<Node>, LoadError> {
     if t.starts_with('{') || t.starts_with('[') {
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
             return Err(LoadError(format!(
-                "{name}:{}:{}: not valid JSON: {e}",
+                "{name}:{}:{}: not valid JSON: {}",
                 e.line(),
-                e.column()
+                e.column(),
+                super::cni::json_msg(&e)
             )));
         }
     }

@@ -9,27 +9,68 @@ use super::objects::{Inputs, Loc, Nad, NodeFacts, ObjRef, Policy};
 use super::yaml::{Node, Pos};
 use crate::netcheck::checks::Severity;
 
-/// A version of the CNI plugins (`v1.4.0`).
+/// A version of the CNI plugins (`v1.4.0`); the fourth number counts the commits after
+/// the tag in a `git describe` build (`v1.9.1-12-gabcdef0` is newer than v1.9.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Version(pub u32, pub u32, pub u32);
+pub struct Version(pub u32, pub u32, pub u32, pub u32);
 
 impl Version {
     pub fn parse(s: &str) -> Option<Version> {
         let s = s.trim().trim_start_matches('v');
-        let core = s.split(['-', '+']).next()?;
+        let (core, rest) = match s.find(['-', '+']) {
+            Some(i) => (&s[..i], &s[i + 1..]),
+            None => (s, ""),
+        };
         let mut it = core.split('.');
-        let v = Version(
+        let (a, b, c) = (
             it.next()?.parse().ok()?,
             it.next()?.parse().ok()?,
             it.next().unwrap_or("0").parse().ok()?,
         );
-        it.next().is_none().then_some(v)
+        if it.next().is_some() {
+            return None;
+        }
+        // `N-gHASH` after the tag: N commits later; anything else (rc, dirty) counts 0
+        let dev = match rest.split_once("-g") {
+            Some((n, _)) => n.parse().unwrap_or(0),
+            None => 0,
+        };
+        Some(Version(a, b, c, dev))
     }
 }
 
 impl std::fmt::Display for Version {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)?;
+        if self.3 > 0 {
+            write!(f, "+{}", self.3)?;
+        }
+        Ok(())
+    }
+}
+
+/// Which versions honour an sbr option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    AtLeast(Version),
+    NewerThan(Version),
+}
+
+impl Needs {
+    pub fn met_by(self, v: Version) -> bool {
+        match self {
+            Needs::AtLeast(m) => v >= m,
+            Needs::NewerThan(m) => v > m,
+        }
+    }
+}
+
+impl std::fmt::Display for Needs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Needs::AtLeast(m) => write!(f, ">= {m}"),
+            Needs::NewerThan(m) => write!(f, "newer than {m}"),
+        }
     }
 }
 
@@ -41,11 +82,11 @@ pub struct SbrInstalled {
     pub missing_in: Option<String>,
 }
 
-/// The option of sbr and the first version that honours it.
-pub const SBR_OPTIONS: &[(&str, Version, &str)] = &[
-    ("table", Version(1, 6, 0), ">= 1.6.0"),
-    ("gateways", Version(1, 9, 2), "newer than 1.9.1"),
-    ("addSourceHints", Version(1, 9, 2), "newer than 1.9.1"),
+/// The options of sbr that older binaries silently ignore, and the versions that know them.
+pub const SBR_OPTIONS: &[(&str, Needs)] = &[
+    ("table", Needs::AtLeast(Version(1, 6, 0, 0))),
+    ("gateways", Needs::NewerThan(Version(1, 9, 1, 0))),
+    ("addSourceHints", Needs::NewerThan(Version(1, 9, 1, 0))),
 ];
 
 /// A host address that whereabouts would hand to a pod.
@@ -152,11 +193,11 @@ pub enum Rule {
     SbrOptionIgnored {
         option: String,
         installed: Version,
-        needs: &'static str,
+        needs: Needs,
     },
     SbrOptionUnverified {
         option: String,
-        needs: &'static str,
+        needs: Needs,
     },
     SbrNotInstalled {
         dir: String,
@@ -537,13 +578,13 @@ fn lint_nad<'a>(
                 Rule::SbrNotInstalled { dir: dir.clone() },
             );
         }
-        for (opt, min, needs) in SBR_OPTIONS {
+        for &(opt, needs) in SBR_OPTIONS {
             let Some(kp) = p.node.key_pos(opt) else {
                 continue;
             };
             let path = format!("{}.{opt}", p.path);
             match sbr.version {
-                Some(v) if v < *min => ctx.push(
+                Some(v) if !needs.met_by(v) => ctx.push(
                     Severity::Warning,
                     path,
                     Some(kp),

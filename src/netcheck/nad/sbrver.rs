@@ -101,12 +101,19 @@ mod tests {
     fn versions_in_plugin_output() {
         assert_eq!(
             version_in("CNI sbr plugin v1.4.0\nCNI protocol versions supported: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0"),
-            Some(Version(1, 4, 0))
+            Some(Version(1, 4, 0, 0))
         );
         assert_eq!(version_in("CNI sbr plugin version unknown"), None);
+        // a build from git after the tag is newer than the tag
+        let dev = version_in("CNI sbr plugin v1.9.1-12-gabcdef0").unwrap();
+        assert!(dev > Version(1, 9, 1, 0) && dev < Version(1, 9, 2, 0));
+        assert_eq!(
+            version_in("CNI sbr plugin v1.10.0-rc1"),
+            Some(Version(1, 10, 0, 0))
+        );
         assert_eq!(
             version_in(r#"{"cniVersion":"1.0.0","supportedVersions":["0.1.0"]} v1.9.1"#),
-            Some(Version(1, 9, 1))
+            Some(Version(1, 9, 1, 0))
         );
     }
 }
