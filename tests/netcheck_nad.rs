@@ -1153,3 +1153,47 @@ fn the_readme_shows_the_real_missing_sbr_output() {
     ]);
     assert_eq!(run(&args, None).code, 1);
 }
+
+#[test]
+fn json_nodes_file_and_a_typed_list() {
+    let t = TempDir::new("nad-jsonnodes");
+    let mut nodes = serde_json::Map::new();
+    for n in 1..=4 {
+        nodes.insert(
+            format!("node{n}"),
+            json!({"ens1f0": {"address": format!("198.51.100.{n}/24"), "mtu": 9000, "gateway": "198.51.100.254"},
+                   "ens2f0": {"address": [format!("203.0.113.{n}/24")], "mtu": 9000, "gateway": "203.0.113.254"}}),
+        );
+    }
+    let nf = t.path("nodes.json");
+    std::fs::write(&nf, json!({"nodes": nodes}).to_string()).unwrap();
+    let (code, v) = lint(&[&fx("nads.yaml")], &["--nodes", &s(&nf)]);
+    assert_eq!((code, findings(&v)), (0, vec![]), "{v:#}");
+    assert_eq!(v["objects"]["nodes"], 4);
+    // a NetworkAttachmentDefinitionList whose items leave out their kind
+    let text = std::fs::read_to_string(fx("anchors.yaml"))
+        .unwrap()
+        .replace("kind: List", "kind: NetworkAttachmentDefinitionList")
+        .replace("    kind: NetworkAttachmentDefinition\n", "");
+    let p = t.path("typed.yaml");
+    std::fs::write(&p, text).unwrap();
+    let (code, v) = lint(&[&p], &[]);
+    assert_eq!((code, findings(&v)), (0, vec![]), "{v:#}");
+    assert_eq!(v["objects"]["network_attachment_definitions"], 2);
+    // other kinds in the same stream are counted and left alone
+    let mixed = t.path("mixed.yaml");
+    let good = std::fs::read_to_string(fx("nads.yaml")).unwrap();
+    std::fs::write(
+        &mixed,
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}\ndata: {{a: b}}\n---\n{good}"
+        ),
+    )
+    .unwrap();
+    let (code, v) = lint(&[&mixed], &[]);
+    assert_eq!(
+        (code, v["objects"]["ignored_objects"].as_u64()),
+        (0, Some(1)),
+        "{v:#}"
+    );
+}
