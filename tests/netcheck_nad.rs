@@ -769,6 +769,10 @@ fn kubectl_json_list_on_stdin() {
         findings(&v),
         vec![("nad-missing-sbr".to_string(), "error".to_string())]
     );
+    // inside a JSON string with escapes only the position in the configuration is exact
+    let f = with_id(&v, "nad-missing-sbr")[0];
+    assert!(f.get("location").is_none(), "{f:#}");
+    assert_eq!(f["config_position"]["line"], 1, "{f:#}");
     // stdin twice is a usage error
     let r = run(&["--nad", "-", "--sriov-policy", "-"], Some(b""));
     assert_eq!(r.code, 2);

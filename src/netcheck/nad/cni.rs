@@ -5,7 +5,9 @@
 //! corrected configuration with `sbr` chained after the main plugin.
 
 use super::ipv4::{parse_ip, Cidr};
-use super::yaml::{self, Node, Pos, Style};
+#[cfg(test)]
+use super::yaml::Style;
+use super::yaml::{self, Node, Pos};
 use serde_json::{json, Value};
 
 pub const CNI_VERSIONS: &[&str] = &[
@@ -97,24 +99,32 @@ pub fn parse(node: Option<&Node>) -> Result<Config, ConfigError> {
     })
 }
 
-/// Where a position inside the configuration text is in the file: exact for a literal
-/// block (`config: |`, whose position is that of its first content line; `indent` is the
-/// column its lines start at) and for a one-line quoted string, else None.
-pub fn file_pos(config: &Node, indent: Option<usize>, p: Pos) -> Option<Pos> {
-    match config.style {
-        Style::Literal => Some(Pos {
-            line: config.pos.line + p.line - 1,
-            col: indent? + p.col - 1,
-        }),
-        Style::Quoted if !config.str().unwrap_or("").contains('\n') && p.line == 1 => Some(Pos {
-            line: config.pos.line,
-            col: config.pos.col + p.col,
-        }),
-        Style::Plain if p.line == 1 => Some(Pos {
-            line: config.pos.line,
-            col: config.pos.col + p.col - 1,
-        }),
-        _ => None,
+/// How positions inside the configuration text map to the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigMap {
+    /// Where the text's line 1, column 1 is.
+    pub line: usize,
+    pub col: usize,
+    /// A literal block (`config: |`): each line of the text is a line of the file, at
+    /// `col`; otherwise only the text's first line maps (a one-line scalar written as is).
+    pub block: bool,
+}
+
+/// Where a position inside the configuration text is in the file, when that is exact.
+pub fn file_pos(map: Option<ConfigMap>, p: Pos) -> Option<Pos> {
+    let m = map?;
+    if m.block {
+        Some(Pos {
+            line: m.line + p.line - 1,
+            col: m.col + p.col - 1,
+        })
+    } else if p.line == 1 {
+        Some(Pos {
+            line: m.line,
+            col: m.col + p.col - 1,
+        })
+    } else {
+        None
     }
 }
 

@@ -60,8 +60,8 @@ pub struct Nad {
     pub resource_pos: Option<Pos>,
     /// `spec.config` as written (a string holding JSON, normally).
     pub config: Option<Node>,
-    /// For a literal block (`config: |`): the column its content lines start at.
-    pub config_indent: Option<usize>,
+    /// How positions inside `spec.config`'s text map to the file, where they do exactly.
+    pub config_map: Option<super::cni::ConfigMap>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,10 +201,29 @@ fn s_at<'a>(n: &'a Node, path: &[&str]) -> Option<&'a Node> {
     Some(cur)
 }
 
-fn literal_indent(text: &str, p: Pos) -> Option<usize> {
-    // The block scalar's position is that of its first content line.
-    let line = text.lines().nth(p.line.checked_sub(1)?)?;
-    Some(line.len() - line.trim_start_matches(' ').len() + 1)
+/// Where `spec.config`'s text sits in the file: a literal block line by line (its
+/// position is that of its first content line); a one-line plain or quoted scalar only
+/// when written without escapes (else columns inside it would be off).
+fn config_map(text: &str, c: &Node) -> Option<super::cni::ConfigMap> {
+    let v = c.str()?;
+    let line = text.lines().nth(c.pos.line.checked_sub(1)?)?;
+    match c.style {
+        Style::Literal => Some(super::cni::ConfigMap {
+            line: c.pos.line,
+            col: line.len() - line.trim_start_matches(' ').len() + 1,
+            block: true,
+        }),
+        Style::Quoted | Style::Plain if !v.contains('\n') => {
+            let skip = usize::from(c.style == Style::Quoted);
+            let body: String = line.chars().skip(c.pos.col - 1 + skip).collect();
+            body.starts_with(v).then_some(super::cni::ConfigMap {
+                line: c.pos.line,
+                col: c.pos.col + skip,
+                block: false,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Reads NAD / policy objects from `paths` into `inp`.
@@ -279,10 +298,7 @@ fn object(name: &str, text: &str, d: &Node, doc: usize, inp: &mut Inputs) -> Res
             let ann = s_at(d, &["metadata", "annotations"]);
             let res = ann.and_then(|a| a.get("k8s.v1.cni.cncf.io/resourceName"));
             let config = s_at(d, &["spec", "config"]).cloned();
-            let config_indent = config
-                .as_ref()
-                .filter(|c| c.style == Style::Literal)
-                .and_then(|c| literal_indent(text, c.pos));
+            let config_map = config.as_ref().and_then(|c| config_map(text, c));
             inp.nads.push(Nad {
                 obj,
                 file: name.to_string(),
@@ -290,7 +306,7 @@ fn object(name: &str, text: &str, d: &Node, doc: usize, inp: &mut Inputs) -> Res
                 resource: res.and_then(Node::text),
                 resource_pos: res.map(|r| r.pos),
                 config,
-                config_indent,
+                config_map,
             });
         }
         "SriovNetworkNodePolicy" => {

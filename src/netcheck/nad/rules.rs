@@ -301,10 +301,7 @@ impl Ctx<'_> {
         let nad = self.nad;
         let (loc, config_pos) = match (p, in_config) {
             (Some(p), true) => {
-                let fp = nad
-                    .config
-                    .as_ref()
-                    .and_then(|c| cni::file_pos(c, nad.config_indent, p));
+                let fp = cni::file_pos(nad.config_map, p);
                 (fp.map(|fp| loc(&nad.file, fp)), Some(p))
             }
             (Some(p), false) => (Some(loc(&nad.file, p)), None),
