@@ -166,7 +166,7 @@ pub enum Command {
     /// Check a network namespace's routing for multi-homed RDMA pods (sbr, ARP source,
     /// rp_filter) and RoCE readiness; answer `ip route get` questions offline.
     #[command(
-        after_help = "Examples:\n  rocetap netcheck --netns sbrarp-pod1\n  rocetap netcheck --pid 4242 --format json\n  rocetap netcheck --from state/pod1            # addr.json route.json rule.json [sysctl.json]\n  rocetap netcheck --from state/pod1 --route-get '198.19.8.1 from 198.18.1.5'\n  rocetap netcheck --capture pod-eth0.pcap --capture pod-net1.pcap   # capture-side ARP symptoms\n  rocetap netcheck --from state/pod1 --capture pod.pcap              # both\n\nCollect a pod's state anywhere with:\n  kubectl exec POD -- ip -j addr > addr.json   (and ip -j route show table all, ip -j rule)\n\nExit codes: 0 no problems, 1 findings (errors or warnings), 2 error."
+        after_help = "Examples:\n  rocetap netcheck --netns sbrarp-pod1\n  rocetap netcheck --pid 4242 --format json\n  rocetap netcheck --from state/pod1            # addr.json route.json rule.json [sysctl.json]\n  rocetap netcheck --from state/pod1 --route-get '198.19.8.1 from 198.18.1.5'\n  rocetap netcheck --capture pod-eth0.pcap --capture pod-net1.pcap   # capture-side ARP symptoms\n  rocetap netcheck --from state/pod1 --capture pod.pcap              # both\n  rocetap netcheck --nad k8s/nads/*.yaml --sriov-policy k8s/policies/*.yaml --nodes nodes.yaml\n  kubectl get net-attach-def -A -o json | rocetap netcheck --nad - --fail-on-severity error\n\nCollect a pod's state anywhere with:\n  kubectl exec POD -- ip -j addr > addr.json   (and ip -j route show table all, ip -j rule)\n\nExit codes: 0 no problems, 1 findings (errors or warnings; see --fail-on-severity), 2 error."
     )]
     Netcheck(NetcheckArgs),
     /// Follow every queue pair and report gaps, retransmissions, NAKs, ECN/CNP, PFC, ARP.
@@ -389,8 +389,10 @@ pub struct NetcheckArgs {
     #[arg(long, value_name = "PID", conflicts_with = "from")]
     pub pid: Option<u32>,
     /// Read a saved state: DIR/addr.json, route.json, rule.json, sysctl.json (`ip -j` output).
+    /// With --nad: node facts, one node per DIR (or per subdirectory of DIR). Repeatable
+    /// with --nad only.
     #[arg(long, value_name = "DIR")]
-    pub from: Option<PathBuf>,
+    pub from: Vec<PathBuf>,
     /// Root under which sys/class/infiniband and sys/class/net are read (default / when
     /// live; offline only when given).
     #[arg(long, value_name = "DIR")]
@@ -411,6 +413,46 @@ pub struct NetcheckArgs {
     /// Text format: the effect of every interface sysctl, also of those at their default.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Lint NetworkAttachmentDefinitions instead of checking a namespace: YAML or JSON,
+    /// several documents, List kinds (`kubectl get net-attach-def -A -o json`), `-` for
+    /// standard input. Repeatable.
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 1..,
+        conflicts_with_all = ["netns", "pid", "capture", "route_get", "sysfs_root"]
+    )]
+    pub nad: Vec<PathBuf>,
+    /// With --nad: SriovNetworkNodePolicy objects (same formats), to follow each NAD's
+    /// resource to its PFs, VF count and MTU. Repeatable.
+    #[arg(long, value_name = "FILE", num_args = 1.., requires = "nad")]
+    pub sriov_policy: Vec<PathBuf>,
+    /// With --nad: the nodes' PF addresses and MTUs, YAML or JSON:
+    /// `nodes: {NODE: {PF: {address: A.B.C.D/LEN, mtu: N, gateway: G, routes: [CIDR]}}}`.
+    #[arg(long, value_name = "FILE", requires = "nad")]
+    pub nodes: Option<PathBuf>,
+    /// With --nad: directory of the CNI plugins; its sbr is run (no shell, empty
+    /// environment, 5 s timeout) to learn the installed version.
+    #[arg(long, value_name = "DIR", requires = "nad")]
+    pub cni_bin_dir: Option<PathBuf>,
+    /// With --nad: the installed sbr plugin's version, when not read from --cni-bin-dir.
+    #[arg(
+        long,
+        value_name = "X.Y.Z",
+        requires = "nad",
+        conflicts_with = "cni_bin_dir"
+    )]
+    pub sbr_version: Option<String>,
+    /// Exit 1 when a finding is at least this severe (default: warning).
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on_severity: Option<FailOnSeverity>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailOnSeverity {
+    Error,
+    Warning,
+    Info,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

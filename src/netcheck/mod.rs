@@ -13,6 +13,7 @@ pub mod checks;
 pub mod load_json;
 pub mod lookup;
 pub mod model;
+pub mod nad;
 pub mod netlink;
 pub mod report;
 pub mod sysfs;
@@ -21,9 +22,59 @@ use crate::cli::{NetcheckArgs, NetcheckFormat};
 use crate::error::{exit, Failure};
 use std::path::PathBuf;
 
+/// The severity at or above which findings fail the run.
+fn gate(a: &NetcheckArgs) -> checks::Severity {
+    use crate::cli::FailOnSeverity as F;
+    match a.fail_on_severity {
+        Some(F::Error) => checks::Severity::Error,
+        Some(F::Warning) | None => checks::Severity::Warning,
+        Some(F::Info) => checks::Severity::Info,
+    }
+}
+
+/// `--nad`: the command line turned into the lint's own configuration, then the report.
+fn run_nad(a: &NetcheckArgs, color: bool) -> Result<i32, Failure> {
+    let cfg = nad::Config {
+        nads: a.nad.clone(),
+        policies: a.sriov_policy.clone(),
+        nodes_file: a.nodes.clone(),
+        node_dirs: a.from.clone(),
+        cni_bin_dir: a.cni_bin_dir.clone(),
+        sbr_version: a.sbr_version.clone(),
+        gate: Some(gate(a)),
+    };
+    let rep = nad::check(&cfg).map_err(|e| {
+        let f = Failure::new(e.what);
+        match e.hint {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    })?;
+    match a.format {
+        NetcheckFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&rep)
+                .map_err(|e| Failure::new(format!("netcheck: {e}")))?
+        ),
+        NetcheckFormat::Text => print!("{}", rep.text(crate::report::style::Paint::new(color))),
+    }
+    Ok(if rep.failed() {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    })
+}
+
 pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
+    if !a.nad.is_empty() {
+        return run_nad(&a, color);
+    }
+    if a.from.len() > 1 {
+        return Err(Failure::new("netcheck: --from can be given once here")
+            .hint("several --from DIR are node facts for --nad; check one namespace's state at a time"));
+    }
     // With only captures, no namespace is read (not even the current one).
-    let need_state = a.from.is_some()
+    let need_state = !a.from.is_empty()
         || a.netns.is_some()
         || a.pid.is_some()
         || a.capture.is_empty()
@@ -62,7 +113,7 @@ pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
             return Ok(code);
         }
         // sysfs: live default `/`; offline only when asked (it describes this machine)
-        let sysfs_root: Option<PathBuf> = match (&a.sysfs_root, &a.from) {
+        let sysfs_root: Option<PathBuf> = match (&a.sysfs_root, a.from.first()) {
             (Some(r), _) => Some(r.clone()),
             (None, None) => Some(PathBuf::from("/")),
             (None, Some(_)) => None,
@@ -102,7 +153,7 @@ pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
             rep.text(crate::report::style::Paint::new(color), a.verbose)
         ),
     }
-    Ok(if rep.has_findings() {
+    Ok(if rep.findings.iter().any(|f| f.severity >= gate(&a)) {
         exit::FINDINGS
     } else {
         exit::OK
@@ -111,7 +162,7 @@ pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
 
 /// The namespace's routing state: offline from `--from`, else live.
 fn load_state(a: &NetcheckArgs) -> Result<model::NetState, Failure> {
-    if let Some(dir) = &a.from {
+    if let Some(dir) = a.from.first() {
         load_json::load_dir(dir).map_err(|e| {
             Failure::new(format!("netcheck: reading state: {e}")).hint(
                 "--from DIR needs addr.json, route.json (and rule.json, sysctl.json) as printed by \

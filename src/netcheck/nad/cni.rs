@@ -1,0 +1,477 @@
+//! A NAD's `spec.config`: the CNI configuration (a single plugin or a `plugins` chain)
+//! as JSON text inside the YAML. Checked as strict JSON (what the CNI runtime reads), then
+//! read again for positions; typed into the plugin chain and the whereabouts IPAM of the
+//! main plugin. Also the known keys of the plugins this lint reasons about, and the
+//! corrected configuration with `sbr` chained after the main plugin.
+
+use super::ipv4::{parse_ip, Cidr};
+#[cfg(test)]
+use super::yaml::Style;
+use super::yaml::{self, Node, Pos};
+use serde_json::{json, Value};
+
+pub const CNI_VERSIONS: &[&str] = &[
+    "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
+];
+
+/// serde_json's message without its trailing " at line L column C".
+pub fn json_msg(e: &serde_json::Error) -> String {
+    let m = e.to_string();
+    match m.rfind(" at line ") {
+        Some(i) => m[..i].to_string(),
+        None => m,
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Plugin {
+    pub ty: String,
+    pub node: Node,
+    /// `spec.config.plugins[0]`, or `spec.config` for a single-plugin configuration.
+    pub path: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Positions relative to the configuration text.
+    pub root: Node,
+    pub json: Value,
+    pub conflist: bool,
+    pub plugins: Vec<Plugin>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigError {
+    Missing,
+    NotString {
+        pos: Pos,
+    },
+    Json {
+        line: usize,
+        col: usize,
+        msg: String,
+    },
+    NotObject,
+}
+
+pub fn parse(node: Option<&Node>) -> Result<Config, ConfigError> {
+    let node = node.ok_or(ConfigError::Missing)?;
+    let text = node.str().ok_or(ConfigError::NotString { pos: node.pos })?;
+    let json: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json {
+        line: e.line(),
+        col: e.column(),
+        msg: json_msg(&e),
+    })?;
+    if !json.is_object() {
+        return Err(ConfigError::NotObject);
+    }
+    let root = yaml::load(text)
+        .ok()
+        .and_then(|mut d| (d.len() == 1).then(|| d.remove(0)))
+        .ok_or(ConfigError::NotObject)?;
+    let ty = |n: &Node| n.get("type").and_then(Node::text).unwrap_or_default();
+    let (conflist, plugins) = match root.get("plugins").and_then(Node::seq) {
+        Some(list) => (
+            true,
+            list.iter()
+                .enumerate()
+                .map(|(i, n)| Plugin {
+                    ty: ty(n),
+                    node: n.clone(),
+                    path: format!("spec.config.plugins[{i}]"),
+                })
+                .collect(),
+        ),
+        None => (
+            false,
+            vec![Plugin {
+                ty: ty(&root),
+                node: root.clone(),
+                path: "spec.config".into(),
+            }],
+        ),
+    };
+    Ok(Config {
+        root,
+        json,
+        conflist,
+        plugins,
+    })
+}
+
+/// How positions inside the configuration text map to the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigMap {
+    /// Where the text's line 1, column 1 is.
+    pub line: usize,
+    pub col: usize,
+    /// A literal block (`config: |`): each line of the text is a line of the file, at
+    /// `col`; otherwise only the text's first line maps (a one-line scalar written as is).
+    pub block: bool,
+}
+
+/// Where a position inside the configuration text is in the file, when that is exact.
+pub fn file_pos(map: Option<ConfigMap>, p: Pos) -> Option<Pos> {
+    let m = map?;
+    if m.block {
+        Some(Pos {
+            line: m.line + p.line - 1,
+            col: m.col + p.col - 1,
+        })
+    } else if p.line == 1 {
+        Some(Pos {
+            line: m.line,
+            col: m.col + p.col - 1,
+        })
+    } else {
+        None
+    }
+}
+
+const COMMON: &[&str] = &[
+    "type",
+    "name",
+    "cniVersion",
+    "capabilities",
+    "runtimeConfig",
+    "args",
+    "prevResult",
+    "dns",
+    "logLevel",
+    "logFile",
+    "log_level",
+    "log_file",
+];
+
+/// Keys each plugin understands (besides `COMMON`); None: a plugin this lint does not know.
+pub fn known_keys(ty: &str) -> Option<&'static [&'static str]> {
+    Some(match ty {
+        "sriov" => &[
+            "deviceID",
+            "pciBusID",
+            "vlan",
+            "vlanQoS",
+            "vlanProto",
+            "mac",
+            "spoofchk",
+            "trust",
+            "link_state",
+            "min_tx_rate",
+            "max_tx_rate",
+            "ipam",
+            "mtu",
+            "metaPlugins",
+        ],
+        "sbr" => &["table", "gateways", "addSourceHints"],
+        "tuning" => &[
+            "mtu", "mac", "promisc", "allmulti", "txQLen", "sysctl", "dataDir",
+        ],
+        _ => return None,
+    })
+}
+
+pub const CONFLIST_KEYS: &[&str] = &[
+    "cniVersion",
+    "cniVersions",
+    "name",
+    "plugins",
+    "disableCheck",
+    "disableGC",
+];
+
+pub const WHEREABOUTS_KEYS: &[&str] = &[
+    "type",
+    "range",
+    "range_start",
+    "range_end",
+    "exclude",
+    "gateway",
+    "network_name",
+    "ipRanges",
+    "routes",
+    "dns",
+    "log_file",
+    "log_level",
+    "enable_overlapping_ranges",
+    "sleep_for_race",
+    "configuration_path",
+    "kubernetes",
+    "datastore",
+    "etcd_host",
+    "etcd_username",
+    "etcd_password",
+    "etcd_key_file",
+    "etcd_cert_file",
+    "etcd_ca_cert_file",
+    "leader_lease_duration",
+    "leader_renew_deadline",
+    "leader_retry_period",
+    "reconciler_cron_expression",
+    "node_slice_size",
+    "overlapping_ranges",
+];
+
+pub const IP_RANGE_KEYS: &[&str] = &["range", "range_start", "range_end", "exclude", "gateway"];
+
+pub fn is_known(keys: &[&str], k: &str) -> bool {
+    keys.contains(&k) || COMMON.contains(&k)
+}
+
+/// A close known key (edit distance <= 2), for "did you mean".
+pub fn suggest(keys: &[&str], k: &str) -> Option<String> {
+    fn dist(a: &str, b: &str) -> usize {
+        let a: Vec<char> = a.to_lowercase().chars().collect();
+        let b: Vec<char> = b.to_lowercase().chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.iter().enumerate() {
+            let mut cur = vec![i + 1];
+            for (j, cb) in b.iter().enumerate() {
+                let c = if ca == cb { prev[j] } else { prev[j] + 1 };
+                cur.push(c.min(prev[j + 1] + 1).min(cur[j] + 1));
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    }
+    keys.iter()
+        .chain(COMMON.iter())
+        .map(|c| (dist(c, k), *c))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, c)| c.to_string())
+}
+
+/// One `range` of whereabouts (the top-level one or an `ipRanges` entry).
+#[derive(Clone, Debug)]
+pub struct Range {
+    pub cidr: Cidr,
+    /// `198.51.100.0/24`, or the start-end form `198.51.100.10-198.51.100.50/24`.
+    pub text: String,
+    pub path: String,
+    pub pos: Pos,
+    pub start: Option<(u32, String, Pos)>,
+    pub end: Option<(u32, String, Pos)>,
+    pub excludes: Vec<(Cidr, String, Pos)>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Ipam {
+    pub ty: String,
+    pub ranges: Vec<Range>,
+    pub gateway: Option<(u32, String, Pos)>,
+    pub network_name: Option<String>,
+    /// Values that are not what they should be: (path, position, what).
+    pub bad: Vec<(String, Pos, String)>,
+    /// IPv6 ranges (not checked).
+    pub v6: usize,
+}
+
+fn addr_field(
+    n: &Node,
+    key: &str,
+    path: &str,
+    bad: &mut Vec<(String, Pos, String)>,
+) -> Option<(u32, String, Pos)> {
+    let v = n.get(key)?;
+    let p = format!("{path}.{key}");
+    let t = v.text().unwrap_or_default();
+    match parse_ip(&t) {
+        Some(a) => Some((a, p, v.pos)),
+        None => {
+            if !t.contains(':') {
+                bad.push((p, v.pos, format!("{t:?} is not an IPv4 address")));
+            }
+            None
+        }
+    }
+}
+
+fn range_of(n: &Node, path: &str, ipam: &mut Ipam) {
+    let Some(r) = n.get("range") else {
+        return;
+    };
+    let text = r.text().unwrap_or_default();
+    let rp = format!("{path}.range");
+    if text.contains(':') {
+        ipam.v6 += 1;
+        return;
+    }
+    // `a-b/len`: start and end inside the CIDR of len
+    let (cidr, start, end) = match text.split_once('-') {
+        Some((a, rest)) => match rest.split_once('/') {
+            Some((b, l)) => {
+                let c = parse_ip(a).zip(l.parse::<u8>().ok().filter(|l| *l <= 32));
+                match (c, parse_ip(b)) {
+                    (Some((a, l)), Some(b)) => (Some(Cidr::new(a, l)), Some(a), Some(b)),
+                    _ => (None, None, None),
+                }
+            }
+            None => (None, None, None),
+        },
+        None => (
+            Cidr::parse(&text).filter(|_| text.contains('/')),
+            None,
+            None,
+        ),
+    };
+    let Some(cidr) = cidr else {
+        ipam.bad.push((
+            rp,
+            r.pos,
+            format!("{text:?} is not an IPv4 range (A.B.C.D/LEN)"),
+        ));
+        return;
+    };
+    let mut range = Range {
+        cidr,
+        text: text.clone(),
+        path: rp.clone(),
+        pos: r.pos,
+        start: start.map(|a| (a, rp.clone(), r.pos)),
+        end: end.map(|b| (b, rp.clone(), r.pos)),
+        excludes: Vec::new(),
+    };
+    if let Some(s) = addr_field(n, "range_start", path, &mut ipam.bad) {
+        range.start = Some(s);
+    }
+    if let Some(e) = addr_field(n, "range_end", path, &mut ipam.bad) {
+        range.end = Some(e);
+    }
+    if let Some(ex) = n.get("exclude") {
+        match ex.seq() {
+            Some(list) => {
+                for (i, x) in list.iter().enumerate() {
+                    let t = x.text().unwrap_or_default();
+                    let p = format!("{path}.exclude[{i}]");
+                    match Cidr::parse(&t) {
+                        Some(c) => range.excludes.push((c, p, x.pos)),
+                        None if t.contains(':') => {}
+                        None => ipam
+                            .bad
+                            .push((p, x.pos, format!("{t:?} is not an IPv4 CIDR"))),
+                    }
+                }
+            }
+            None => ipam.bad.push((
+                format!("{path}.exclude"),
+                ex.pos,
+                "exclude is a list of CIDRs".into(),
+            )),
+        }
+    }
+    if path.contains("ipRanges") {
+        if let Some(g) = addr_field(n, "gateway", path, &mut ipam.bad) {
+            ipam.gateway.get_or_insert(g);
+        }
+    }
+    ipam.ranges.push(range);
+}
+
+/// The whereabouts IPAM of a plugin, when it has one.
+pub fn ipam_of(p: &Plugin) -> Option<Ipam> {
+    let n = p.node.get("ipam")?;
+    let path = format!("{}.ipam", p.path);
+    let mut ipam = Ipam {
+        ty: n.get("type").and_then(Node::text).unwrap_or_default(),
+        network_name: n.get("network_name").and_then(Node::text),
+        ..Default::default()
+    };
+    ipam.gateway = addr_field(n, "gateway", &path, &mut ipam.bad);
+    range_of(n, &path, &mut ipam);
+    if let Some(list) = n.get("ipRanges").and_then(Node::seq) {
+        for (i, r) in list.iter().enumerate() {
+            range_of(r, &format!("{path}.ipRanges[{i}]"), &mut ipam);
+        }
+    }
+    Some(ipam)
+}
+
+/// The configuration with `sbr` right after the main plugin (and nowhere else), as a
+/// plugin list; a single-plugin configuration becomes a list with the same name.
+pub fn with_sbr(cfg: &Config) -> Value {
+    let mut top = cfg.json.clone();
+    let Value::Object(obj) = &mut top else {
+        return top;
+    };
+    let mut plugins: Vec<Value> = if cfg.conflist {
+        obj.get("plugins")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    } else {
+        let mut p = obj.clone();
+        p.remove("cniVersion");
+        p.remove("name");
+        vec![Value::Object(p)]
+    };
+    let is_sbr = |v: &Value| v.get("type").and_then(Value::as_str) == Some("sbr");
+    let old_sbr = plugins.iter().find(|v| is_sbr(v)).cloned();
+    plugins.retain(|v| !is_sbr(v));
+    let sbr = old_sbr.unwrap_or_else(|| json!({"type": "sbr"}));
+    let at = if plugins.is_empty() { 0 } else { 1 };
+    plugins.insert(at, sbr);
+    if cfg.conflist {
+        obj.insert("plugins".into(), Value::Array(plugins));
+        top
+    } else {
+        let mut out = serde_json::Map::new();
+        out.insert(
+            "cniVersion".into(),
+            obj.get("cniVersion")
+                .cloned()
+                .unwrap_or_else(|| json!("0.3.1")),
+        );
+        if let Some(n) = obj.get("name") {
+            out.insert("name".into(), n.clone());
+        }
+        out.insert("plugins".into(), Value::Array(plugins));
+        Value::Object(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(text: &str) -> Config {
+        let n = Node {
+            pos: Pos { line: 1, col: 1 },
+            style: Style::Quoted,
+            value: yaml::Value::Str(text.into()),
+            size: 1,
+        };
+        parse(Some(&n)).unwrap()
+    }
+
+    #[test]
+    fn chains_ipam_and_the_fixed_chain() {
+        let c = cfg(
+            r#"{"cniVersion":"0.3.1","name":"r0","plugins":[{"type":"sriov","ipam":{"type":"whereabouts","range":"198.51.100.0/24","exclude":["198.51.100.1/32","bad"],"range_start":"198.51.100.10"}}]}"#,
+        );
+        assert!(c.conflist);
+        assert_eq!(c.plugins[0].ty, "sriov");
+        let ipam = ipam_of(&c.plugins[0]).unwrap();
+        assert_eq!(ipam.ranges[0].cidr.to_string(), "198.51.100.0/24");
+        assert_eq!(ipam.ranges[0].excludes.len(), 1);
+        assert_eq!(ipam.bad[0].0, "spec.config.plugins[0].ipam.exclude[1]");
+        assert!(ipam.ranges[0].start.is_some());
+        let fixed = with_sbr(&c);
+        assert_eq!(fixed["plugins"][1]["type"], "sbr");
+        let single = cfg(
+            r#"{"cniVersion":"1.0.0","name":"r0","type":"sriov","ipam":{"type":"whereabouts","range":"198.51.100.10-198.51.100.50/24"}}"#,
+        );
+        let ipam = ipam_of(&single.plugins[0]).unwrap();
+        assert_eq!(
+            ipam.ranges[0].start.as_ref().unwrap().0,
+            parse_ip("198.51.100.10").unwrap()
+        );
+        let fixed = with_sbr(&single);
+        assert_eq!(fixed["plugins"][0]["type"], "sriov");
+        assert!(fixed["plugins"][0].get("cniVersion").is_none());
+        assert_eq!(fixed["plugins"][1]["type"], "sbr");
+        assert_eq!(
+            suggest(WHEREABOUTS_KEYS, "exlcude").as_deref(),
+            Some("exclude")
+        );
+    }
+}

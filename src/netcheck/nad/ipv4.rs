@@ -1,0 +1,154 @@
+//! IPv4 subnets and address sets as whereabouts sees them: a range is a CIDR whose usable
+//! addresses are the network address + 1 to the broadcast address - 1 (all of a /31 or
+//! /32), cut by `range_start` / `range_end` and minus the `exclude` CIDRs. Sets are sorted,
+//! disjoint inclusive intervals, so a /8 costs as little as a /30.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cidr {
+    pub net: u32,
+    pub len: u8,
+}
+
+fn mask(len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(len.min(32)))
+    }
+}
+
+impl Cidr {
+    /// `a.b.c.d/len` (host bits allowed: they are cleared) or `a.b.c.d` (a /32).
+    pub fn parse(s: &str) -> Option<Cidr> {
+        let s = s.trim();
+        let (a, l) = match s.split_once('/') {
+            Some((a, l)) => (a, l.parse::<u8>().ok().filter(|l| *l <= 32)?),
+            None => (s, 32),
+        };
+        let a: Ipv4Addr = a.parse().ok()?;
+        Some(Cidr::new(u32::from(a), l))
+    }
+    pub fn new(addr: u32, len: u8) -> Cidr {
+        Cidr {
+            net: addr & mask(len),
+            len,
+        }
+    }
+    pub fn first(&self) -> u32 {
+        self.net
+    }
+    pub fn last(&self) -> u32 {
+        self.net | !mask(self.len)
+    }
+    pub fn contains(&self, a: u32) -> bool {
+        a & mask(self.len) == self.net
+    }
+    pub fn contains_cidr(&self, o: &Cidr) -> bool {
+        o.len >= self.len && self.contains(o.net)
+    }
+    pub fn overlaps(&self, o: &Cidr) -> bool {
+        self.contains(o.net) || o.contains(self.net)
+    }
+    /// The addresses whereabouts hands out from this CIDR.
+    pub fn usable(&self) -> (u32, u32) {
+        if self.len >= 31 {
+            (self.first(), self.last())
+        } else {
+            (self.first() + 1, self.last() - 1)
+        }
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", Ipv4Addr::from(self.net), self.len)
+    }
+}
+
+pub fn ip(a: u32) -> Ipv4Addr {
+    Ipv4Addr::from(a)
+}
+
+pub fn parse_ip(s: &str) -> Option<u32> {
+    s.trim().parse::<Ipv4Addr>().ok().map(u32::from)
+}
+
+/// A set of addresses: sorted, disjoint, non-adjacent inclusive intervals.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Set(pub Vec<(u32, u32)>);
+
+impl Set {
+    pub fn interval(a: u32, b: u32) -> Set {
+        if a <= b {
+            Set(vec![(a, b)])
+        } else {
+            Set::default()
+        }
+    }
+    pub fn count(&self) -> u64 {
+        self.0.iter().map(|(a, b)| u64::from(b - a) + 1).sum()
+    }
+    pub fn contains(&self, x: u32) -> bool {
+        self.0.iter().any(|(a, b)| *a <= x && x <= *b)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn remove(&mut self, lo: u32, hi: u32) {
+        let mut out = Vec::with_capacity(self.0.len() + 1);
+        for &(a, b) in &self.0 {
+            if hi < a || lo > b {
+                out.push((a, b));
+                continue;
+            }
+            if a < lo {
+                out.push((a, lo - 1));
+            }
+            if b > hi {
+                out.push((hi + 1, b));
+            }
+        }
+        self.0 = out;
+    }
+    pub fn intersect(&self, o: &Set) -> Set {
+        let mut out = Vec::new();
+        for &(a, b) in &self.0 {
+            for &(c, d) in &o.0 {
+                let lo = a.max(c);
+                let hi = b.min(d);
+                if lo <= hi {
+                    out.push((lo, hi));
+                }
+            }
+        }
+        out.sort_unstable();
+        Set(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs_and_sets() {
+        let c = Cidr::parse("198.51.100.7/24").unwrap();
+        assert_eq!(c.to_string(), "198.51.100.0/24");
+        assert_eq!(c.usable(), (c.first() + 1, c.last() - 1));
+        assert!(c.contains_cidr(&Cidr::parse("198.51.100.0/28").unwrap()));
+        assert!(!c.contains_cidr(&Cidr::parse("198.51.100.0/23").unwrap()));
+        assert!(Cidr::parse("198.51.100.0/33").is_none());
+        let (a, b) = c.usable();
+        let mut s = Set::interval(a, b);
+        assert_eq!(s.count(), 254);
+        s.remove(a, a + 3);
+        s.remove(a + 10, a + 10);
+        assert_eq!(s.count(), 249);
+        assert!(!s.contains(a + 10));
+        assert!(s.contains(a + 11));
+        assert_eq!(s.intersect(&Set::interval(a, a + 12)).count(), 8);
+    }
+}

@@ -1,0 +1,121 @@
+//! `rocetap netcheck --nad`: the static view of the multi-homed RDMA pod. Lints
+//! NetworkAttachmentDefinitions (and the SriovNetworkNodePolicies and node PF addresses
+//! they depend on) for the mistakes that break such pods before any packet flows: no
+//! `sbr` after the main plugin, ranges outside the PF's subnet, node or gateway addresses
+//! a pod can get, pools too small or shared by accident, sbr options the installed plugin
+//! ignores, ARP flux, MTUs that cap RoCE, and configurations the runtime cannot parse.
+//!
+//! `objects` reads and bounds the inputs, `cni` types `spec.config`, `rules` returns typed
+//! findings, `report` words them. Nothing here knows the command line: the command layer
+//! hands over a `Config`.
+
+pub mod cni;
+pub mod ipv4;
+pub mod objects;
+pub mod report;
+pub mod rules;
+pub mod sbrver;
+pub mod yaml;
+
+use crate::netcheck::checks::Severity;
+use objects::{Inputs, LoadError};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What to lint, already validated by the command layer.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub nads: Vec<PathBuf>,
+    pub policies: Vec<PathBuf>,
+    pub nodes_file: Option<PathBuf>,
+    /// `ip -j` dumps of nodes (`--from`).
+    pub node_dirs: Vec<PathBuf>,
+    pub cni_bin_dir: Option<PathBuf>,
+    pub sbr_version: Option<String>,
+    /// Findings at or above this severity make the run fail.
+    pub gate: Option<Severity>,
+}
+
+/// A failure to read the inputs (exit 2), with a hint where one helps.
+#[derive(Debug)]
+pub struct NadError {
+    pub what: String,
+    pub hint: Option<String>,
+}
+
+impl From<LoadError> for NadError {
+    fn from(e: LoadError) -> Self {
+        NadError {
+            what: e.0,
+            hint: None,
+        }
+    }
+}
+
+pub fn check(cfg: &Config) -> Result<report::Report, NadError> {
+    let stdin_uses = cfg
+        .nads
+        .iter()
+        .chain(&cfg.policies)
+        .chain(&cfg.nodes_file)
+        .filter(|p| p.as_os_str() == "-")
+        .count();
+    if stdin_uses > 1 {
+        return Err(NadError {
+            what: "netcheck: `-` (standard input) can be given only once".into(),
+            hint: Some("put all objects on one stream: they may be mixed in one List or in several YAML documents".into()),
+        });
+    }
+    let sbr = sbr_installed(cfg)?;
+    let mut inp = Inputs::default();
+    objects::load_objects(&cfg.nads, &mut inp)?;
+    objects::load_objects(&cfg.policies, &mut inp)?;
+    if let Some(f) = &cfg.nodes_file {
+        objects::load_nodes_file(f, &mut inp)?;
+    }
+    if !cfg.node_dirs.is_empty() {
+        objects::load_node_dirs(&cfg.node_dirs, &mut inp)?;
+    }
+    let lints = rules::lint(&inp, &sbr);
+    Ok(report::Report::new(
+        inp.files.clone(),
+        report::Counts {
+            network_attachment_definitions: inp.nads.len(),
+            sriov_network_node_policies: inp.policies.len(),
+            nodes: inp.nodes.len(),
+            ignored_objects: inp.ignored,
+        },
+        sbr.version.map(|v| v.to_string()),
+        cfg.gate.unwrap_or(Severity::Warning),
+        &lints,
+    ))
+}
+
+fn sbr_installed(cfg: &Config) -> Result<rules::SbrInstalled, NadError> {
+    let mut s = rules::SbrInstalled::default();
+    if let Some(v) = &cfg.sbr_version {
+        s.version = Some(rules::Version::parse(v).ok_or_else(|| NadError {
+            what: format!("netcheck: --sbr-version {v:?}: not a version"),
+            hint: Some("give it as X.Y.Z, e.g. --sbr-version 1.4.0".into()),
+        })?);
+    }
+    if let Some(dir) = &cfg.cni_bin_dir {
+        match sbrver::probe(dir, Duration::from_secs(5)) {
+            sbrver::Probe::Found(v) => s.version = Some(v),
+            sbrver::Probe::Missing => s.missing_in = Some(dir.display().to_string()),
+            sbrver::Probe::NoVersion(text) => {
+                eprintln!(
+                    "rocetap: note: {}/sbr printed no version ({text:?}); its options are not checked against a version",
+                    dir.display()
+                );
+            }
+            sbrver::Probe::Failed(why) => {
+                return Err(NadError {
+                    what: format!("netcheck: --cni-bin-dir: {why}"),
+                    hint: Some("or give the version with --sbr-version X.Y.Z".into()),
+                })
+            }
+        }
+    }
+    Ok(s)
+}

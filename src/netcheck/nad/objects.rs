@@ -1,0 +1,537 @@
+//! The inputs of the NAD lint, read and typed: NetworkAttachmentDefinitions and
+//! SriovNetworkNodePolicies from YAML or JSON files (several documents, `List` kinds such as
+//! `kubectl get net-attach-def -A -o json` prints, `-` for standard input), and the nodes'
+//! PF facts from a nodes file or from `ip -j` dumps (`--from DIR`). Every input is bounded
+//! (`MAX_INPUT` bytes, UTF-8, and the YAML bounds of `yaml`); anything unreadable is a
+//! `LoadError` naming the file, line and column. Objects of other kinds are counted and
+//! left alone, so a directory of mixed manifests can be linted as it is.
+
+use super::ipv4::{parse_ip, Cidr};
+use super::yaml::{self, Node, Pos, Style, Value};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub const MAX_INPUT: u64 = 64 << 20;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadError(pub String);
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// kind, namespace and name of a Kubernetes object.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjRef {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// A place in an input file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loc {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+}
+
+impl std::fmt::Display for Loc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Nad {
+    pub obj: ObjRef,
+    pub file: String,
+    pub pos: Pos,
+    /// `k8s.v1.cni.cncf.io/resourceName`, e.g. `nvidia.com/rdma_rail0`.
+    pub resource: Option<String>,
+    pub resource_pos: Option<Pos>,
+    /// `spec.config` as written (a string holding JSON, normally).
+    pub config: Option<Node>,
+    /// How positions inside `spec.config`'s text map to the file, where they do exactly.
+    pub config_map: Option<super::cni::ConfigMap>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PfName {
+    pub name: String,
+    /// `#first-last` VF range, when given.
+    pub vfs: Option<(u32, u32)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Policy {
+    pub obj: ObjRef,
+    pub resource: String,
+    pub pf_names: Vec<PfName>,
+    pub num_vfs: Option<u32>,
+    pub mtu: Option<u32>,
+    pub is_rdma: Option<bool>,
+}
+
+impl Policy {
+    /// VFs this policy hands out per PF: the `#a-b` range, else `numVfs`.
+    pub fn vfs_per_pf(&self, pf: &PfName) -> Option<u32> {
+        match pf.vfs {
+            Some((a, b)) if b >= a => Some(b - a + 1),
+            _ => self.num_vfs,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Pf {
+    pub name: String,
+    pub addrs: Vec<(u32, u8)>,
+    pub mtu: Option<u32>,
+    /// Next hops of routes through this PF (the ToR's address, normally).
+    pub gateways: Vec<u32>,
+    /// Destinations reached through a gateway on this PF (routed peers).
+    pub routed: Vec<Cidr>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct NodeFacts {
+    pub name: String,
+    pub pfs: Vec<Pf>,
+}
+
+impl NodeFacts {
+    pub fn pf(&self, name: &str) -> Option<&Pf> {
+        self.pfs.iter().find(|p| p.name == name)
+    }
+}
+
+#[derive(Default, Debug)]
+pub struct Inputs {
+    pub files: Vec<String>,
+    pub nads: Vec<Nad>,
+    pub policies: Vec<Policy>,
+    /// Objects of other kinds, left alone.
+    pub ignored: usize,
+    pub nodes: Vec<NodeFacts>,
+    pub have_nodes: bool,
+}
+
+/// Reads a file (`-`: standard input) whole, refusing more than `MAX_INPUT` bytes and
+/// anything that is not UTF-8.
+pub fn read_text(p: &Path) -> Result<(String, String), LoadError> {
+    let name = if p.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        p.display().to_string()
+    };
+    let mut buf = Vec::new();
+    let r = if p.as_os_str() == "-" {
+        std::io::stdin()
+            .lock()
+            .take(MAX_INPUT + 1)
+            .read_to_end(&mut buf)
+    } else {
+        std::fs::File::open(p).and_then(|f| f.take(MAX_INPUT + 1).read_to_end(&mut buf))
+    };
+    r.map_err(|e| LoadError(format!("reading {name}: {e}")))?;
+    if buf.len() as u64 > MAX_INPUT {
+        return Err(LoadError(format!(
+            "reading {name}: larger than {} MiB",
+            MAX_INPUT >> 20
+        )));
+    }
+    let text = String::from_utf8(buf).map_err(|e| {
+        LoadError(format!(
+            "reading {name}: not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    if let Some(i) = text.find('\0') {
+        return Err(LoadError(format!(
+            "reading {name}: not text (a NUL byte at offset {i})"
+        )));
+    }
+    Ok((name, text))
+}
+
+fn parse_docs(name: &str, text: &str) -> Result<Vec<Node>, LoadError> {
+    // JSON is checked as JSON first: its messages are the clearer ones (and it has its own
+    // nesting limit). The YAML reader then gives the positions.
+    let t = text.trim_start();
+    if t.starts_with('{') || t.starts_with('[') {
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            return Err(LoadError(format!(
+                "{name}:{}:{}: not valid JSON: {}",
+                e.line(),
+                e.column(),
+                super::cni::json_msg(&e)
+            )));
+        }
+    }
+    yaml::load(text).map_err(|e| match e.pos {
+        Some(p) => LoadError(format!(
+            "{name}:{}:{}: not valid YAML: {}",
+            p.line, p.col, e.msg
+        )),
+        None => LoadError(format!("{name}: not valid YAML: {}", e.msg)),
+    })
+}
+
+/// Where an object starts: its first key (a block mapping's own mark is after it).
+fn first_key(d: &Node) -> Pos {
+    d.map()
+        .and_then(|m| m.iter().map(|(_, p, _)| *p).min_by_key(|p| (p.line, p.col)))
+        .unwrap_or(d.pos)
+}
+
+fn s_at<'a>(n: &'a Node, path: &[&str]) -> Option<&'a Node> {
+    let mut cur = n;
+    for k in path {
+        cur = cur.get(k)?;
+    }
+    Some(cur)
+}
+
+/// Where `spec.config`'s text sits in the file: a literal block line by line (its
+/// position is that of its first content line); a one-line plain or quoted scalar only
+/// when written without escapes (else columns inside it would be off).
+fn config_map(text: &str, c: &Node) -> Option<super::cni::ConfigMap> {
+    let v = c.str()?;
+    let line = text.lines().nth(c.pos.line.checked_sub(1)?)?;
+    match c.style {
+        Style::Literal => Some(super::cni::ConfigMap {
+            line: c.pos.line,
+            col: line.len() - line.trim_start_matches(' ').len() + 1,
+            block: true,
+        }),
+        Style::Quoted | Style::Plain if !v.contains('\n') => {
+            let skip = usize::from(c.style == Style::Quoted);
+            let body: String = line.chars().skip(c.pos.col - 1 + skip).collect();
+            body.starts_with(v).then_some(super::cni::ConfigMap {
+                line: c.pos.line,
+                col: c.pos.col + skip,
+                block: false,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Reads NAD / policy objects from `paths` into `inp`.
+pub fn load_objects(paths: &[PathBuf], inp: &mut Inputs) -> Result<(), LoadError> {
+    for p in paths {
+        let (name, text) = read_text(p)?;
+        let docs = parse_docs(&name, &text)?;
+        inp.files.push(name.clone());
+        for (i, d) in docs.iter().enumerate() {
+            object(&name, &text, d, i + 1, inp)?;
+        }
+    }
+    Ok(())
+}
+
+fn object(name: &str, text: &str, d: &Node, doc: usize, inp: &mut Inputs) -> Result<(), LoadError> {
+    let here = |p: Pos| format!("{name}:{}:{}", p.line, p.col);
+    if d.map().is_none() {
+        return Err(LoadError(format!(
+            "{}: document {doc} is not a Kubernetes object (not a mapping)",
+            here(d.pos)
+        )));
+    }
+    let Some(kind) = d.get("kind").and_then(Node::str) else {
+        return Err(LoadError(format!(
+            "{}: document {doc} is not a Kubernetes object (no kind)",
+            here(d.pos)
+        )));
+    };
+    if kind == "List" || kind.ends_with("List") {
+        let items = d
+            .get("items")
+            .and_then(Node::seq)
+            .ok_or_else(|| LoadError(format!("{}: a {kind} without items", here(d.pos))))?;
+        for it in items {
+            // items of a typed list may leave out their kind
+            if it.get("kind").is_none() && kind.len() > 4 && kind != "List" {
+                let mut it = it.clone();
+                if let Value::Map(m) = &mut it.value {
+                    m.push((
+                        "kind".into(),
+                        it.pos,
+                        Node {
+                            pos: it.pos,
+                            style: Style::Plain,
+                            value: Value::Str(kind.trim_end_matches("List").to_string()),
+                            size: 1,
+                        },
+                    ));
+                }
+                object(name, text, &it, doc, inp)?;
+            } else {
+                object(name, text, it, doc, inp)?;
+            }
+        }
+        return Ok(());
+    }
+    let meta = d.get("metadata");
+    let obj = ObjRef {
+        kind: kind.to_string(),
+        namespace: meta
+            .and_then(|m| m.get("namespace"))
+            .and_then(Node::text)
+            .unwrap_or_else(|| "default".into()),
+        name: meta
+            .and_then(|m| m.get("name"))
+            .and_then(Node::text)
+            .unwrap_or_else(|| format!("(unnamed, document {doc})")),
+    };
+    match kind {
+        "NetworkAttachmentDefinition" => {
+            let ann = s_at(d, &["metadata", "annotations"]);
+            let res = ann.and_then(|a| a.get("k8s.v1.cni.cncf.io/resourceName"));
+            let config = s_at(d, &["spec", "config"]).cloned();
+            let config_map = config.as_ref().and_then(|c| config_map(text, c));
+            inp.nads.push(Nad {
+                obj,
+                file: name.to_string(),
+                pos: first_key(d),
+                resource: res.and_then(Node::text),
+                resource_pos: res.map(|r| r.pos),
+                config,
+                config_map,
+            });
+        }
+        "SriovNetworkNodePolicy" => {
+            let spec = d.get("spec");
+            let g = |k: &str| spec.and_then(|s| s.get(k));
+            let resource = g("resourceName").and_then(Node::text).ok_or_else(|| {
+                LoadError(format!("{}: {obj} has no spec.resourceName", here(d.pos)))
+            })?;
+            let pf_names = g("nicSelector")
+                .and_then(|n| n.get("pfNames"))
+                .and_then(Node::seq)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Node::text)
+                .map(|s| pf_name(&s))
+                .collect();
+            let num = |k: &str| g(k).and_then(Node::int).and_then(|v| u32::try_from(v).ok());
+            inp.policies.push(Policy {
+                obj,
+                resource,
+                pf_names,
+                num_vfs: num("numVfs"),
+                mtu: num("mtu"),
+                is_rdma: g("isRdma").and_then(Node::bool),
+            });
+        }
+        _ => inp.ignored += 1,
+    }
+    Ok(())
+}
+
+/// `ens1f0#0-7` → name and VF range.
+pub fn pf_name(s: &str) -> PfName {
+    match s.split_once('#') {
+        Some((n, r)) => {
+            let vfs = r
+                .split_once('-')
+                .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+            let vfs = vfs.or_else(|| r.trim().parse().ok().map(|a| (a, a)));
+            PfName {
+                name: n.to_string(),
+                vfs,
+            }
+        }
+        None => PfName {
+            name: s.to_string(),
+            vfs: None,
+        },
+    }
+}
+
+/// The nodes file:
+///
+/// ```yaml
+/// nodes:
+///   node1:
+///     ens1f0: {address: 198.51.100.1/24, mtu: 9000, gateway: 198.51.100.254, routes: [198.18.0.0/15]}
+/// ```
+pub fn load_nodes_file(p: &Path, inp: &mut Inputs) -> Result<(), LoadError> {
+    let (name, text) = read_text(p)?;
+    let docs = parse_docs(&name, &text)?;
+    let bad = |pos: Pos, what: &str| LoadError(format!("{name}:{}:{}: {what}", pos.line, pos.col));
+    let Some(doc) = docs.first() else {
+        return Err(LoadError(format!("{name}: empty nodes file")));
+    };
+    let nodes = doc.get("nodes").and_then(Node::map).ok_or_else(|| {
+        bad(
+            doc.pos,
+            "a nodes file needs `nodes:` mapping node names to their PFs",
+        )
+    })?;
+    for (node, _, pfs) in nodes {
+        let mut nf = NodeFacts {
+            name: node.clone(),
+            pfs: Vec::new(),
+        };
+        let pfs = pfs
+            .map()
+            .ok_or_else(|| bad(pfs.pos, "a node maps PF names to {address, mtu}"))?;
+        for (pf, _, v) in pfs {
+            let mut f = Pf {
+                name: pf.clone(),
+                ..Default::default()
+            };
+            for (k, kp, x) in v
+                .map()
+                .ok_or_else(|| bad(v.pos, "a PF is {address: A/LEN, mtu: N}"))?
+            {
+                match k.as_str() {
+                    "address" | "addresses" => {
+                        let list: Vec<&Node> = match x.seq() {
+                            Some(s) => s.iter().collect(),
+                            None => vec![x],
+                        };
+                        for a in list {
+                            let t = a.text().unwrap_or_default();
+                            let c = t
+                                .split_once('/')
+                                .and_then(|(ad, l)| {
+                                    Some((
+                                        parse_ip(ad)?,
+                                        l.parse::<u8>().ok().filter(|l| *l <= 32)?,
+                                    ))
+                                })
+                                .ok_or_else(|| {
+                                    bad(a.pos, &format!("{t:?} is not an IPv4 address/prefix"))
+                                })?;
+                            f.addrs.push(c);
+                        }
+                    }
+                    "mtu" => {
+                        f.mtu = Some(
+                            x.int()
+                                .and_then(|m| u32::try_from(m).ok())
+                                .ok_or_else(|| bad(x.pos, "mtu is a number"))?,
+                        )
+                    }
+                    "gateway" => {
+                        let t = x.text().unwrap_or_default();
+                        f.gateways.push(
+                            parse_ip(&t).ok_or_else(|| {
+                                bad(x.pos, &format!("{t:?} is not an IPv4 address"))
+                            })?,
+                        );
+                    }
+                    "routes" => {
+                        for r in x
+                            .seq()
+                            .ok_or_else(|| bad(x.pos, "routes is a list of CIDRs"))?
+                        {
+                            let t = r.text().unwrap_or_default();
+                            f.routed.push(Cidr::parse(&t).ok_or_else(|| {
+                                bad(r.pos, &format!("{t:?} is not an IPv4 CIDR"))
+                            })?);
+                        }
+                    }
+                    other => {
+                        return Err(bad(
+                            *kp,
+                            &format!("unknown PF key {other:?} (address, mtu, gateway, routes)"),
+                        ))
+                    }
+                }
+            }
+            nf.pfs.push(f);
+        }
+        inp.nodes.push(nf);
+    }
+    inp.have_nodes = true;
+    Ok(())
+}
+
+/// Node facts from `ip -j` dumps: DIR itself when it holds addr.json, else each of its
+/// subdirectories that does (one node each, named after the directory).
+pub fn load_node_dirs(dirs: &[PathBuf], inp: &mut Inputs) -> Result<(), LoadError> {
+    for d in dirs {
+        let mut list = Vec::new();
+        if d.join("addr.json").is_file() {
+            list.push(d.clone());
+        } else if d.is_dir() {
+            let mut subs: Vec<PathBuf> = std::fs::read_dir(d)
+                .map_err(|e| LoadError(format!("reading {}: {e}", d.display())))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.join("addr.json").is_file())
+                .collect();
+            subs.sort();
+            list = subs;
+        }
+        if list.is_empty() {
+            return Err(LoadError(format!(
+                "{}: no addr.json in it or in its subdirectories",
+                d.display()
+            )));
+        }
+        for dir in list {
+            let st = crate::netcheck::load_json::load_dir(&dir)
+                .map_err(|e| LoadError(format!("reading node state: {e}")))?;
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| dir.display().to_string());
+            inp.nodes.push(facts_of(name, &st));
+        }
+    }
+    inp.have_nodes = true;
+    Ok(())
+}
+
+fn facts_of(name: String, st: &crate::netcheck::model::NetState) -> NodeFacts {
+    use std::net::IpAddr;
+    let mut nf = NodeFacts {
+        name,
+        pfs: Vec::new(),
+    };
+    for l in st.links.iter().filter(|l| l.name != "lo") {
+        let mut pf = Pf {
+            name: l.name.clone(),
+            mtu: l.mtu,
+            ..Default::default()
+        };
+        for a in st.addrs_of(&l.name) {
+            if let IpAddr::V4(v4) = a.addr {
+                if a.scope == crate::netcheck::model::scope::UNIVERSE {
+                    pf.addrs.push((u32::from(v4), a.prefix_len));
+                }
+            }
+        }
+        for r in st
+            .routes
+            .iter()
+            .filter(|r| r.table == crate::netcheck::model::RT_TABLE_MAIN)
+        {
+            for nh in &r.nexthops {
+                if let (Some(IpAddr::V4(g)), Some(dev)) = (nh.gateway, &nh.dev) {
+                    if dev == &l.name {
+                        pf.gateways.push(u32::from(g));
+                        if let IpAddr::V4(d) = r.dst.addr {
+                            pf.routed.push(Cidr::new(u32::from(d), r.dst.len));
+                        }
+                    }
+                }
+            }
+        }
+        nf.pfs.push(pf);
+    }
+    nf
+}

@@ -1,0 +1,456 @@
+//! YAML (and JSON, which is YAML's flow style) into a small tree that remembers where every
+//! value started (line and column), built from yaml-rust2's event stream. Hostile input is
+//! bounded here: nesting deeper than `MAX_DEPTH` and more than `MAX_NODES` values per input
+//! (aliases count with the size of what they expand to, so a billion-laughs document stops
+//! after a million nodes, not after a billion) are errors, never a stack overflow or an
+//! exhausted memory. The tree is built with an explicit stack, never by recursion.
+//! Scalars are typed with the YAML 1.2 core schema (plain `true`, `8`, `null`; quoted ones
+//! stay strings); `<<` merge keys are honoured, as Kubernetes' YAML reader does.
+
+use std::collections::HashMap;
+use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+pub const MAX_DEPTH: usize = 64;
+pub const MAX_NODES: usize = 1_000_000;
+
+/// 1-based line and column.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pos {
+    pub line: usize,
+    pub col: usize,
+}
+
+/// How a string scalar was written (decides how positions inside it map to the file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    Quoted,
+    Literal,
+    Folded,
+    /// Mappings, sequences.
+    Collection,
+}
+
+#[derive(Clone, Debug)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    /// Keys are strings (scalar keys as written), in document order.
+    Map(Vec<(String, Pos, Node)>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub pos: Pos,
+    pub style: Style,
+    pub value: Value,
+    /// Values in this subtree, itself included (what an alias to it costs).
+    pub size: usize,
+}
+
+impl Node {
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match &self.value {
+            Value::Map(m) => m.iter().find(|(k, _, _)| k == key).map(|(_, _, v)| v),
+            _ => None,
+        }
+    }
+    /// The position of `key` itself in a mapping.
+    pub fn key_pos(&self, key: &str) -> Option<Pos> {
+        match &self.value {
+            Value::Map(m) => m.iter().find(|(k, _, _)| k == key).map(|(_, p, _)| *p),
+            _ => None,
+        }
+    }
+    pub fn str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// A string, or a number / bool written plainly, as text.
+    pub fn text(&self) -> Option<String> {
+        match &self.value {
+            Value::Str(s) => Some(s.clone()),
+            Value::Int(i) => Some(i.to_string()),
+            Value::Float(f) => Some(f.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        }
+    }
+    pub fn int(&self) -> Option<i64> {
+        match &self.value {
+            Value::Int(i) => Some(*i),
+            Value::Str(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+    pub fn bool(&self) -> Option<bool> {
+        match &self.value {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    pub fn seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(v) => Some(v),
+            _ => None,
+        }
+    }
+    pub fn map(&self) -> Option<&[(String, Pos, Node)]> {
+        match &self.value {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+    pub fn is_null(&self) -> bool {
+        matches!(self.value, Value::Null)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct YamlError {
+    pub pos: Option<Pos>,
+    pub msg: String,
+}
+
+impl std::fmt::Display for YamlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.pos {
+            Some(p) => write!(f, "line {} column {}: {}", p.line, p.col, self.msg),
+            None => f.write_str(&self.msg),
+        }
+    }
+}
+
+fn pos(m: &Marker) -> Pos {
+    Pos {
+        line: m.line(),
+        col: m.col() + 1,
+    }
+}
+
+fn err(p: Pos, msg: impl Into<String>) -> YamlError {
+    YamlError {
+        pos: Some(p),
+        msg: msg.into(),
+    }
+}
+
+enum Frame {
+    Seq {
+        pos: Pos,
+        anchor: usize,
+        items: Vec<Node>,
+        size: usize,
+    },
+    Map {
+        pos: Pos,
+        anchor: usize,
+        entries: Vec<(String, Pos, Node)>,
+        key: Option<(String, Pos)>,
+        size: usize,
+    },
+}
+
+/// The core schema's reading of a plain scalar.
+fn resolve(s: &str) -> Value {
+    match s {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(i) = s.parse::<i64>() {
+            return Value::Int(i);
+        }
+    }
+    if let Some(h) = s.strip_prefix("0x") {
+        if let Ok(i) = i64::from_str_radix(h, 16) {
+            return Value::Int(i);
+        }
+    }
+    if let Some(o) = s.strip_prefix("0o") {
+        if let Ok(i) = i64::from_str_radix(o, 8) {
+            return Value::Int(i);
+        }
+    }
+    let looks_float = s
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && s.bytes().any(|b| b.is_ascii_digit());
+    if looks_float {
+        if let Ok(f) = s.parse::<f64>() {
+            return Value::Float(f);
+        }
+    }
+    Value::Str(s.to_string())
+}
+
+fn key_text(n: &Node) -> Result<String, YamlError> {
+    match &n.value {
+        Value::Str(s) => Ok(s.clone()),
+        Value::Null => Ok(String::new()),
+        Value::Bool(b) => Ok(b.to_string()),
+        Value::Int(i) => Ok(i.to_string()),
+        Value::Float(f) => Ok(f.to_string()),
+        _ => Err(err(n.pos, "a mapping key that is not a scalar")),
+    }
+}
+
+/// Resolves `<<` merge keys: the merged mappings' entries come after, and never replace,
+/// the mapping's own keys. Duplicate keys are an error (as in `kubectl apply`).
+fn finish_map(entries: Vec<(String, Pos, Node)>) -> Result<Vec<(String, Pos, Node)>, YamlError> {
+    let mut own: Vec<(String, Pos, Node)> = Vec::with_capacity(entries.len());
+    let mut merged: Vec<(String, Pos, Node)> = Vec::new();
+    for (k, p, v) in entries {
+        if k == "<<" && !matches!(v.style, Style::Quoted) {
+            let sources: Vec<Node> = match v.value {
+                Value::Map(_) => vec![v],
+                Value::Seq(items) => items,
+                _ => return Err(err(p, "a `<<` merge key needs a mapping or a list of them")),
+            };
+            for s in sources {
+                let Value::Map(m) = s.value else {
+                    return Err(err(
+                        s.pos,
+                        "a `<<` merge key needs a mapping or a list of them",
+                    ));
+                };
+                for e in m {
+                    if !merged.iter().any(|x| x.0 == e.0) {
+                        merged.push(e);
+                    }
+                }
+            }
+            continue;
+        }
+        if own.iter().any(|x| x.0 == k) {
+            return Err(err(p, format!("duplicate key {k:?}")));
+        }
+        own.push((k, p, v));
+    }
+    for e in merged {
+        if !own.iter().any(|x| x.0 == e.0) {
+            own.push(e);
+        }
+    }
+    Ok(own)
+}
+
+/// Every document of `text`, in order; empty documents are left out.
+pub fn load(text: &str) -> Result<Vec<Node>, YamlError> {
+    let mut parser = Parser::new_from_str(text);
+    let mut docs = Vec::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    let mut total = 0usize;
+    let mut root: Option<Node> = None;
+    loop {
+        let (ev, mark) = parser.next_token().map_err(|e| YamlError {
+            pos: Some(pos(e.marker())),
+            msg: e.info().to_string(),
+        })?;
+        let p = pos(&mark);
+        let done: Option<(Node, usize)> = match ev {
+            Event::StreamEnd => break,
+            Event::StreamStart | Event::Nothing => None,
+            Event::DocumentStart => {
+                anchors.clear();
+                None
+            }
+            Event::DocumentEnd => {
+                if let Some(r) = root.take() {
+                    if !r.is_null() {
+                        docs.push(r);
+                    }
+                }
+                None
+            }
+            Event::Alias(id) => {
+                let n = anchors
+                    .get(&id)
+                    .ok_or_else(|| err(p, "an alias to an unknown anchor"))?;
+                total = total.saturating_add(n.size);
+                if total > MAX_NODES {
+                    return Err(err(
+                        p,
+                        format!(
+                            "more than {MAX_NODES} values after expanding aliases (an alias bomb?)"
+                        ),
+                    ));
+                }
+                let mut n = n.clone();
+                n.pos = p;
+                Some((n, 0))
+            }
+            Event::Scalar(s, style, anchor, tag) => {
+                total += 1;
+                if total > MAX_NODES {
+                    return Err(err(p, format!("more than {MAX_NODES} values")));
+                }
+                let is_str_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
+                let (value, st) = match style {
+                    TScalarStyle::Plain if !is_str_tag => (resolve(&s), Style::Plain),
+                    TScalarStyle::Plain => (Value::Str(s), Style::Plain),
+                    TScalarStyle::Literal => (Value::Str(s), Style::Literal),
+                    TScalarStyle::Folded => (Value::Str(s), Style::Folded),
+                    _ => (Value::Str(s), Style::Quoted),
+                };
+                Some((
+                    Node {
+                        pos: p,
+                        style: st,
+                        value,
+                        size: 1,
+                    },
+                    anchor,
+                ))
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                total += 1;
+                if total > MAX_NODES {
+                    return Err(err(p, format!("more than {MAX_NODES} values")));
+                }
+                if stack.len() >= MAX_DEPTH {
+                    return Err(err(p, format!("nested deeper than {MAX_DEPTH} levels")));
+                }
+                stack.push(if matches!(ev, Event::SequenceStart(..)) {
+                    Frame::Seq {
+                        pos: p,
+                        anchor,
+                        items: Vec::new(),
+                        size: 1,
+                    }
+                } else {
+                    Frame::Map {
+                        pos: p,
+                        anchor,
+                        entries: Vec::new(),
+                        key: None,
+                        size: 1,
+                    }
+                });
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Frame::Seq {
+                    pos,
+                    anchor,
+                    items,
+                    size,
+                }) => Some((
+                    Node {
+                        pos,
+                        style: Style::Collection,
+                        value: Value::Seq(items),
+                        size,
+                    },
+                    anchor,
+                )),
+                Some(Frame::Map {
+                    pos,
+                    anchor,
+                    entries,
+                    size,
+                    ..
+                }) => Some((
+                    Node {
+                        pos,
+                        style: Style::Collection,
+                        value: Value::Map(finish_map(entries)?),
+                        size,
+                    },
+                    anchor,
+                )),
+                None => return Err(err(p, "unbalanced document")),
+            },
+        };
+        let Some((node, anchor)) = done else {
+            continue;
+        };
+        if anchor != 0 {
+            anchors.insert(anchor, node.clone());
+        }
+        match stack.last_mut() {
+            None => root = Some(node),
+            Some(Frame::Seq { items, size, .. }) => {
+                *size = size.saturating_add(node.size);
+                items.push(node);
+            }
+            Some(Frame::Map {
+                entries, key, size, ..
+            }) => {
+                *size = size.saturating_add(node.size);
+                match key.take() {
+                    None => *key = Some((key_text(&node)?, node.pos)),
+                    Some((k, kp)) => entries.push((k, kp, node)),
+                }
+            }
+        }
+    }
+    if let Some(r) = root.take() {
+        if !r.is_null() {
+            docs.push(r);
+        }
+    }
+    Ok(docs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_types_anchors_merges_and_documents() {
+        let text = "# a comment\na: &x\n  b: 1\n  c: 'two'\nd:\n  <<: *x\n  c: three\n---\n- true\n- ~\n- 1.5\n---\n";
+        let docs = load(text).unwrap();
+        assert_eq!(docs.len(), 2);
+        let a = docs[0].get("a").unwrap();
+        assert_eq!(docs[0].key_pos("a"), Some(Pos { line: 2, col: 1 }));
+        assert_eq!(a.get("b").unwrap().int(), Some(1));
+        assert_eq!(a.get("b").unwrap().pos, Pos { line: 3, col: 6 });
+        let d = docs[0].get("d").unwrap();
+        assert_eq!(d.get("b").unwrap().int(), Some(1));
+        assert_eq!(d.get("c").unwrap().str(), Some("three"));
+        let s = docs[1].seq().unwrap();
+        assert_eq!(s[0].bool(), Some(true));
+        assert!(s[1].is_null());
+        assert!(matches!(s[2].value, Value::Float(_)));
+    }
+
+    #[test]
+    fn json_is_read_with_positions() {
+        let docs = load("{\"kind\": \"List\",\n \"items\": [{\"a\": \"8\"}]}").unwrap();
+        let items = docs[0].get("items").unwrap();
+        assert_eq!(items.pos, Pos { line: 2, col: 11 });
+        assert_eq!(items.seq().unwrap()[0].get("a").unwrap().str(), Some("8"));
+    }
+
+    #[test]
+    fn bombs_depth_and_duplicates_are_errors() {
+        let mut bomb = String::from(
+            "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        let names = ["b", "c", "d", "e", "f", "g", "h", "i"];
+        let mut prev = "a";
+        for n in names {
+            bomb.push_str(&format!("{n}: &{n} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"));
+            prev = n;
+        }
+        let e = load(&bomb).unwrap_err();
+        assert!(e.msg.contains("alias"), "{e}");
+        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+        assert!(load(&deep).is_err());
+        let deep_block: String = (0..200).map(|i| format!("{}k:\n", " ".repeat(i))).collect();
+        assert!(load(&deep_block).unwrap_err().msg.contains("deeper"));
+        assert!(load("a: 1\na: 2\n").unwrap_err().msg.contains("duplicate"));
+    }
+}
