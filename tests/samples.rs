@@ -944,3 +944,38 @@ fn analyzer_reproduces_every_truth_number() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The real-stack samples (`samples/rxe-*.pcap`, recorded in the Soft-RoCE lab with
+/// `lab/rxe/make-samples.sh`; their truth is the kernel's counters, checked by
+/// `tests/lab_rxe.rs`) have goldens like the synthetic ones: a change in what rocetap
+/// says about real traffic shows in review. `UPDATE_EXPECT=1` rewrites them.
+#[test]
+fn real_stack_samples_match_their_goldens() {
+    let mut names: Vec<String> = fs::read_dir(samples())
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.ok()?.file_name().to_string_lossy().to_string();
+            (n.starts_with("rxe-") && n.ends_with(".pcap"))
+                .then(|| n.trim_end_matches(".pcap").to_string())
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 5, "real-stack samples: {names:?}");
+    let mut diffs = Vec::new();
+    for name in &names {
+        let cap = samples().join(format!("{name}.pcap"));
+        for (file, bytes) in expected_outputs(name, &cap) {
+            let path = samples().join(&file);
+            if update() {
+                fs::write(&path, &bytes).unwrap();
+                continue;
+            }
+            match fs::read(&path) {
+                Ok(want) if want == bytes => {}
+                Ok(_) => diffs.push(format!("{file} differs (UPDATE_EXPECT=1 regenerates)")),
+                Err(e) => diffs.push(format!("{file}: {e}")),
+            }
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
