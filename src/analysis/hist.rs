@@ -64,8 +64,24 @@ impl LogHist {
     #[inline]
     pub fn record(&mut self, v: u64) {
         let b = bucket(v);
+        match self.counts.as_mut() {
+            Some(c) if b.wrapping_sub(self.base) < c.len() => {
+                let i = b - self.base;
+                c[i] = c[i].saturating_add(1);
+            }
+            _ => self.record_slow(b),
+        }
+        self.n += 1;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += u128::from(v);
+    }
+
+    /// The first sample (allocates the window) or one outside the window (widens it to
+    /// every bucket, once).
+    #[cold]
+    fn record_slow(&mut self, b: usize) {
         let counts = match self.counts.as_mut() {
-            Some(c) if (self.base..self.base + c.len()).contains(&b) => c,
             Some(c) => {
                 let mut all = vec![0u32; BUCKETS].into_boxed_slice();
                 all[self.base..self.base + c.len()].copy_from_slice(c);
@@ -80,10 +96,6 @@ impl LogHist {
         };
         let i = b - self.base;
         counts[i] = counts[i].saturating_add(1);
-        self.n += 1;
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
-        self.sum += u128::from(v);
     }
 
     pub fn count(&self) -> u64 {

@@ -437,8 +437,10 @@ impl Analyzer {
             self.response(slot, ts, op, r);
         } else {
             self.request(slot, ts, op, r, d.ip.map_or(0, |ip| ip.ident));
-            if r.transport() != Transport::Ud {
-                let f = self.slots[slot as usize].as_ref().expect("live flow");
+            let f = self.slots[slot as usize].as_ref().expect("live flow");
+            // Only an unpaired request stream can be paired by a response's PSN (a paired
+            // one is never taken over), so only its PSNs go into the table.
+            if f.peer.is_none() && r.transport() != Transport::Ud {
                 let tag = send_tag(f.pair_hash[0], r.bth.psn);
                 let mask = self.recent.len() - 1;
                 self.recent[tag as usize & mask] = RecentSend { tag, slot, ts };
