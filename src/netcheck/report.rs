@@ -150,7 +150,8 @@ impl Report {
     }
 }
 
-fn plural(n: usize) -> &'static str {
+/// "s" unless `n` is 1.
+pub(crate) fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
     } else {
@@ -158,7 +159,8 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-fn wrap(text: &str, width: usize) -> Vec<String> {
+/// `text` broken into lines of at most `width` characters at spaces.
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut line = String::new();
     for w in text.split_whitespace() {

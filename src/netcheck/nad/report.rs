@@ -7,6 +7,7 @@ use super::ipv4::ip;
 use super::objects::ObjRef;
 use super::rules::{fixed_config, Host, Lint, Overlap, Rule};
 use crate::netcheck::checks::{Evidence, Finding, Severity};
+use crate::netcheck::report::{plural, wrap};
 use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use std::fmt::Write;
@@ -422,30 +423,4 @@ impl Report {
         }
         s
     }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && line.len() + 1 + word.len() > width {
-            out.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    if !line.is_empty() {
-        out.push(line);
-    }
-    out
 }
