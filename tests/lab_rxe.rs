@@ -366,6 +366,26 @@ impl Table {
             why: why.into(),
         });
     }
+    /// rocetap's figure must be within `tol` of the test's own reading of the wire, for
+    /// splits no kernel counter gives (the totals they add up to are held exactly).
+    fn near(
+        &mut self,
+        what: &str,
+        truth: i64,
+        src: &str,
+        rocetap: Option<i64>,
+        tol: i64,
+        why: &str,
+    ) {
+        self.rows.push(Row {
+            kind: "rocetap",
+            what: what.into(),
+            truth: format!("{truth} ({src}, ±{tol})"),
+            rocetap: rocetap.map_or("missing".into(), |v| v.to_string()),
+            ok: rocetap.is_some_and(|v| (v - truth).abs() <= tol),
+            why: why.into(),
+        });
+    }
     /// The test's own wire reading must equal the kernel's counter (the lab is what it claims).
     fn lab(&mut self, what: &str, kernel: i64, src: &str, wire: i64, why: &str) {
         self.rows.push(Row {
@@ -695,12 +715,17 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
     );
     let why_trigger = "the test's reading of the wire: a rewind (in A's send order, by IP ID) after a \
                        NAK / RNR NAK / READ response gap at the tap since the QP's previous rewind, \
-                       else the retransmit timer";
-    t.eq(
+                       else the retransmit timer; rocetap reads causes in arrival order at the tap, so \
+                       where a cause and a rewind cross on the way one retry in 50 may be read \
+                       differently (the total is held exactly above)";
+    // No kernel counter splits the retries by cause: allow one in 50 (at least one).
+    let tol = 1 + tv("retransmission_episodes").unwrap_or(0) / 50;
+    t.near(
         "totals.nak_retransmission_episodes",
         w.rewinds_nak as i64,
         "wire",
         tv("nak_retransmission_episodes"),
+        tol,
         why_trigger,
     );
     t.eq(
@@ -710,18 +735,20 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
         tv("rnr_retransmission_episodes"),
         "rxe shows an RNR event as RNR NAK(p) then NAK-seq(p); the retry after the RNR timer is one, RNR-triggered",
     );
-    t.eq(
+    t.near(
         "totals.timeout_retransmission_episodes",
         w.rewinds_timer as i64,
         "wire",
         tv("timeout_retransmission_episodes"),
+        tol,
         why_trigger,
     );
-    t.eq(
+    t.near(
         "totals.read_retransmission_episodes",
         w.rewinds_read as i64,
         "wire",
         tv("read_retransmission_episodes"),
+        tol,
         why_trigger,
     );
     if rnr {
