@@ -93,26 +93,7 @@ impl Report {
             };
             let label = paint.tone(tone, f.severity.label());
             let _ = writeln!(s, "\n{label} {}: {}", f.id, f.title);
-            for line in wrap(&f.detail, 88) {
-                let _ = writeln!(s, "  {line}");
-            }
-            if !f.evidence.is_empty() {
-                let _ = writeln!(s, "  evidence:");
-                for e in &f.evidence {
-                    let _ = writeln!(s, "    {}  ->  {}", e.query, e.answer);
-                }
-            }
-            if !f.fix.is_empty() {
-                let _ = writeln!(s, "  fix:");
-                for x in &f.fix {
-                    let _ = writeln!(s, "    {x}");
-                }
-            }
-            if let Some(sn) = &f.snippet {
-                for line in sn.lines() {
-                    let _ = writeln!(s, "  {line}");
-                }
-            }
+            write_body(&mut s, f);
         }
         if !self.interfaces.is_empty() {
             let _ = writeln!(s, "\ninterfaces (effective sysctls):");
@@ -147,6 +128,31 @@ impl Report {
             );
         }
         s
+    }
+}
+
+/// A finding's explanation, evidence, fix and snippet, indented under its title line
+/// (netcheck's and the NAD lint's text reports).
+pub(crate) fn write_body(s: &mut String, f: &Finding) {
+    for line in wrap(&f.detail, 88) {
+        let _ = writeln!(s, "  {line}");
+    }
+    if !f.evidence.is_empty() {
+        let _ = writeln!(s, "  evidence:");
+        for e in &f.evidence {
+            let _ = writeln!(s, "    {}  ->  {}", e.query, e.answer);
+        }
+    }
+    if !f.fix.is_empty() {
+        let _ = writeln!(s, "  fix:");
+        for x in &f.fix {
+            let _ = writeln!(s, "    {x}");
+        }
+    }
+    if let Some(sn) = &f.snippet {
+        for line in sn.lines() {
+            let _ = writeln!(s, "  {line}");
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use super::ipv4::ip;
 use super::objects::ObjRef;
 use super::rules::{fixed_config, Host, Lint, Overlap, Rule};
 use crate::netcheck::checks::{Evidence, Finding, Severity};
-use crate::netcheck::report::{plural, wrap};
+use crate::netcheck::report::{plural, write_body};
 use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use std::fmt::Write;
@@ -400,26 +400,7 @@ impl Report {
             if !at.is_empty() {
                 let _ = writeln!(s, "  at: {}", at.join("  "));
             }
-            for line in wrap(&x.detail, 88) {
-                let _ = writeln!(s, "  {line}");
-            }
-            if !x.evidence.is_empty() {
-                let _ = writeln!(s, "  evidence:");
-                for e in &x.evidence {
-                    let _ = writeln!(s, "    {}  ->  {}", e.query, e.answer);
-                }
-            }
-            if !x.fix.is_empty() {
-                let _ = writeln!(s, "  fix:");
-                for y in &x.fix {
-                    let _ = writeln!(s, "    {y}");
-                }
-            }
-            if let Some(sn) = &x.snippet {
-                for line in sn.lines() {
-                    let _ = writeln!(s, "  {line}");
-                }
-            }
+            write_body(&mut s, x);
         }
         s
     }
