@@ -2,6 +2,9 @@
 //! them into its own validated configuration first.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use rocetap::config::{
+    DEFAULT_BUFFER_KIB, DEFAULT_QUEUE_BATCHES, DEFAULT_SNAPLEN, ROCE_PORT, SYSFS_ROOT,
+};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -78,7 +81,7 @@ impl Cli {
                 if let Some(h) = hint {
                     eprintln!("hint: {h}");
                 }
-                std::process::exit(crate::error::exit::ERROR);
+                std::process::exit(rocetap::error::exit::ERROR);
             }
         }
     }
@@ -86,7 +89,7 @@ impl Cli {
     /// Whether our own text output gets color (a plain bool for the layers below).
     pub fn color_on(&self) -> bool {
         use std::io::IsTerminal;
-        crate::report::style::decide(
+        rocetap::report::style::decide(
             self.color.forced(),
             std::io::stdout().is_terminal(),
             std::env::var_os("NO_COLOR").as_deref(),
@@ -261,13 +264,13 @@ pub struct TopArgs {
     #[arg(long, value_name = "SPEED", default_value = "realtime")]
     pub speed: String,
     /// UDP destination port that carries RoCE v2.
-    #[arg(long, value_name = "PORT", default_value_t = 4791)]
+    #[arg(long, value_name = "PORT", default_value_t = ROCE_PORT)]
     pub roce_port: u16,
     /// Do not put the interface into promiscuous mode.
     #[arg(short = 'p', long)]
     pub no_promisc: bool,
     /// Root of sysfs, where RDMA devices and their hw_counters are looked up.
-    #[arg(long, value_name = "DIR", default_value = "/sys", hide = true)]
+    #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT, hide = true)]
     pub sysfs_root: PathBuf,
 }
 
@@ -292,7 +295,7 @@ impl Sources {
 #[derive(Args, Debug, Clone)]
 pub struct DecodeOpts {
     /// UDP destination port that carries RoCE v2.
-    #[arg(long, value_name = "PORT", default_value_t = 4791)]
+    #[arg(long, value_name = "PORT", default_value_t = ROCE_PORT)]
     pub roce_port: u16,
     /// Do not compute the ICRC (faster; the status column says "absent").
     #[arg(long)]
@@ -519,7 +522,7 @@ pub struct AnalyzeArgs {
         short = 's',
         long,
         value_name = "SNAPLEN",
-        default_value_t = 262_144,
+        default_value_t = DEFAULT_SNAPLEN,
         requires = "interfaces"
     )]
     pub snaplen: u32,
@@ -560,7 +563,7 @@ pub struct CaptureArgs {
     #[arg(short = 'w', long = "write", value_name = "FILE", required = true)]
     pub write: Option<PathBuf>,
     /// Bytes kept per frame (0 means the default, whole frames).
-    #[arg(short = 's', long, value_name = "SNAPLEN", default_value_t = 262_144)]
+    #[arg(short = 's', long, value_name = "SNAPLEN", default_value_t = DEFAULT_SNAPLEN)]
     pub snaplen: u32,
     /// Keep only the first 128 bytes of each frame: every RoCE header (Ethernet, two VLAN
     /// tags, IPv6 or GRH, UDP, BTH and the longest extended-header chain), no payload.
@@ -599,7 +602,7 @@ pub struct CaptureArgs {
         short = 'B',
         long = "buffer-size",
         value_name = "KiB",
-        default_value_t = 8192
+        default_value_t = DEFAULT_BUFFER_KIB
     )]
     pub buffer_kib: u32,
     /// libpcap immediate mode: lower latency, but on Linux a ring of only
@@ -610,16 +613,16 @@ pub struct CaptureArgs {
     #[arg(short = 'p', long = "no-promiscuous-mode")]
     pub no_promisc: bool,
     /// UDP destination port of RoCE v2 for the default filter.
-    #[arg(long, value_name = "PORT", default_value_t = 4791)]
+    #[arg(long, value_name = "PORT", default_value_t = ROCE_PORT)]
     pub roce_port: u16,
     /// No status line and no final report.
     #[arg(short, long)]
     pub quiet: bool,
     /// Root of sysfs, where RDMA devices are looked up.
-    #[arg(long, value_name = "DIR", default_value = "/sys", hide = true)]
+    #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT, hide = true)]
     pub sysfs_root: PathBuf,
     /// Batches (of up to 256 frames) queued between capture and writer before frames are dropped.
-    #[arg(long, value_name = "N", default_value_t = 1024, hide = true)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_QUEUE_BATCHES, hide = true)]
     pub queue: usize,
     /// Capture filter (BPF, as tcpdump). Default: RoCE v2 (udp dst port 4791), RoCE v1
     /// (ether proto 0x8915), ARP and MAC control / PFC (ether proto 0x8808), VLAN-tagged
@@ -635,7 +638,7 @@ pub struct CaptureArgs {
 #[derive(Args, Debug)]
 pub struct InterfacesArgs {
     /// Root of sysfs, where RDMA devices are looked up (for tests and containers).
-    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT)]
     pub sysfs_root: PathBuf,
 }
 

@@ -40,6 +40,11 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
         self.len
     }
 
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The i-th record, oldest first.
     #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
@@ -93,6 +98,11 @@ impl<T: Copy + Default, const N: usize> LazyRing<T, N> {
     #[inline]
     pub fn len(&self) -> usize {
         self.0.as_ref().map_or(0, |r| r.len())
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     #[inline]

@@ -52,7 +52,7 @@ impl Annotator {
 
     /// The comment for one decoded frame, or `None` when there is nothing to say. The
     /// returned text is reused by the next call.
-    pub fn comment(&mut self, d: &Decoded) -> Option<&str> {
+    pub fn comment(&mut self, d: &Decoded, _an: &crate::analysis::Analyzer) -> Option<&str> {
         let roce = d.roce.as_ref()?;
         self.text.clear();
         let t = &mut self.text;
@@ -203,7 +203,8 @@ mod tests {
             },
         );
         assert!(d.roce.is_some(), "{:?}", d.stop);
-        a.comment(&d).map(str::to_string)
+        a.comment(&d, &crate::analysis::Analyzer::new(Default::default()))
+            .map(str::to_string)
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use crate::analysis::flow::Trigger;
 use crate::analysis::report::Severity;
 use crate::analysis::{Event, EventKind, FlowSummary, Report};
-use crate::cli::AnalyzeFormat;
+use crate::config::OutputFormat as AnalyzeFormat;
 use crate::report::rules::Verdict;
 use crate::report::style::{Paint, Tone};
 use serde::Serialize;
@@ -21,7 +21,7 @@ pub struct Input {
     pub frames: u64,
     pub bytes: u64,
     /// Inputs that end in the middle of a record, with the complete frames read.
-    pub cut_short: Vec<crate::source::CutShort>,
+    pub cut_short: Vec<crate::capture::input::CutShort>,
 }
 
 /// The value of a `--fail-on` name: a key of `totals` or of `derived`.

@@ -4,7 +4,7 @@
 
 use super::render;
 use crate::analysis::{Analyzer, Config, Report};
-use crate::source::for_each_frame_of;
+use crate::capture::input::for_each_frame_of;
 use crate::tui::app::{Action, App, Drops, FeedState, HwCounter, Mode, Snapshot, View};
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
