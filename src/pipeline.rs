@@ -12,7 +12,7 @@
 //!
 //! Guarantees: per-frame work allocates nothing here (the sink decides for itself); the
 //! analyzer sees every frame the sources deliver, in the merged timestamp order, with its
-//! [`IfaceId`](crate::capture::IfaceId).
+//! [`IfaceId`].
 
 use crate::analysis::{Analyzer, Report};
 use crate::capture::input::{for_each_frame_of, CutShort};

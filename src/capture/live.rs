@@ -201,7 +201,7 @@ impl LiveSource {
         &self.stats
     }
 
-    /// The raw batches, in arrival order (feed them to a [`Merger`] for timestamp order).
+    /// The raw batches, in arrival order (feed them to a [`Merger`](super::merge::Merger) for timestamp order).
     pub fn receiver(&self) -> &Receiver<Batch> {
         &self.rx
     }

@@ -1,5 +1,5 @@
 //! Frame sources and sinks: live libpcap devices on their own threads ([`live`]), pcap /
-//! pcapng files and streams ([`file`], opened by name in [`input`]), the one merger that
+//! pcapng files and streams ([`file`](mod@file), opened by name in [`input`]), the one merger that
 //! puts several sources back into timestamp order ([`merge`]), writing pcap / pcapng with
 //! rotation ([`writer`], [`output`]) and per-packet annotations ([`annotate`]), and the
 //! headless capture session ([`session`], with its counters in [`stats`]). Everything that

@@ -1,6 +1,6 @@
 //! Writers for `rocetap analyze`: a text summary for people (findings worst first, then
 //! a flows table, then events on request), a JSON document (`rocetap.analyze/1`) and CSV
-//! with one row per flow. They only format an [`analysis::Report`]; they compute nothing
+//! with one row per flow. They only format an [`analysis::Report`](crate::analysis::Report); they compute nothing
 //! a rule could depend on. The text report can be colored (severity words, failed rules,
 //! flows in trouble, event kinds) and, with `-v`, shows each finding's evidence.
 

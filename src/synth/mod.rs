@@ -5,13 +5,13 @@
 //! overwrite, the truth file) and the guarantee that a (scenario, seed, packets,
 //! snaplen, format) tuple produces byte-identical output forever: the only randomness is
 //! the in-tree SplitMix64 in [`rng`], timestamps start at a fixed epoch, and the truth
-//! is counted while frames are written ([`out`]). Frames stream to the file one message
+//! is counted while frames are written (`out`). Frames stream to the file one message
 //! exchange at a time, so memory does not grow with `--packets`.
 //!
-//! Layout: [`frame`] builds frames from the dissectors' Reprs, [`rc`] models RC queue
-//! pairs and their loss recovery, and the scenario groups live in [`traffic`] (RC
-//! loss/recovery), [`fabric`] (ECN/CNP congestion, PFC), [`encap`] (mixed
-//! encapsulations), [`sbr`] (the pod ARP failure), [`malformed`] and [`manyqp`]
+//! Layout: [`frame`] builds frames from the dissectors' Reprs, `rc` models RC queue
+//! pairs and their loss recovery, and the scenario groups live in `traffic` (RC
+//! loss/recovery), `fabric` (ECN/CNP congestion, PFC), `encap` (mixed
+//! encapsulations), `sbr` (the pod ARP failure), `malformed` and [`manyqp`]
 //! (thousands of queue pairs, for scale).
 
 mod encap;

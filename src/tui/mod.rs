@@ -6,7 +6,7 @@
 //! [`REDRAW_EVERY`] (and only when something changed). It never waits on the capture.
 //!
 //! The terminal is put back on every exit path: normal quit and errors through
-//! [`Restore`]'s `Drop`, panics through the hook ratatui installs in `try_init`.
+//! `Restore`'s `Drop`, panics through the hook ratatui installs in `try_init`.
 //! Everything that can fail with a one-line error (arguments, files, devices,
 //! privileges) is checked before the screen is taken over.
 
