@@ -396,8 +396,8 @@ pub struct NetcheckArgs {
     /// with --nad only.
     #[arg(long, value_name = "DIR")]
     pub from: Vec<PathBuf>,
-    /// Root under which sys/class/infiniband and sys/class/net are read (default / when
-    /// live; offline only when given).
+    /// Where sysfs is: class/infiniband and class/net are read under DIR (default /sys
+    /// when live; offline only when given). A DIR holding sys/class (such as /) means DIR/sys.
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
     /// Only answer routing questions, in the words of `ip route get`

@@ -13,7 +13,7 @@ fn config(a: NetcheckArgs) -> netcheck::Config {
         netns: a.netns,
         pid: a.pid,
         from: a.from,
-        sysfs_root: a.sysfs_root,
+        sysfs_root: a.sysfs_root.as_deref().map(rocetap::config::sysfs_dir),
         route_get: a.route_get,
         capture: a.capture,
         format: match a.format {

@@ -150,10 +150,10 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
         if let Some(code) = route_get(&a, state)? {
             return Ok(code);
         }
-        // sysfs: live default `/`; offline only when asked (it describes this machine)
+        // sysfs: live default `/sys`; offline only when asked (it describes this machine)
         let sysfs_root: Option<PathBuf> = match (&a.sysfs_root, a.from.first()) {
             (Some(r), _) => Some(r.clone()),
-            (None, None) => Some(PathBuf::from("/")),
+            (None, None) => Some(PathBuf::from(crate::config::SYSFS_ROOT)),
             (None, Some(_)) => None,
         };
         if let Some(root) = &sysfs_root {
@@ -162,7 +162,7 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
                     "netcheck: --sysfs-root {}: not a directory",
                     root.display()
                 ))
-                .hint("give the directory that holds sys/class/infiniband (default /)"));
+                .hint("give sysfs's directory, which holds class/infiniband (default /sys)"));
             }
             ports = sysfs::read_ports(root)
                 .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?;
