@@ -12,7 +12,6 @@ use std::io::{self, Write};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Classic pcap, microsecond timestamps.
-    #[allow(dead_code)] // synth writes nanoseconds; `capture` writes what tcpdump would
     Pcap,
     /// Classic pcap, nanosecond timestamps (magic 0xa1b23c4d).
     PcapNs,
@@ -183,7 +182,7 @@ impl<W: Write> Writer<W> {
         &mut self.w
     }
 
-    #[allow(dead_code)] // for `capture`, which flushes at rotation without closing
+    /// Flushes the underlying writer (the file stays open).
     pub fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
     }

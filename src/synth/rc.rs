@@ -185,7 +185,6 @@ struct Ev {
 }
 
 impl Conn {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         req: Path,
         resp: Path,
