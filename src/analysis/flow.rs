@@ -328,7 +328,7 @@ pub struct Flow {
     pub pair_pos: u32,
     /// Responses that found no request stream to pair with (the slow search is rationed).
     pub pair_tries: u32,
-    pub c: FlowCounters,
+    pub counters: FlowCounters,
     pub resp: RespStream,
     /// RNR NAKs by timer code, allocated with the first.
     pub rnr_timers: Option<Box<[u32; 32]>>,
@@ -377,7 +377,7 @@ impl Flow {
             first_psn: None,
             last_psn: None,
             rnr_timers: None,
-            c: FlowCounters::default(),
+            counters: FlowCounters::default(),
             req: ReqStream::default(),
             resp: RespStream::default(),
             ack_latency: LogHist::default(),
