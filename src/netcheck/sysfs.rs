@@ -210,7 +210,7 @@ pub fn check(sysfs: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>
             // MTU
             if let (Some(active), Some(mtu)) = (p.active_mtu, netdev_mtu(sysfs, st, nd)) {
                 let best = roce_mtu_for(mtu);
-                if best.is_some_and(|b| active < b) || best.map_or(true, |b| active > b) {
+                if best.is_some_and(|b| active < b) || best.is_none_or(|b| active > b) {
                     out.push(Finding {
                         id: "roce-mtu",
                         severity: Severity::Warning,

@@ -263,7 +263,7 @@ impl App {
             flows: (r.flows.as_ptr() as usize, r.flows.len()),
         };
         let mut cache = self.order.borrow_mut();
-        if cache.as_ref().map_or(true, |(k, _)| *k != key) {
+        if cache.as_ref().is_none_or(|(k, _)| *k != key) {
             *cache = Some((key, self.order_of(&r.flows)));
         }
         let order = &cache.as_ref().expect("just filled").1;
@@ -566,7 +566,7 @@ impl App {
             }
             _ => {}
         }
-        if self.last_frames.map_or(true, |(_, ts)| now > ts) {
+        if self.last_frames.is_none_or(|(_, ts)| now > ts) {
             self.last_frames = Some((r.totals.frames, now));
         }
         if s.complete && r.derived.duration_s > 0.0 {

@@ -631,7 +631,7 @@ trait Due {
 
 impl Due for Option<Instant> {
     fn is_none_or_elapsed(&self, d: Duration) -> bool {
-        self.map_or(true, |t| t.elapsed() >= d)
+        self.is_none_or(|t| t.elapsed() >= d)
     }
 }
 

@@ -846,7 +846,7 @@ fn lint_nad<'a>(
     if policy.is_some() || vf_mtu.is_some() {
         let shown = vf_mtu.unwrap_or(1500);
         let roce = crate::netcheck::sysfs::roce_mtu_for(shown);
-        if roce.map_or(true, |r| r < 4096) {
+        if roce.is_none_or(|r| r < 4096) {
             let src = if vf_mtu.is_some() {
                 source.clone()
             } else {
@@ -874,7 +874,7 @@ fn lint_nad<'a>(
                 for n in &inp.nodes {
                     for pf in &pol.pf_names {
                         if let Some(m) = n.pf(&pf.name).and_then(|f| f.mtu) {
-                            let in_subnet = subnet.map_or(true, |c| {
+                            let in_subnet = subnet.is_none_or(|c| {
                                 n.pf(&pf.name)
                                     .is_some_and(|f| f.addrs.iter().any(|(a, _)| c.contains(*a)))
                             });
@@ -1008,7 +1008,7 @@ fn cross(seen: &[Seen], out: &mut Vec<Lint>) {
         let Some(sub) = a.subnet else { continue };
         let mut peers: Vec<(Cidr, String)> = Vec::new();
         for (bs, j) in &subnets {
-            if *j != i && !sub.overlaps(bs) && peers.last().map_or(true, |p| p.0 != *bs) {
+            if *j != i && !sub.overlaps(bs) && peers.last().is_none_or(|p| p.0 != *bs) {
                 peers.push((*bs, format!("{}", seen[*j].nad.obj)));
             }
         }
