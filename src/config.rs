@@ -2,6 +2,8 @@
 //! once: the command line's defaults (`cli`) and the library's (`LiveOptions::default`,
 //! the flow writer of `top`) are these constants.
 
+#![warn(missing_docs)]
+
 /// Bytes kept of each captured frame unless asked otherwise: whole frames.
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
 

@@ -14,6 +14,8 @@
 //! analyzer sees every frame the sources deliver, in the merged timestamp order, with its
 //! [`IfaceId`].
 
+#![warn(missing_docs)]
+
 use crate::analysis::{Analyzer, Report};
 use crate::capture::input::{for_each_frame_of, CutShort};
 use crate::capture::live::LiveSource;

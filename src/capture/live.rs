@@ -41,6 +41,7 @@ pub struct LiveOptions {
     pub snaplen: u32,
     /// Kernel buffer size in bytes.
     pub buffer_bytes: u32,
+    /// Put the device into promiscuous mode.
     pub promisc: bool,
     /// libpcap immediate mode: every frame is delivered at once. On Linux this makes
     /// libpcap use TPACKET_V2, whose ring holds only buffer / snaplen frames, so bursts

@@ -6,6 +6,8 @@
 //! touches libpcap or capture files lives here; the analysis and report code only ever
 //! sees [`Frame`]s.
 
+#![warn(missing_docs)]
+
 pub mod annotate;
 pub mod file;
 pub mod input;

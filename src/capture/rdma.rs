@@ -180,7 +180,7 @@ pub const SNIFFER_NOTE: &str = "captured from an RDMA device through the libpcap
 which never reports drops: a PSN gap without a NAK may be capture loss, not network loss";
 
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::*;
 
     /// Builds a fake sysfs tree with one mlx5 device (two GIDs on port 1) under `root`.

@@ -22,16 +22,22 @@ pub enum Format {
 /// One interface of the output.
 #[derive(Clone, Debug)]
 pub struct Interface {
+    /// Link type of its frames.
     pub link: LinkType,
+    /// Bytes kept per frame.
     pub snaplen: u32,
+    /// Its name (pcapng `if_name`).
     pub name: Option<String>,
 }
 
+/// Writes frames as pcap or pcapng to any `Write`.
 pub struct Writer<W: Write> {
     w: W,
     format: Format,
     snaplen: u32,
+    /// Frames written.
     pub frames: u64,
+    /// Bytes written (headers included).
     pub bytes: u64,
 }
 
