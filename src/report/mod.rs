@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod fields;
+pub mod pretty_json;
 pub mod rules;
 pub mod style;
 pub mod summary;
