@@ -1,0 +1,96 @@
+//! The writer against serde_json itself.
+
+use super::*;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+fn ours<T: Serialize>(v: &T) -> String {
+    let mut out = Vec::new();
+    to_writer_pretty(&mut out, v).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[derive(serde::Serialize)]
+enum E {
+    Unit,
+    New(u8),
+    Tup(u8, &'static str),
+    Rec { a: f64, b: Option<u32> },
+}
+
+#[derive(serde::Serialize)]
+struct S {
+    e: Vec<E>,
+    empty: Vec<u8>,
+    empty_map: std::collections::BTreeMap<u32, u8>,
+    keys: std::collections::BTreeMap<i64, &'static str>,
+    nan: f64,
+    f: f32,
+    c: char,
+    bytes: &'static [u8],
+    #[serde(flatten)]
+    more: Value,
+}
+
+#[test]
+fn derive_shapes_match_serde_json() {
+    let s = S {
+        e: vec![
+            E::Unit,
+            E::New(7),
+            E::Tup(1, "x\"y\\z\n\u{1}\u{7f}é"),
+            E::Rec { a: 0.1, b: None },
+        ],
+        empty: vec![],
+        empty_map: Default::default(),
+        keys: [(-3, "a"), (5, "b")].into_iter().collect(),
+        nan: f64::NAN,
+        f: 1.5,
+        c: '\t',
+        bytes: b"ab",
+        more: json!({"k": [1, 2.0, {"z": null}], "t": true}),
+    };
+    assert_eq!(ours(&s), serde_json::to_string_pretty(&s).unwrap());
+}
+
+#[test]
+fn escapes_anywhere_in_a_string_match_serde_json() {
+    for special in ['"', '\\', '\n', '\u{0}', '\u{1f}', '\u{7f}', 'é', ' ', '~'] {
+        for at in 0..20 {
+            let mut v: String = "abcdefghijklmnopqrstu"[..at].to_string();
+            v.push(special);
+            v.push_str("xyz0123456789");
+            let doc = json!({ v.clone(): v });
+            assert_eq!(
+                ours(&doc),
+                serde_json::to_string_pretty(&doc).unwrap(),
+                "{v:?}"
+            );
+        }
+    }
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        ".{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((".{0,6}", inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn any_value_matches_serde_json(v in value()) {
+        prop_assert_eq!(ours(&v), serde_json::to_string_pretty(&v).unwrap());
+    }
+}
