@@ -8,24 +8,8 @@ use super::model::*;
 use serde::Serialize;
 use std::net::IpAddr;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Context; does not make netcheck exit 1.
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn label(self) -> &'static str {
-        match self {
-            Severity::Info => "INFO",
-            Severity::Warning => "WARNING",
-            Severity::Error => "ERROR",
-        }
-    }
-}
+/// The one severity scale (shared with `analyze` and the NAD lint).
+pub use crate::report::Severity;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Evidence {

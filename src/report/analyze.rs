@@ -8,6 +8,7 @@ use crate::analysis::flow::Trigger;
 use crate::analysis::report::Severity;
 use crate::analysis::{Event, EventKind, FlowSummary, Report};
 use crate::cli::AnalyzeFormat;
+use crate::report::findings::{flow_label, message, seen, symptom_message, FindingJson};
 use crate::report::rules::Verdict;
 use crate::report::style::{Paint, Tone};
 use serde::Serialize;
@@ -80,7 +81,14 @@ pub fn write_report(
                 derived: &r.derived,
                 flows: &r.flows,
                 connections: &r.connections,
-                findings: &r.findings,
+                findings: r
+                    .findings
+                    .iter()
+                    .map(|f| FindingJson {
+                        finding: f,
+                        report: r,
+                    })
+                    .collect(),
                 pfc: &r.pfc,
                 arp: &r.arp,
                 arp_symptoms: &r.arp_symptoms,
@@ -106,7 +114,7 @@ struct Doc<'a> {
     derived: &'a crate::analysis::report::Derived,
     flows: &'a [FlowSummary],
     connections: &'a [crate::analysis::report::Connection],
-    findings: &'a [crate::analysis::report::Finding],
+    findings: Vec<FindingJson<'a>>,
     pfc: &'a [crate::analysis::report::PfcSummary],
     arp: &'a [crate::analysis::report::ArpSummary],
     arp_symptoms: &'a [crate::analysis::report::ArpSymptom],
@@ -625,12 +633,7 @@ fn event_line(r: &Report, e: &Event, paint: Paint) -> String {
 /// gaps, resends or RNR NAKs, magenta with only congestion marks.
 fn flow_tone(f: &FlowSummary) -> Option<Tone> {
     let c = &f.c;
-    let naks = c.nak_psn_seq
-        + c.nak_invalid_request
-        + c.nak_remote_access
-        + c.nak_remote_operational
-        + c.nak_invalid_rd_request
-        + c.nak_reserved;
+    let naks = c.naks();
     if naks > 0 || c.unrecovered_gap_events > 0 || f.icrc_bad > 0 && f.icrc_ok > 0 {
         Some(Tone::Bad)
     } else if c.psn_gap_events > 0 || c.retransmitted_packets > 0 || c.rnr_nak > 0 {
@@ -716,8 +719,8 @@ fn evidence(
     paint: Paint,
 ) -> io::Result<()> {
     const IN: &str = "            ";
-    let (per_flow, behind) = evidence_of(f.kind);
-    writeln!(out, "{IN}kind {}, count {}", f.kind, f.count)?;
+    let (per_flow, behind) = evidence_of(f.code());
+    writeln!(out, "{IN}kind {}, count {}", f.code(), f.count)?;
     if let Some(n) = per_flow {
         let mut flows: Vec<(&FlowSummary, u64)> = r
             .flows
@@ -729,25 +732,28 @@ fn evidence(
         if !flows.is_empty() {
             writeln!(out, "{IN}flows ({}):", flows.len())?;
             for (x, c) in flows {
-                let label = format!("{:>4} {}", x.id, x.label());
+                let label = format!("{:>4} {}", x.id, flow_label(x));
                 writeln!(out, "{IN}  {label:<52} {c}")?;
             }
         }
     }
-    let symptoms: Vec<_> = r.arp_symptoms.iter().filter(|s| s.kind == f.kind).collect();
+    let symptoms = r
+        .arp_symptoms
+        .iter()
+        .filter(|s| s.kind().code() == f.code());
     for s in symptoms {
-        writeln!(out, "{IN}{:.9} {}", secs(r, s.t_ns), s.message)?;
+        writeln!(out, "{IN}{:.9} {}", secs(r, s.t_ns), symptom_message(s))?;
         for e in &s.evidence {
             writeln!(
                 out,
                 "{IN}  {:.9} {}  ->  {}",
                 secs(r, e.t_ns),
                 e.iface,
-                e.what
+                seen(&e.seen)
             )?;
         }
     }
-    if f.kind == "pfc_pause" {
+    if f.code() == "pfc_pause" {
         for p in &r.pfc {
             for q in &p.per_priority {
                 writeln!(
@@ -788,12 +794,7 @@ pub const TEXT_FLOWS: usize = 50;
 /// CNPs, then packets.
 fn trouble(f: &FlowSummary) -> [u64; 7] {
     let c = &f.c;
-    let naks = c.nak_psn_seq
-        + c.nak_invalid_request
-        + c.nak_remote_access
-        + c.nak_remote_operational
-        + c.nak_invalid_rd_request
-        + c.nak_reserved;
+    let naks = c.naks();
     [
         c.psn_gap_events,
         c.retransmitted_packets,
@@ -857,7 +858,7 @@ fn flows_table(out: &mut impl Write, paint: Paint, flows: &[&FlowSummary]) -> io
             f.pmtu.map_or("-".into(), |p| p.to_string()),
             f.c.psn_gap_events,
             f.c.retransmitted_packets,
-            f.c.nak_psn_seq + f.c.nak_invalid_request + f.c.nak_remote_access + f.c.nak_remote_operational + f.c.nak_invalid_rd_request + f.c.nak_reserved,
+            f.c.naks(),
             f.c.rnr_nak,
             f.c.ce_marked,
             f.c.cnp_sent,
@@ -902,7 +903,7 @@ fn text(
                 Severity::Warning => ("WARNING", "", Tone::Warn),
                 Severity::Info => ("info", "   ", Tone::Note),
             };
-            writeln!(out, "  {}{pad} {}", paint.tone(tone, sev), f.message)?;
+            writeln!(out, "  {}{pad} {}", paint.tone(tone, sev), message(f, r))?;
             if look.verbose {
                 evidence(out, r, f, paint)?;
             }

@@ -4,6 +4,10 @@
 
 pub mod analyze;
 pub mod fields;
+pub mod findings;
 pub mod rules;
 pub mod style;
 pub mod summary;
+
+/// The one severity scale of findings (`analyze`, netcheck, the NAD lint).
+pub use crate::analysis::report::Severity;

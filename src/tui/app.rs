@@ -3,7 +3,9 @@
 //! must carry out (tell the feeder to pause, step or write a flow; quit). No terminal, no
 //! clock, no I/O here, so every transition is a unit test.
 
+use crate::analysis::flow::FlowKey;
 use crate::analysis::{Event, FlowSummary, Report};
+use dissectors::Psn;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
@@ -128,14 +130,6 @@ pub enum Action {
     Written(Result<(String, u64), String>),
 }
 
-/// A flow's identity as the feeder's frame rings know it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlowKeyText {
-    pub src: String,
-    pub dst: String,
-    pub qp: String,
-}
-
 /// What the run loop must do after a transition.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
@@ -146,7 +140,7 @@ pub enum Effect {
     /// Write the frames of these flows (the selected one and its peer) as flow `id`.
     Write {
         id: u32,
-        keys: Vec<FlowKeyText>,
+        keys: Vec<FlowKey>,
     },
 }
 
@@ -160,7 +154,7 @@ pub struct Trend {
     /// Gb/s and packets/s over the latest interval.
     pub now: Option<(f64, f64)>,
     /// (time, bytes, packets, last PSN) at the latest sample.
-    last: Option<(u64, u64, u64, Option<u32>)>,
+    last: Option<(u64, u64, u64, Option<Psn>)>,
 }
 
 fn push(q: &mut VecDeque<u64>, v: u64) {
@@ -297,12 +291,7 @@ impl App {
             }
             Sort::Name => v.sort_by(|&a, &b| {
                 let (a, b) = (&flows[a], &flows[b]);
-                (a.src.as_str(), a.dst.as_str(), a.qp.as_str(), a.id).cmp(&(
-                    b.src.as_str(),
-                    b.dst.as_str(),
-                    b.qp.as_str(),
-                    b.id,
-                ))
+                (a.key(), a.id).cmp(&(b.key(), b.id))
             }),
         }
         v
@@ -549,7 +538,7 @@ impl App {
                     let dp = f.packets.saturating_sub(packets);
                     push(&mut t.mbps, db * 8_000 / dt);
                     let step = match (psn, f.last_psn) {
-                        (Some(a), Some(b)) => u64::from(b.wrapping_sub(a) & 0xff_ffff),
+                        (Some(a), Some(b)) => u64::from(b.0.wrapping_sub(a.0) & 0xff_ffff),
                         _ => 0,
                     };
                     push(&mut t.psn_step, step);
@@ -600,30 +589,13 @@ impl App {
     }
 }
 
-fn key_of(f: &FlowSummary) -> FlowKeyText {
-    FlowKeyText {
-        src: f.src.clone(),
-        dst: f.dst.clone(),
-        qp: f.qp.clone(),
-    }
+fn key_of(f: &FlowSummary) -> FlowKey {
+    f.key()
 }
 
 fn matches_filter(f: &FlowSummary, needle: &str) -> bool {
-    f.src.to_lowercase().contains(needle)
-        || f.dst.to_lowercase().contains(needle)
-        || f.qp.to_lowercase().contains(needle)
-        || format!("#{}", f.id) == needle
-}
-
-/// NAKs of every code.
-pub fn naks(f: &FlowSummary) -> u64 {
-    let c = &f.c;
-    c.nak_psn_seq
-        + c.nak_invalid_request
-        + c.nak_remote_access
-        + c.nak_remote_operational
-        + c.nak_invalid_rd_request
-        + c.nak_reserved
+    let has = |v: &dyn std::fmt::Display| v.to_string().to_lowercase().contains(needle);
+    has(&f.src) || has(&f.dst) || has(&f.qp) || format!("#{}", f.id) == needle
 }
 
 /// Everything that went wrong on a flow, as one number to sort by.
@@ -631,7 +603,7 @@ pub fn problems(f: &FlowSummary) -> u64 {
     let c = &f.c;
     c.psn_gap_events
         + c.retransmitted_packets
-        + naks(f)
+        + f.c.naks()
         + c.rnr_nak
         + c.timeout_retransmissions
         + c.ce_marked
@@ -679,7 +651,7 @@ mod tests {
         assert!(p[0] > 0);
         app.apply(Action::CycleSort);
         assert_eq!(app.sort, Sort::Name);
-        let names: Vec<String> = app.rows().iter().map(|f| f.src.clone()).collect();
+        let names: Vec<_> = app.rows().iter().map(|f| f.src).collect();
         let mut sorted = names.clone();
         sorted.sort();
         assert_eq!(names, sorted);
@@ -703,7 +675,7 @@ mod tests {
             app.apply(Action::FilterChar(c));
         }
         assert_eq!(app.rows().len(), 1);
-        assert_eq!(app.rows()[0].qp, "0x000103");
+        assert_eq!(app.rows()[0].qp, dissectors::Qpn(0x103));
         app.apply(Action::FilterDone);
         assert!(app.editing.is_none());
         assert_eq!(app.filter, "0x000103");

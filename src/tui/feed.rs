@@ -14,7 +14,8 @@
 //! RDMA devices (given as `mlx5_0` or as the netdev of one) also get their
 //! `hw_counters` read from sysfs once a second, with per-second deltas.
 
-use super::app::{Action, Drops, FeedState, FlowKeyText, HwCounter, Snapshot};
+use super::app::{Action, Drops, FeedState, HwCounter, Snapshot};
+use crate::analysis::flow::FlowKey;
 use crate::analysis::{Analyzer, Config};
 use crate::capture::live::{LiveSource, Merger};
 use crate::capture::writer::{Format, Interface, Writer};
@@ -61,7 +62,7 @@ impl Speed {
 pub enum Control {
     Pause(bool),
     Step,
-    Write { id: u32, keys: Vec<FlowKeyText> },
+    Write { id: u32, keys: Vec<FlowKey> },
     Quit,
 }
 
@@ -127,20 +128,11 @@ impl Rings {
 
     /// Writes the frames of `keys` in time order to a new `rocetap-flow<id>[-n].pcapng`
     /// in `dir`; returns its name and the number of frames.
-    pub fn write(
-        &self,
-        dir: &Path,
-        id: u32,
-        keys: &[FlowKeyText],
-    ) -> Result<(String, u64), String> {
+    pub fn write(&self, dir: &Path, id: u32, keys: &[FlowKey]) -> Result<(String, u64), String> {
         let mut frames: Vec<&Stored> = self
             .map
             .iter()
-            .filter(|((s, d, q), _)| {
-                keys.iter().any(|k| {
-                    k.src == s.to_string() && k.dst == d.to_string() && k.qp == q.to_string()
-                })
-            })
+            .filter(|((s, d, q), _)| keys.iter().any(|k| (k.src, k.dst, k.qp) == (*s, *d, *q)))
             .flat_map(|(_, r)| r.frames.iter())
             .collect();
         if frames.is_empty() {
@@ -732,14 +724,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rocetap-rings-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let key = |s: &str, d: &str, q: &str| FlowKeyText {
-            src: s.into(),
-            dst: d.into(),
-            qp: q.into(),
+        let key = |s: &str, d: &str, q: u32| FlowKey {
+            src: Addr::Ip(s.parse().unwrap()),
+            dst: Addr::Ip(d.parse().unwrap()),
+            qp: Qpn(q),
         };
         let keys = [
-            key("198.18.0.1", "198.18.0.2", "0x000102"),
-            key("198.18.0.2", "198.18.0.1", "0x000202"),
+            key("198.18.0.1", "198.18.0.2", 0x000102),
+            key("198.18.0.2", "198.18.0.1", 0x000202),
         ];
         let (name, frames) = rings.write(&dir, 1, &keys).unwrap();
         assert!(name.ends_with("rocetap-flow1.pcapng"));
@@ -748,7 +740,7 @@ mod tests {
         let (name2, _) = rings.write(&dir, 1, &keys).unwrap();
         assert!(name2.ends_with("rocetap-flow1-2.pcapng"), "{name2}");
         assert!(rings
-            .write(&dir, 9, &[key("192.0.2.1", "192.0.2.2", "0x000001")])
+            .write(&dir, 9, &[key("192.0.2.1", "192.0.2.2", 0x000001)])
             .is_err());
         let _ = std::fs::remove_dir_all(&dir);
 

@@ -55,7 +55,7 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App, id: u32) {
         .and_then(|t| t.psn_step.iter().max().copied())
         .unwrap_or(0);
     let trouble = |v: u64| if v > 0 { red } else { Style::default() };
-    let naks = crate::tui::app::naks(fl);
+    let naks = fl.c.naks();
     if area.width < 120 {
         let med = |l: &Latency| l.median_ns.map_or("-".into(), dur);
         let p99 = |l: &Latency| l.p99_ns.map_or("-".into(), dur);
@@ -153,7 +153,7 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App, id: u32) {
     }
     let lines = vec![
         Line::from(vec![
-            Span::styled(format!("#{} {}", fl.id, fl.label()), b),
+            Span::styled(format!("#{} {}", fl.id, crate::report::findings::flow_label(fl)), b),
             Span::raw(format!("  {} {}  {peer}", fl.transport, fl.encap)),
         ]),
         Line::from(format!(
@@ -244,7 +244,7 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App, id: u32) {
 }
 
 fn problems_of(fl: &crate::analysis::FlowSummary) -> bool {
-    fl.c.psn_gap_events + fl.c.retransmitted_packets + crate::tui::app::naks(fl) + fl.c.rnr_nak > 0
+    fl.c.psn_gap_events + fl.c.retransmitted_packets + fl.c.naks() + fl.c.rnr_nak > 0
 }
 
 /// The flow's text on top, its event log under it.

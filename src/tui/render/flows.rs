@@ -5,7 +5,7 @@
 use super::{n0, si, spark, title};
 use crate::analysis::FlowSummary;
 use crate::report::analyze::detail;
-use crate::tui::app::{naks, problems, App};
+use crate::tui::app::{problems, App};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -105,7 +105,7 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
             let counts = [
                 ("gap", c.psn_gap_events, true),
                 ("rtx", c.retransmitted_packets, true),
-                ("NAK", naks(fl), true),
+                ("NAK", fl.c.naks(), true),
                 ("RNR", c.rnr_nak, false),
                 ("TO", c.timeout_retransmissions, true),
                 ("CE", c.ce_marked, false),

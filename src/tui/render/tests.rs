@@ -257,7 +257,7 @@ fn the_selected_row_stays_on_screen() {
         for f in &base {
             let mut g = f.clone();
             g.id = f.id + 8 * k;
-            g.qp = format!("0x{:06x}", 0x100000 * k + f.id);
+            g.qp = dissectors::Qpn(0x100000 * k + f.id);
             r.flows.push(g);
         }
     }
@@ -299,8 +299,13 @@ fn tui_scale_bench_16384_flows() {
         let mut g = template.flows[(id as usize) % template.flows.len()].clone();
         g.id = id;
         g.peer = Some(id ^ 1);
-        g.qp = format!("0x{:06x}", 0x100 + id);
-        g.dst = format!("198.18.{}.{}", 1 + id / 2 / 254, 1 + id / 2 % 254);
+        g.qp = dissectors::Qpn(0x100 + id);
+        g.dst = dissectors::Addr::Ip(std::net::IpAddr::from([
+            198,
+            18,
+            (1 + id / 2 / 254) as u8,
+            (1 + id / 2 % 254) as u8,
+        ]));
         g.bytes += u64::from(id) * 1000;
         g.packets += u64::from(id);
         r.flows.push(g);
