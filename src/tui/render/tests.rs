@@ -157,8 +157,8 @@ fn help_overlay() {
     app.apply(Action::ToggleHelp);
     for (w, h) in SIZES {
         let s = golden("help", &app, w, h);
-        for (k, _) in crate::tui::keys::HELP {
-            assert!(s.contains(k), "{k} missing:\n{s}");
+        for b in crate::tui::keys::HELP {
+            assert!(s.contains(b.keys), "{} missing:\n{s}", b.keys);
         }
     }
 }
