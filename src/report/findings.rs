@@ -5,8 +5,8 @@
 //! `--capture` and the TUI all word them here, so a sentence is written once.
 
 use crate::analysis::report::{
-    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, AskAnswer, Finding, FindingKind, Traffic,
-    UnansweredAsk, Worst,
+    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Finding, FindingKind,
+    Traffic, UnansweredAsk, Worst,
 };
 use crate::analysis::{FlowSummary, Report};
 use dissectors::ethernet::Mac;
@@ -144,45 +144,8 @@ pub fn message(f: &Finding, r: &Report) -> String {
         FindingKind::ReorderedPackets { packets } => format!(
             "{packets} packets arrived after later PSNs and filled their gap with no resend: reordering on the path, not loss (the responder may still NAK and the requester resend); on {w}"
         ),
-        FindingKind::PfcPause { frames, stalls } => {
-            let srcs: Vec<String> = r
-                .pfc
-                .iter()
-                .map(|s| {
-                    let prios: Vec<String> = s
-                        .per_priority
-                        .iter()
-                        .map(|p| {
-                            format!("prio {} x{} ({})", p.priority, p.frames, duration(p.pause_ns))
-                        })
-                        .collect();
-                    format!("{}: {}", s.src_mac, prios.join(", "))
-                })
-                .collect();
-            let w = if w.is_empty() {
-                String::new()
-            } else {
-                format!(": {w}")
-            };
-            format!(
-                "{frames} PFC/PAUSE frames ({}); {stalls} RoCE flow stalls during pauses{w}",
-                srcs.join("; ")
-            )
-        }
-        FindingKind::Arp { kind, total } => {
-            let mut of = r.arp_symptoms.iter().filter(|s| s.kind() == *kind);
-            let Some(head) = of.next() else {
-                return String::new();
-            };
-            let more: Vec<String> = of.take(3).map(symptom_short).collect();
-            let rest = total.saturating_sub(1);
-            let rest = if rest == 0 {
-                String::new()
-            } else {
-                format!("; {rest} more: {}", more.join(", "))
-            };
-            format!("{}{at}{rest}", symptom_message(head))
-        }
+        FindingKind::PfcPause { frames, stalls } => pfc_message(r, *frames, *stalls, &w),
+        FindingKind::Arp { kind, total } => arp_message(r, *kind, *total, &at),
         FindingKind::ArpUnanswered { requests } => {
             let asks: Vec<String> = r
                 .arp
@@ -197,45 +160,7 @@ pub fn message(f: &Finding, r: &Report) -> String {
                 .collect();
             format!("{requests} ARP requests got no reply ({})", asks.join(", "))
         }
-        FindingKind::Congestion {
-            ce_marked,
-            cnp,
-            ce_without_cnp,
-            cnp_without_ce,
-            ce_to_cnp_ns,
-            rates,
-        } => {
-            let lat = ce_to_cnp_ns
-                .map(|l| format!("; CE→CNP median up to {}", duration(l)))
-                .unwrap_or_default();
-            let slow: Vec<String> = rates
-                .iter()
-                .map(|x| {
-                    format!(
-                        "{} {:.2}→{:.2} Gb/s",
-                        label_of(r, x.flow),
-                        x.gbps_before,
-                        x.gbps_after
-                    )
-                })
-                .collect();
-            let slow = if slow.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; sender rate before first / after last CNP: {}",
-                    slow.join(", ")
-                )
-            };
-            let w = if w.is_empty() {
-                String::new()
-            } else {
-                format!("; marked: {w}")
-            };
-            format!(
-                "congestion: {ce_marked} CE-marked packets, {cnp} CNPs ({ce_without_cnp} CE marks never answered by a CNP, {cnp_without_ce} CNPs without CE){lat}{slow}{w}"
-            )
-        }
+        FindingKind::Congestion { .. } => congestion_message(r, &f.kind, &w),
         FindingKind::Malformed { frames } => {
             format!("{frames} malformed frames (see rocetap decode)")
         }
@@ -246,6 +171,99 @@ pub fn message(f: &Finding, r: &Report) -> String {
             "{file} was cut short: it ends in the middle of a record after {frames} complete frames (a capture killed mid-write, a full disk or a partial copy); every complete frame was analyzed, what came after the cut is unknown"
         ),
     }
+}
+
+/// PFC / PAUSE: the frames per sender and priority, and the flows that stalled.
+fn pfc_message(r: &Report, frames: u64, stalls: u64, w: &str) -> String {
+    let srcs: Vec<String> = r
+        .pfc
+        .iter()
+        .map(|s| {
+            let prios: Vec<String> = s
+                .per_priority
+                .iter()
+                .map(|p| {
+                    format!(
+                        "prio {} x{} ({})",
+                        p.priority,
+                        p.frames,
+                        duration(p.pause_ns)
+                    )
+                })
+                .collect();
+            format!("{}: {}", s.src_mac, prios.join(", "))
+        })
+        .collect();
+    let w = if w.is_empty() {
+        String::new()
+    } else {
+        format!(": {w}")
+    };
+    format!(
+        "{frames} PFC/PAUSE frames ({}); {stalls} RoCE flow stalls during pauses{w}",
+        srcs.join("; ")
+    )
+}
+
+/// ARP / reply-path symptoms of one kind: the first in full, then a few more in short.
+fn arp_message(r: &Report, kind: ArpSymptomKind, total: u64, at: &str) -> String {
+    let mut of = r.arp_symptoms.iter().filter(|s| s.kind() == kind);
+    let Some(head) = of.next() else {
+        return String::new();
+    };
+    let more: Vec<String> = of.take(3).map(symptom_short).collect();
+    let rest = total.saturating_sub(1);
+    let rest = if rest == 0 {
+        String::new()
+    } else {
+        format!("; {rest} more: {}", more.join(", "))
+    };
+    format!("{}{at}{rest}", symptom_message(head))
+}
+
+/// Congestion: CE marks, CNPs, the CE→CNP latency and the senders' rates.
+fn congestion_message(r: &Report, kind: &FindingKind, w: &str) -> String {
+    let FindingKind::Congestion {
+        ce_marked,
+        cnp,
+        ce_without_cnp,
+        cnp_without_ce,
+        ce_to_cnp_ns,
+        rates,
+    } = kind
+    else {
+        return String::new();
+    };
+    let lat = ce_to_cnp_ns
+        .map(|l| format!("; CE→CNP median up to {}", duration(l)))
+        .unwrap_or_default();
+    let slow: Vec<String> = rates
+        .iter()
+        .map(|x| {
+            format!(
+                "{} {:.2}→{:.2} Gb/s",
+                label_of(r, x.flow),
+                x.gbps_before,
+                x.gbps_after
+            )
+        })
+        .collect();
+    let slow = if slow.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; sender rate before first / after last CNP: {}",
+            slow.join(", ")
+        )
+    };
+    let w = if w.is_empty() {
+        String::new()
+    } else {
+        format!("; marked: {w}")
+    };
+    format!(
+        "congestion: {ce_marked} CE-marked packets, {cnp} CNPs ({ce_without_cnp} CE marks never answered by a CNP, {cnp_without_ce} CNPs without CE){lat}{slow}{w}"
+    )
 }
 
 /// A further symptom of a kind, in a finding's "N more:" list.

@@ -4,7 +4,7 @@
 
 use super::{rel, title};
 use crate::analysis::{Event, EventKind};
-use crate::report::analyze::detail;
+use crate::report::events::detail;
 use crate::tui::app::App;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};

@@ -4,7 +4,7 @@
 
 use super::{n0, si, spark, title};
 use crate::analysis::FlowSummary;
-use crate::report::analyze::detail;
+use crate::report::events::detail;
 use crate::tui::app::{problems, App};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
