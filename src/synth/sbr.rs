@@ -14,7 +14,7 @@
 
 use super::frame::{mac_for, Encap, Link, Path, BROADCAST};
 use super::out::Out;
-use super::rc::{Conn, Fault, Op};
+use super::rc::{Conn, Ends, Fault, Op};
 use super::rng::Rng;
 use super::traffic::random_op;
 use dissectors::{ArpOp, ArpRepr, Ecn};
@@ -63,15 +63,13 @@ pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
     };
     let mut resp = req.reversed(0xd1f7);
     resp.link = net1(TO_US);
-    let mut rdma = Conn::new(
+    let ends = Ends {
         req,
         resp,
-        0x000113,
-        0x000247,
-        rng.below(1 << 24) as u32,
-        4096,
-        rng,
-    );
+        req_qpn: 0x000113,
+        resp_qpn: 0x000247,
+    };
+    let mut rdma = Conn::new(ends, rng.below(1 << 24) as u32, 4096, rng);
 
     out.fact("pod_eth0", serde_json::json!({"ifindex": ETH0_IFINDEX, "ip": pod_eth0.to_string(), "mac": "0a:58:c6:12:01:05"}));
     out.fact("pod_net1", serde_json::json!({"ifindex": NET1_IFINDEX, "ip": "198.19.8.11/24", "mac": "02:00:c6:13:08:0b"}));
