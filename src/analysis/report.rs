@@ -18,7 +18,7 @@ mod summary;
 pub use super::net::{
     ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Traffic, UnansweredAsk,
 };
-pub use finding::{Finding, FindingKind, NakError, Severity, Worst};
+pub use finding::{Congestion, Finding, FindingKind, NakError, Severity, Worst};
 pub(super) use summary::{add_flow, summarize};
 
 /// What happened, for the event list.

@@ -5,8 +5,8 @@
 //! `--capture` and the TUI all word them here, so a sentence is written once.
 
 use crate::analysis::report::{
-    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Finding, FindingKind,
-    Traffic, UnansweredAsk, Worst,
+    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Congestion, Finding,
+    FindingKind, NakError, Traffic, UnansweredAsk, Worst,
 };
 use crate::analysis::{FlowSummary, Report};
 use dissectors::ethernet::Mac;
@@ -89,13 +89,13 @@ pub fn message(f: &Finding, r: &Report) -> String {
         ),
         FindingKind::NakError { code, naks } => {
             let what = match code {
-                crate::analysis::report::NakError::InvalidRequest => "invalid request",
-                crate::analysis::report::NakError::RemoteAccess => {
+                NakError::InvalidRequest => "invalid request",
+                NakError::RemoteAccess => {
                     "remote access error (bad R_Key, address or permissions)"
                 }
-                crate::analysis::report::NakError::RemoteOperational => "remote operational error",
-                crate::analysis::report::NakError::InvalidRdRequest => "invalid RD request",
-                crate::analysis::report::NakError::Reserved => "reserved NAK code",
+                NakError::RemoteOperational => "remote operational error",
+                NakError::InvalidRdRequest => "invalid RD request",
+                NakError::Reserved => "reserved NAK code",
             };
             format!("{naks} NAKs: {what} — the QP goes to the error state{at}; on {w}")
         }
@@ -160,7 +160,7 @@ pub fn message(f: &Finding, r: &Report) -> String {
                 .collect();
             format!("{requests} ARP requests got no reply ({})", asks.join(", "))
         }
-        FindingKind::Congestion { .. } => congestion_message(r, &f.kind, &w),
+        FindingKind::Congestion(c) => congestion_message(r, c, &w),
         FindingKind::Malformed { frames } => {
             format!("{frames} malformed frames (see rocetap decode)")
         }
@@ -222,18 +222,15 @@ fn arp_message(r: &Report, kind: ArpSymptomKind, total: u64, at: &str) -> String
 }
 
 /// Congestion: CE marks, CNPs, the CE→CNP latency and the senders' rates.
-fn congestion_message(r: &Report, kind: &FindingKind, w: &str) -> String {
-    let FindingKind::Congestion {
+fn congestion_message(r: &Report, c: &Congestion, w: &str) -> String {
+    let Congestion {
         ce_marked,
         cnp,
         ce_without_cnp,
         cnp_without_ce,
         ce_to_cnp_ns,
         rates,
-    } = kind
-    else {
-        return String::new();
-    };
+    } = c;
     let lat = ce_to_cnp_ns
         .map(|l| format!("; CE→CNP median up to {}", duration(l)))
         .unwrap_or_default();

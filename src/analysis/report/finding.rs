@@ -123,6 +123,18 @@ pub struct RateChange {
     pub gbps_after: f64,
 }
 
+/// CE marks and CNPs; the largest per-flow median CE→CNP latency; sender rates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Congestion {
+    pub ce_marked: u64,
+    pub cnp: u64,
+    pub ce_without_cnp: u64,
+    pub cnp_without_ce: u64,
+    pub ce_to_cnp_ns: Option<u64>,
+    /// The first flows with a rate before their first CNP and after their last.
+    pub rates: Vec<RateChange>,
+}
+
 /// What a finding is about, with the numbers it states.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FindingKind {
@@ -200,15 +212,8 @@ pub enum FindingKind {
     ArpUnanswered {
         requests: u64,
     },
-    /// CE marks and CNPs; the largest per-flow median CE→CNP latency; sender rates.
-    Congestion {
-        ce_marked: u64,
-        cnp: u64,
-        ce_without_cnp: u64,
-        cnp_without_ce: u64,
-        ce_to_cnp_ns: Option<u64>,
-        rates: Vec<RateChange>,
-    },
+    /// CE marks and CNPs.
+    Congestion(Congestion),
     Malformed {
         frames: u64,
     },
@@ -254,7 +259,7 @@ impl Finding {
             FindingKind::PfcPause { .. } => "pfc_pause",
             FindingKind::Arp { kind, .. } => kind.code(),
             FindingKind::ArpUnanswered { .. } => "arp_unanswered",
-            FindingKind::Congestion { .. } => "congestion",
+            FindingKind::Congestion(_) => "congestion",
             FindingKind::Malformed { .. } => "malformed",
             FindingKind::Truncated { .. } => "truncated",
             FindingKind::InputCutShort { .. } => "input_cut_short",
@@ -545,14 +550,14 @@ fn congestion_and_frames(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
             })
             .take(3)
             .collect();
-        let kind = FindingKind::Congestion {
+        let kind = FindingKind::Congestion(Congestion {
             ce_marked: t.ce_marked,
             cnp: t.cnp,
             ce_without_cnp: t.ce_without_cnp,
             cnp_without_ce: t.cnp_without_ce,
             ce_to_cnp_ns: max_median(flows, |f| f.ce_to_cnp.median_ns),
             rates,
-        };
+        });
         let worst = Worst::of(flows, |f| f.c.ce_marked);
         out.add(Severity::Info, kind, t.ce_marked, None, worst);
     }
