@@ -160,43 +160,46 @@ pub const PENDING_SLOTS: usize = 8;
 pub const ACKREQ_SLOTS: usize = 16;
 pub const SENT_SLOTS: usize = 32;
 
-/// What this side sent as requester.
+/// What this side sent as requester. Laid out in declaration order (`repr(C)`): what
+/// every request and every ACK touches comes first, so a packet of a flow that is not in
+/// the cache costs few cache lines, then the rings (each with its head in front).
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct ReqStream {
     pub started: bool,
+    /// The sender varies the IPv4 identification: a copy keeps it, a resend does not.
+    pub idents_vary: bool,
+    /// The latest identification sent.
+    pub max_ident: u16,
+    pub first_ident: Option<u16>,
     /// The next new PSN.
     pub next: Psn,
     /// The PSN after the last request packet, new or resent: where a resend run goes on.
     pub cursor: Psn,
-    /// A READ whose PSN span is not known yet (PMTU unknown): start and length.
-    pub open_read: Option<(Psn, u32)>,
-    pub gaps: LazyRing<Gap, GAP_SLOTS>,
-    /// The READs, allocated for a flow's first READ only (most flows never read).
-    pub reads: Option<Box<Ring<Read, READ_SLOTS>>>,
-    /// Requests with AckReq set, waiting for the ACK that covers them.
-    pub ackreq: Ring<(Psn, u64), ACKREQ_SLOTS>,
-    /// When recent PSNs were last sent and with which IPv4 identification: how long a
-    /// timeout took, and whether a PSN seen again is a copy.
-    pub sent: Ring<(Psn, u64, u16), SENT_SLOTS>,
-    /// Allocated with the first NAK / RNR NAK / READ response gap.
-    pub pending: Option<Box<[Option<Pending>; PENDING_SLOTS]>>,
-    pub episode: Option<Episode>,
-    /// What started the latest episode (responses to it may come after it ended).
-    pub last_trigger: Option<Trigger>,
-    pub tentative: Option<Stray>,
-    /// When the last new (not resent) request was seen.
-    pub last_new_ts: u64,
-    pub first_ident: Option<u16>,
-    /// The sender varies the IPv4 identification: a copy keeps it, a resend does not.
-    pub idents_vary: bool,
     /// Packets whose identification came after / before the latest one: where nearly
     /// all come after, the identification is this flow's send order (Soft-RoCE and mlx5
     /// count it up per packet), and a packet with an earlier one was sent earlier and
     /// arrives late.
     pub idents_ahead: u32,
     pub idents_behind: u32,
-    /// The latest identification sent.
-    pub max_ident: u16,
+    /// When the last new (not resent) request was seen.
+    pub last_new_ts: u64,
+    pub episode: Option<Episode>,
+    /// What started the latest episode (responses to it may come after it ended).
+    pub last_trigger: Option<Trigger>,
+    /// A READ whose PSN span is not known yet (PMTU unknown): start and length.
+    pub open_read: Option<(Psn, u32)>,
+    pub gaps: LazyRing<Gap, GAP_SLOTS>,
+    /// The READs, allocated for a flow's first READ only (most flows never read).
+    pub reads: Option<Box<Ring<Read, READ_SLOTS>>>,
+    /// Allocated with the first NAK / RNR NAK / READ response gap.
+    pub pending: Option<Box<[Option<Pending>; PENDING_SLOTS]>>,
+    pub tentative: Option<Stray>,
+    /// When recent PSNs were last sent and with which IPv4 identification: how long a
+    /// timeout took, and whether a PSN seen again is a copy.
+    pub sent: Ring<(Psn, u64, u16), SENT_SLOTS>,
+    /// Requests with AckReq set, waiting for the ACK that covers them.
+    pub ackreq: Ring<(Psn, u64), ACKREQ_SLOTS>,
 }
 
 impl ReqStream {
@@ -286,44 +289,49 @@ pub struct Delays {
 /// Number of distinct BTH operations counted in the opcode mix.
 pub const N_OPS: usize = dissectors::Operation::ALL.len();
 
-/// Everything the analyzer keeps about one live flow.
+/// Everything the analyzer keeps about one live flow. Laid out in declaration order
+/// (`repr(C)`): the fields every packet updates first, then the request stream (whose
+/// hot part leads), the opcode mix and the ACK latency; what only trouble, pairing or the
+/// report touches comes last. With thousands of QPs a packet's flow is rarely in the
+/// cache, and the cost of a packet is the number of cache lines it touches.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Flow {
-    pub id: u32,
-    pub key: FlowKey,
-    /// Slot of the peer flow (the other direction of the RC connection).
-    pub peer: Option<u32>,
-    pub peer_id: Option<u32>,
-    /// Its place in the analyzer's list of flows of its address pair.
-    pub pair_pos: u32,
-    /// Hashes of (src, dst) and (dst, src), for the analyzer's recent-PSN table.
-    pub pair_hash: [u64; 2],
-    /// Responses that found no request stream to pair with (the slow search is rationed).
-    pub pair_tries: u32,
-    pub transport: Option<Transport>,
-    pub version: RoceVersion,
-    pub first_ts: u64,
     pub last_ts: u64,
     pub packets: u64,
     pub bytes: u64,
-    pub messages: u64,
-    pub ops: [u64; N_OPS],
-    pub other_ops: u64,
-    pub pmtu: u32,
-    pub dscp: Option<u8>,
-    pub pcp: Option<u8>,
-    pub vlan: Option<u16>,
+    pub first_ts: u64,
     pub ecn: [u64; 4],
     /// ok, bad, unchecked
     pub icrc: [u64; 3],
+    pub messages: u64,
+    /// Slot of the peer flow (the other direction of the RC connection).
+    pub peer: Option<u32>,
     pub first_psn: Option<Psn>,
     pub last_psn: Option<Psn>,
+    pub pmtu: u32,
+    pub id: u32,
+    pub vlan: Option<u16>,
+    pub dscp: Option<u8>,
+    pub pcp: Option<u8>,
+    pub transport: Option<Transport>,
+    pub version: RoceVersion,
+    /// Hashes of (src, dst) and (dst, src), for the analyzer's recent-PSN table.
+    pub pair_hash: [u64; 2],
+    pub req: ReqStream,
+    pub ops: [u64; N_OPS],
+    pub ack_latency: LogHist,
+    pub other_ops: u64,
+    pub key: FlowKey,
+    pub peer_id: Option<u32>,
+    /// Its place in the analyzer's list of flows of its address pair.
+    pub pair_pos: u32,
+    /// Responses that found no request stream to pair with (the slow search is rationed).
+    pub pair_tries: u32,
+    pub counters: FlowCounters,
+    pub resp: RespStream,
     /// RNR NAKs by timer code, allocated with the first.
     pub rnr_timers: Option<Box<[u32; 32]>>,
-    pub c: FlowCounters,
-    pub req: ReqStream,
-    pub resp: RespStream,
-    pub ack_latency: LogHist,
     /// Recovery and congestion delays, allocated with the first one.
     pub delays: Option<Box<Delays>>,
     pub rnr_requested_us: f64,
@@ -369,7 +377,7 @@ impl Flow {
             first_psn: None,
             last_psn: None,
             rnr_timers: None,
-            c: FlowCounters::default(),
+            counters: FlowCounters::default(),
             req: ReqStream::default(),
             resp: RespStream::default(),
             ack_latency: LogHist::default(),

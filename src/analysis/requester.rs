@@ -108,7 +108,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
             f.req.open_read = Some((p, read_len.unwrap_or(UNKNOWN_LEN)));
         }
         if op == Operation::ReadRequest {
-            f.c.reads += 1;
+            f.counters.reads += 1;
             f.req.reads_mut().push(Read {
                 start: p,
                 n: span.unwrap_or(0),
@@ -126,10 +126,18 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         f.req.last_new_ts = ts;
         return;
     }
-    // Behind the stream.
+    behind(f, s, end, sent_earlier, log);
+}
+
+/// A request packet behind the stream (its PSN was passed before): a network copy, a
+/// late original, the next packet of a resend run, a rewind, a READ re-request — or,
+/// where the identification gives no order, held for one packet to tell.
+fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut EventLog) {
+    let (ts, op, r) = (s.ts, s.op, s.r);
+    let p = r.bth.psn;
     if idents_in_order(f) {
         if is_copy(f, p, ts, s.ident) {
-            f.c.duplicate_packets += 1;
+            f.counters.duplicate_packets += 1;
             log.push(Event::new(ts, f.id, EventKind::Duplicate).psn(p));
             return;
         }
@@ -138,7 +146,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
             // an original overtaken on the way; otherwise it is a resend that was
             // overtaken (counted with the retry it belongs to, no new one).
             if in_gap(f, p) {
-                f.c.reordered_packets += 1;
+                f.counters.reordered_packets += 1;
                 log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
                 fill_one(f, p, ts, log);
             } else {
@@ -173,7 +181,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
     if op == Operation::ReadRequest {
         if let Some(i) = rerequest_of(f, p, r) {
             f.req.reads_mut().get_mut(i).rereq = true;
-            f.c.read_rerequests += 1;
+            f.counters.read_rerequests += 1;
             log.push(Event::new(ts, f.id, EventKind::ReadRerequest).psn(p));
             start_episode(f, stray, false, log);
             return;
@@ -185,7 +193,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         return;
     }
     if !stray.in_gap && cause.is_none() && is_copy(f, p, ts, s.ident) {
-        f.c.duplicate_packets += 1;
+        f.counters.duplicate_packets += 1;
         log.push(Event::new(ts, f.id, EventKind::Duplicate).psn(p));
         return;
     }
@@ -308,7 +316,7 @@ pub(super) fn resolve(f: &mut Flow, s: Stray, next: Option<Psn>, log: &mut Event
     if !continues && s.in_gap {
         // Its PSN had never passed the tap and nothing followed it: the original,
         // overtaken on the way.
-        f.c.reordered_packets += 1;
+        f.counters.reordered_packets += 1;
         log.push(Event::new(s.t_ns, f.id, EventKind::Reordered).psn(s.psn));
         let _ = fill_gaps(f, false, s.psn, s.t_ns, log);
         f.req.sent.push((s.psn, s.t_ns, s.ident));
@@ -403,13 +411,13 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
             (Trigger::Timeout, l)
         }
     };
-    f.c.retransmission_episodes += 1;
+    f.counters.retransmission_episodes += 1;
     f.req.last_trigger = Some(trigger);
     match trigger {
-        Trigger::Nak => f.c.nak_retransmission_episodes += 1,
-        Trigger::Rnr => f.c.rnr_retransmission_episodes += 1,
-        Trigger::Timeout => f.c.timeout_retransmission_episodes += 1,
-        Trigger::ReadRerequest => f.c.read_retransmission_episodes += 1,
+        Trigger::Nak => f.counters.nak_retransmission_episodes += 1,
+        Trigger::Rnr => f.counters.rnr_retransmission_episodes += 1,
+        Trigger::Timeout => f.counters.timeout_retransmission_episodes += 1,
+        Trigger::ReadRerequest => f.counters.read_retransmission_episodes += 1,
         Trigger::Unknown => {}
     }
     let mut e = Event::new(s.t_ns, f.id, EventKind::Retransmission).psn(s.psn);
@@ -445,13 +453,13 @@ fn resend(f: &mut Flow, p: Psn, end: Psn, ts: u64, ident: u16, t: Trigger, log: 
 }
 
 pub(super) fn count_retransmission(f: &mut Flow, t: Trigger) {
-    f.c.retransmitted_packets += 1;
+    f.counters.retransmitted_packets += 1;
     match t {
-        Trigger::Nak => f.c.nak_retransmissions += 1,
-        Trigger::Rnr => f.c.rnr_retransmissions += 1,
-        Trigger::Timeout => f.c.timeout_retransmissions += 1,
-        Trigger::ReadRerequest => f.c.read_retransmissions += 1,
-        Trigger::Unknown => f.c.unknown_retransmissions += 1,
+        Trigger::Nak => f.counters.nak_retransmissions += 1,
+        Trigger::Rnr => f.counters.rnr_retransmissions += 1,
+        Trigger::Timeout => f.counters.timeout_retransmissions += 1,
+        Trigger::ReadRerequest => f.counters.read_retransmissions += 1,
+        Trigger::Unknown => f.counters.unknown_retransmissions += 1,
     }
 }
 
@@ -470,16 +478,16 @@ fn rerequest_of(f: &Flow, p: Psn, r: &Roce) -> Option<usize> {
 }
 
 /// The responder acknowledged everything up to and including `p`.
-pub(super) fn acked(q: &mut Flow, p: Psn, ts: u64) {
-    let hist = &mut q.ack_latency;
-    q.req.ackreq.pop_front_while(
+pub(super) fn acked(req_flow: &mut Flow, p: Psn, ts: u64) {
+    let hist = &mut req_flow.ack_latency;
+    req_flow.req.ackreq.pop_front_while(
         |(a, _)| a.diff(p) <= 0,
         |(_, t0)| hist.record(ts - t0.min(ts)),
     );
     // A gap the responder acknowledges without a resend having passed the tap was
     // received: only the capture missed it.
-    for i in 0..q.req.gaps.len() {
-        let g = q.req.gaps.get_mut(i);
+    for i in 0..req_flow.req.gaps.len() {
+        let g = req_flow.req.gaps.get_mut(i);
         if g.len > 0 && g.start.plus(g.len - 1).diff(p) <= 0 {
             g.acked = true;
         }
@@ -494,8 +502,8 @@ pub(super) fn open_gap(
     ts: u64,
     log: &mut EventLog,
 ) {
-    f.c.psn_gap_events += 1;
-    f.c.missing_psns += u64::from(len);
+    f.counters.psn_gap_events += 1;
+    f.counters.missing_psns += u64::from(len);
     let mut e = Event::new(ts, f.id, EventKind::PsnGap).psn(start);
     e.count = u64::from(len);
     log.push(e);
@@ -508,7 +516,7 @@ pub(super) fn open_gap(
         part: false,
     };
     if resp {
-        f.c.read_missing_responses += u64::from(len);
+        f.counters.read_missing_responses += u64::from(len);
     }
     let gaps = if resp {
         &mut f.resp.gaps
@@ -536,10 +544,10 @@ pub(super) fn unrecovered(f: &mut Flow, g: &Gap, log: &mut EventLog) {
     if g.len == 0 {
         return; // filled
     }
-    f.c.unrecovered_gap_events += 1;
+    f.counters.unrecovered_gap_events += 1;
     let capture_loss = g.acked || !g.nak;
     if capture_loss {
-        f.c.capture_loss_gap_events += 1;
+        f.counters.capture_loss_gap_events += 1;
     }
     let mut e = Event::new(g.t_ns, f.id, EventKind::GapUnrecovered).psn(g.start);
     e.count = u64::from(g.len);
@@ -568,7 +576,7 @@ pub(super) fn fill_gaps(
             if g.part {
                 return Some(start);
             }
-            f.c.recovered_gap_events += 1;
+            f.counters.recovered_gap_events += 1;
             log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(start));
             return Some(start);
         }
@@ -609,7 +617,7 @@ fn fill_one(f: &mut Flow, p: Psn, ts: u64, log: &mut EventLog) {
         }
     }
     if before == 0 && after == 0 && !g.part {
-        f.c.recovered_gap_events += 1;
+        f.counters.recovered_gap_events += 1;
         log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(g.start));
     }
 }

@@ -94,7 +94,7 @@ fn answer(
     }
     // Sent again: for a re-issued READ Request, or in the requester's run of READ
     // Requests sent again. Counted as packets; the retry is the requester's episode.
-    f.c.read_responses_resent += 1;
+    f.counters.read_responses_resent += 1;
     let trigger = if rd.rereq {
         Trigger::ReadRerequest
     } else {

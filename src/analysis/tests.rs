@@ -7,6 +7,8 @@ use dissectors::{
     AethRepr, ArpOp, ArpRepr, BthRepr, EthernetRepr, IpRepr, Layer, LinkType, Msn, Opcode, PKey,
     PauseRepr, Qpn, RethRepr, RoceVersion, Stop, UdpRepr, VlanRepr,
 };
+use dissectors::{IcrcStatus, Psn};
+use flow::FlowKey;
 use report::Severity;
 use std::net::{IpAddr, Ipv4Addr};
 

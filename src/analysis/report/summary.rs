@@ -110,9 +110,9 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
         icrc_ok: f.icrc[0],
         icrc_bad: f.icrc[1],
         icrc_unchecked: f.icrc[2],
-        c: f.c,
+        c: f.counters,
         cnp_per_s: if secs > 0.0 {
-            f.c.cnp_received as f64 / secs
+            f.counters.cnp_received as f64 / secs
         } else {
             0.0
         },

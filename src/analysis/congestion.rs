@@ -1,0 +1,54 @@
+//! Congestion notification: a CNP answers the CE marks of the traffic it is sent
+//! against; the CE -> CNP delay and CNPs without CE marks are counted per flow.
+
+use super::report::{Event, EventKind};
+use super::Analyzer;
+
+impl Analyzer {
+    /// A CNP in flow `slot` (B -> A, DestQP = A's QP): it answers CE-marked traffic
+    /// A -> B, which is this flow's peer when paired, otherwise the flow A -> B that was
+    /// marked most recently.
+    pub(super) fn cnp(&mut self, slot: u32, ts: u64) {
+        let f = self.slots[slot as usize].as_mut().expect("live flow");
+        f.counters.cnp_sent += 1;
+        let f = self.slots[slot as usize].as_ref().expect("live flow");
+        let target = f.peer.filter(|&p| {
+            self.slots[p as usize]
+                .as_ref()
+                .is_some_and(|pf| pf.counters.ce_marked > 0)
+        });
+        let target = target.or_else(|| {
+            let key = f.key;
+            self.by_pair.get(&(key.dst, key.src)).and_then(|v| {
+                v.iter()
+                    .copied()
+                    .filter_map(|s| self.slots[s as usize].as_ref().map(|x| (s, x)))
+                    .filter(|(_, x)| x.counters.ce_marked > 0)
+                    .max_by_key(|(_, x)| x.last_ce_ts)
+                    .map(|(s, _)| s)
+            })
+        });
+        let Some(t) = target else {
+            self.capture.cnp_unmatched += 1;
+            let id = self.slots[slot as usize].as_ref().map_or(0, |f| f.id);
+            self.log.push(Event::new(ts, id, EventKind::CnpWithoutCe));
+            return;
+        };
+        let tf = self.slots[t as usize].as_mut().expect("live flow");
+        tf.counters.cnp_received += 1;
+        if tf.ce_since_cnp > 0 {
+            let waited = ts.saturating_sub(tf.ce_first_since_cnp);
+            tf.delays_mut().ce_to_cnp.record(waited);
+            tf.ce_since_cnp = 0;
+        } else {
+            tf.counters.cnp_without_ce += 1;
+            let id = tf.id;
+            self.log.push(Event::new(ts, id, EventKind::CnpWithoutCe));
+        }
+        let tf = self.slots[t as usize].as_mut().expect("live flow");
+        if tf.first_cnp.is_none() {
+            tf.first_cnp = Some((ts, tf.bytes));
+        }
+        tf.last_cnp = Some((ts, tf.bytes));
+    }
+}

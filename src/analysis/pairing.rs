@@ -1,0 +1,123 @@
+//! Pairing the two directions of an RC connection: a response finds the request stream
+//! it answers — the one that sent exactly its PSN (one probe of the recent-PSN table),
+//! else, rationed where a host pair has many QPs, the closest one below its next PSN.
+
+use super::table::{send_tag, two_flows};
+use super::Analyzer;
+use dissectors::Psn;
+
+/// PSN distance within which a response is taken to answer a request stream when the
+/// two directions of a connection are paired.
+pub(super) const PAIR_WINDOW: i32 = 1 << 16;
+
+impl Analyzer {
+    /// Finds the request stream this response answers: a flow in the opposite
+    /// direction whose recent requests cover PSN `p`. Pairs the two flows for good.
+    /// True when a response with PSN `p` fits the recent requests of flow `req_slot`.
+    pub(super) fn answers(&self, req_slot: u32, p: Psn) -> bool {
+        self.slots[req_slot as usize]
+            .as_ref()
+            .is_some_and(|qf| qf.req.started && (0..=PAIR_WINDOW).contains(&qf.req.next.diff(p)))
+    }
+
+    /// When request flow `req_slot` last sent PSN `p` (new or resent), at or before `now`. The
+    /// ring is searched newest first: a response answers a recent request, so the search
+    /// usually ends after a step or two.
+    pub(super) fn sent_at(&self, req_slot: u32, p: Psn, now: u64) -> Option<u64> {
+        let sent = &self.slots[req_slot as usize].as_ref()?.req.sent;
+        (0..sent.len())
+            .rev()
+            .map(|i| *sent.get(i))
+            .find(|&(sp, st, _)| sp == p && st <= now)
+            .map(|(_, st, _)| st)
+    }
+
+    /// Pairs response flow `slot` with the request flow it answers: preferably one that
+    /// sent exactly PSN `p`, most recently before `now` (a response follows its request
+    /// within a round trip); else, unless `exact_only`, the one whose next PSN is
+    /// closest above `p`.
+    pub(super) fn pair(&mut self, slot: u32, p: Psn, now: u64, exact_only: bool) -> Option<u32> {
+        let f = self.slots[slot as usize].as_ref()?;
+        let current = f.peer;
+        // One probe: the flow that sent exactly this PSN most recently, if unpaired.
+        let tag = send_tag(f.pair_hash[1], p);
+        let hit = self.recent[tag as usize & (self.recent.len() - 1)];
+        let found =
+            (hit.tag == tag && hit.ts <= now && hit.slot != slot && Some(hit.slot) != current)
+                .then_some(hit.slot)
+                .filter(|&c| {
+                    self.slots[c as usize].as_ref().is_some_and(|cf| {
+                        cf.key.src == f.key.dst
+                            && cf.key.dst == f.key.src
+                            && cf.req.started
+                            && cf.peer.is_none()
+                    })
+                })
+                .filter(|&c| self.sent_at(c, p, now).is_some());
+        if let Some(c) = found {
+            return Some(self.link(slot, c));
+        }
+        if exact_only {
+            // Only an exact sender could take over a pairing that still fits, and the
+            // probe above found none.
+            return None;
+        }
+        let cands = self.by_pair.get(&(f.key.dst, f.key.src))?;
+        // The slow search walks the other direction's flows: always while they are few,
+        // rationed (1st, 2nd, 4th, 8th ... try) where a host pair has many QPs, so the
+        // cost per packet does not grow with them.
+        let tries = f.pair_tries.saturating_add(1);
+        let walk = cands.len() <= 64 || tries.is_power_of_two();
+        self.slots[slot as usize].as_mut()?.pair_tries = tries;
+        if !walk {
+            return None;
+        }
+        let mut exact: Option<(u64, u32)> = None;
+        let mut near: Option<(i32, u32)> = None;
+        for &c in cands {
+            if c == slot || Some(c) == current {
+                continue;
+            }
+            let Some(cf) = self.slots[c as usize].as_ref() else {
+                continue;
+            };
+            if !cf.req.started || cf.peer.is_some() {
+                continue;
+            }
+            if let Some(t) = self.sent_at(c, p, now) {
+                if exact.map_or(true, |(bt, _)| t > bt) {
+                    exact = Some((t, c));
+                }
+            }
+            let dist = cf.req.next.diff(p);
+            if (0..=PAIR_WINDOW).contains(&dist) && near.map_or(true, |(d, _)| dist < d) {
+                near = Some((dist, c));
+            }
+        }
+        let c = match (exact, near) {
+            (Some((_, c)), _) => c,
+            (None, Some((_, c))) if !exact_only => c,
+            _ => return None,
+        };
+        Some(self.link(slot, c))
+    }
+
+    /// Pairs response flow `slot` with request flow `c` (undoing an earlier pairing).
+    pub(super) fn link(&mut self, slot: u32, c: u32) -> u32 {
+        let current = self.slots[slot as usize].as_ref().and_then(|f| f.peer);
+        if let Some(old) = current {
+            let (f, of) = two_flows(&mut self.slots, slot, old);
+            of.peer = None;
+            of.peer_id = None;
+            let pair = (f.id.min(of.id), f.id.max(of.id));
+            self.connections.retain(|&x| x != pair);
+        }
+        let (f, cf) = two_flows(&mut self.slots, slot, c);
+        f.peer = Some(c);
+        cf.peer = Some(slot);
+        f.peer_id = Some(cf.id);
+        cf.peer_id = Some(f.id);
+        self.connections.push((cf.id.min(f.id), cf.id.max(f.id)));
+        c
+    }
+}

@@ -1,0 +1,247 @@
+//! The flow table: flows live in boxed slots found through a hash map keyed by
+//! [`Packed`] (the addresses and QP as integers) with a small direct-mapped cache in
+//! front; idle flows are swept out and summarised; the recent-PSN table through which a
+//! response finds the request stream it answers in one probe.
+
+use super::flow::{self, Flow, FlowKey, Gap};
+use super::requester::{end_episode, unrecovered};
+use super::{report, Analyzer, EventLog};
+use dissectors::{Addr, Decoded, Psn, Roce};
+
+/// A flow key as plain integers — what the hash map hashes and compares per packet.
+/// Addresses become 128 bits (IPv4 as IPv4-mapped IPv6, a LID tagged in the top bits,
+/// which no IPv6 unicast address used by RoCE has).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Packed {
+    pub(super) src: u128,
+    pub(super) dst: u128,
+    pub(super) qp: u32,
+}
+
+#[inline]
+pub(super) fn ip_bits(a: std::net::IpAddr) -> u128 {
+    match a {
+        std::net::IpAddr::V4(v4) => 0xffff_0000_0000 | u128::from(u32::from(v4)),
+        std::net::IpAddr::V6(v6) => u128::from(v6),
+    }
+}
+
+#[inline]
+pub(super) fn addr_bits(a: Addr) -> u128 {
+    match a {
+        Addr::Ip(ip) => ip_bits(ip),
+        Addr::Lid(l) => (0xfffe_u128 << 112) | u128::from(l),
+    }
+}
+
+impl Packed {
+    pub(super) fn of(k: &FlowKey) -> Self {
+        Packed {
+            src: addr_bits(k.src),
+            dst: addr_bits(k.dst),
+            qp: k.qp.0,
+        }
+    }
+
+    /// The key of a decoded RoCE packet, straight from the IP header when there is one.
+    #[inline]
+    pub(super) fn from_decoded(d: &Decoded, qp: dissectors::Qpn) -> Option<Self> {
+        if let Some(ip) = &d.ip {
+            return Some(Packed {
+                src: ip_bits(ip.src),
+                dst: ip_bits(ip.dst),
+                qp: qp.0,
+            });
+        }
+        let (src, dst) = d.endpoints()?;
+        Some(Packed::of(&FlowKey { src, dst, qp }))
+    }
+
+    /// Position in the direct-mapped flow cache.
+    #[inline]
+    pub(super) fn way(&self) -> usize {
+        let x = self.qp ^ (self.src as u32) ^ (self.dst as u32).rotate_left(11);
+        (x ^ (x >> 16)) as usize & (CACHE_WAYS - 1)
+    }
+}
+
+/// One entry of the recent-PSN table.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RecentSend {
+    /// [`send_tag`] of (requester, responder, PSN); 0 when empty.
+    pub(super) tag: u64,
+    pub(super) slot: u32,
+    pub(super) ts: u64,
+}
+
+/// A hash of an address pair (computed once per flow, for both directions).
+pub(super) fn pair_hash(src: u128, dst: u128) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    (src, dst).hash(&mut h);
+    h.finish()
+}
+
+/// A non-zero 64-bit tag of a request PSN between a pair of addresses: one multiply per
+/// packet on top of the flow's precomputed pair hash.
+#[inline]
+pub(super) fn send_tag(pair: u64, psn: Psn) -> u64 {
+    (pair ^ u64::from(psn.0).wrapping_mul(0x9e37_79b9_7f4a_7c15)).rotate_left(23) | 1
+}
+
+/// Entries of the direct-mapped cache in front of the flow hash map: the flows of the
+/// last few packets are found with one compare instead of a hash lookup.
+pub(super) const CACHE_WAYS: usize = 64;
+/// An empty cache entry.
+pub(super) const NO_SLOT: u32 = u32::MAX;
+
+impl Analyzer {
+    /// Summarises flows idle since before `now - idle_timeout`.
+    pub(super) fn sweep(&mut self, now: u64) {
+        let limit = now.saturating_sub(self.cfg.idle_timeout_ns);
+        for slot in 0..self.last_seen.len() {
+            if self.last_seen[slot] < limit {
+                self.retire(slot as u32);
+            }
+        }
+    }
+
+    /// Settles a flow's open state, stores its summary and frees its slot.
+    pub(super) fn retire(&mut self, slot: u32) {
+        let Some(mut f) = self.slots[slot as usize].take() else {
+            return;
+        };
+        self.last_seen[slot as usize] = u64::MAX;
+        settle(&mut f, &mut self.log);
+        if let Some(p) = f.peer {
+            if let Some(pf) = self.slots[p as usize].as_mut() {
+                pf.peer = None;
+            }
+        }
+        let packed = Packed::of(&f.key);
+        self.index.remove(&packed);
+        self.cache[packed.way()].1 = NO_SLOT;
+        if let Some(v) = self.by_pair.get_mut(&(f.key.src, f.key.dst)) {
+            let pos = f.pair_pos as usize;
+            if v.get(pos) == Some(&slot) {
+                v.swap_remove(pos);
+                if let Some(&moved) = v.get(pos) {
+                    if let Some(m) = self.slots[moved as usize].as_mut() {
+                        m.pair_pos = pos as u32;
+                    }
+                }
+            }
+            if v.is_empty() {
+                self.by_pair.remove(&(f.key.src, f.key.dst));
+            }
+        }
+        let summary = report::summarize(&f);
+        report::add_flow(&mut self.sums, &summary);
+        if self.done.len() < self.cfg.max_flow_summaries {
+            self.done.push(summary);
+        } else {
+            self.sums.flow_summaries_dropped += 1;
+        }
+        self.free.push(slot);
+    }
+
+    #[inline]
+    pub(super) fn flow_slot(&mut self, packed: Packed, d: &Decoded, r: &Roce, ts: u64) -> u32 {
+        let way = packed.way();
+        let (k, s) = self.cache[way];
+        if s != NO_SLOT && k == packed {
+            return s;
+        }
+        let s = match self.index.get(&packed) {
+            Some(&s) => s,
+            None => self.new_flow(packed, d, r, ts),
+        };
+        self.cache[way] = (packed, s);
+        s
+    }
+
+    #[cold]
+    pub(super) fn new_flow(&mut self, packed: Packed, d: &Decoded, r: &Roce, ts: u64) -> u32 {
+        let (src, dst) = d.endpoints().expect("a keyed packet has endpoints");
+        let key = FlowKey {
+            src,
+            dst,
+            qp: r.bth.dest_qp,
+        };
+        let mut f = Flow::new(self.next_id, key, r.version, ts);
+        f.pair_hash = [
+            pair_hash(packed.src, packed.dst),
+            pair_hash(packed.dst, packed.src),
+        ];
+        self.next_id += 1;
+        let same_pair = self.by_pair.entry((key.src, key.dst)).or_default();
+        f.pair_pos = same_pair.len() as u32;
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(Box::new(f));
+                self.last_seen[s as usize] = ts;
+                s
+            }
+            None => {
+                self.slots.push(Some(Box::new(f)));
+                self.last_seen.push(ts);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(packed, slot);
+        self.by_pair
+            .get_mut(&(key.src, key.dst))
+            .expect("entry made above")
+            .push(slot);
+        if self.index.len() * 2 > self.recent.len() {
+            // Resized (and forgotten: it is a cache) as flows grow, so lookups stay
+            // one probe with few collisions.
+            let n = (self.index.len() * 4).next_power_of_two();
+            self.recent = vec![RecentSend::default(); n];
+        }
+        slot
+    }
+}
+
+/// Two distinct live flows, mutably.
+pub(super) fn two_flows(slots: &mut [Option<Box<Flow>>], a: u32, b: u32) -> (&mut Flow, &mut Flow) {
+    let (a, b) = (a as usize, b as usize);
+    assert_ne!(a, b);
+    if a < b {
+        let (x, y) = slots.split_at_mut(b);
+        (
+            x[a].as_mut().expect("live flow"),
+            y[0].as_mut().expect("live flow"),
+        )
+    } else {
+        let (x, y) = slots.split_at_mut(a);
+        (
+            y[0].as_mut().expect("live flow"),
+            x[b].as_mut().expect("live flow"),
+        )
+    }
+}
+
+/// Closes whatever is still open in a flow that ends (or idles out).
+pub(super) fn settle(f: &mut Flow, log: &mut EventLog) {
+    if let Some(s) = f.req.tentative.take() {
+        super::requester::resolve(f, s, None, log);
+    }
+    end_episode(&mut f.req.episode, log);
+    end_episode(&mut f.resp.episode, log);
+    let mut gaps = [Gap::default(); 2 * flow::GAP_SLOTS];
+    let mut n = 0;
+    f.req.gaps.drain(|g| {
+        gaps[n] = g;
+        n += 1;
+    });
+    f.resp.gaps.drain(|g| {
+        gaps[n] = g;
+        n += 1;
+    });
+    for g in &gaps[..n] {
+        unrecovered(f, g, log);
+    }
+    f.counters.ce_without_cnp += f.ce_since_cnp;
+    f.ce_since_cnp = 0;
+}
