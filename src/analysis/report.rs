@@ -273,7 +273,7 @@ pub struct FlowSummary {
     pub icrc_bad: u64,
     pub icrc_unchecked: u64,
     #[serde(flatten)]
-    pub c: super::flow::FlowCounters,
+    pub counters: super::flow::FlowCounters,
     pub cnp_per_s: f64,
     pub gbps_before_first_cnp: Option<f64>,
     pub gbps_after_last_cnp: Option<f64>,
@@ -360,7 +360,7 @@ pub struct Report {
 }
 
 pub(super) fn build(
-    g: Global,
+    global: Global,
     sums: Totals,
     mut flows: Vec<FlowSummary>,
     connections: Vec<(u32, u32)>,
@@ -381,17 +381,17 @@ pub(super) fn build(
         }
     }
     let mut t = Totals {
-        frames: g.frames,
-        roce_packets: g.roce_packets,
+        frames: global.frames,
+        roce_packets: global.roce_packets,
         connections: connections.len() as u64,
-        ce_marked: g.ce_marked,
-        ecn_not_ect: g.ecn[0],
-        ecn_ect1: g.ecn[1],
-        ecn_ect0: g.ecn[2],
-        cnp: g.cnp,
-        malformed: g.malformed,
-        truncated: g.truncated,
-        unsupported: g.unsupported,
+        ce_marked: global.ce_marked,
+        ecn_not_ect: global.ecn[0],
+        ecn_ect1: global.ecn[1],
+        ecn_ect0: global.ecn[2],
+        cnp: global.cnp,
+        malformed: global.malformed,
+        truncated: global.truncated,
+        unsupported: global.unsupported,
         pfc_pause_frames: net.pfc_frames,
         pfc_resume_frames: net.pfc_resume_frames,
         arp_unanswered: net.arp_unanswered,
@@ -404,13 +404,15 @@ pub(super) fn build(
         ..sums
     };
     // Both the flows' sums and the frames without a matching CE flow count here.
-    t.cnp_without_ce = sums.cnp_without_ce + g.cnp_unmatched;
+    t.cnp_without_ce = sums.cnp_without_ce + global.cnp_unmatched;
     for a in &net.arp {
         t.arp_requests += a.requests;
         t.arp_replies += a.replies;
         t.arp_cross_subnet += a.cross_subnet_requests;
     }
-    let dur_ns = g.first_ts.map_or(0, |f| g.last_ts.saturating_sub(f));
+    let dur_ns = global
+        .first_ts
+        .map_or(0, |f| global.last_ts.saturating_sub(f));
     let secs = dur_ns as f64 / 1e9;
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     let naks = t.naks();
@@ -448,8 +450,8 @@ pub(super) fn build(
     );
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     Report {
-        first_ts_ns: g.first_ts,
-        last_ts_ns: g.last_ts,
+        first_ts_ns: global.first_ts,
+        last_ts_ns: global.last_ts,
         totals: t,
         derived,
         flows,

@@ -355,7 +355,7 @@ fn read_response_gap_rerequest_and_resent_responses() {
     assert_eq!(t.recovered_gap_events, 1);
     assert_eq!(t.retransmitted_packets, 2);
     assert_eq!(t.read_retransmissions, 2);
-    assert_eq!(r.flows[0].c.reads, 1);
+    assert_eq!(r.flows[0].counters.reads, 1);
     assert_eq!(t.read_missing_responses, 1);
     assert_eq!(t.read_responses_resent, 2);
 }
@@ -390,7 +390,7 @@ fn ce_marks_pair_with_the_cnp_sent_back() {
     assert_eq!(t.ce_without_cnp, 1);
     assert_eq!(t.cnp_without_ce, 1);
     let f = &r.flows[0];
-    assert_eq!(f.c.cnp_received, 1);
+    assert_eq!(f.counters.cnp_received, 1);
     assert_eq!(f.ce_to_cnp.min_ns, Some(3000));
 }
 
@@ -436,7 +436,7 @@ fn responses_pair_with_the_qp_whose_psns_they_answer() {
         pkt(A, B, 0x23, SEND_ONLY, 500_001),
     ]);
     let f23 = r.flows.iter().find(|f| f.qp == Qpn(0x23)).unwrap();
-    assert_eq!(f23.c.nak_retransmissions, 1);
+    assert_eq!(f23.counters.nak_retransmissions, 1);
     assert!(f23.peer.is_some());
     let f22 = r.flows.iter().find(|f| f.qp == Qpn(0x22)).unwrap();
     assert_eq!(f22.peer, None);
@@ -507,7 +507,7 @@ fn pfc_pause_counts_and_stalls_flows_of_that_priority() {
     let r = run_at(&[(1_000, tagged(1)), (2_000, pause), (400_000, tagged(2))]);
     assert_eq!(r.totals.pfc_pause_frames, 1);
     assert_eq!(r.totals.pfc_stalls, 1);
-    assert_eq!(r.flows[0].c.pfc_stall_ns, 398_000);
+    assert_eq!(r.flows[0].counters.pfc_stall_ns, 398_000);
     let p = &r.pfc[0].per_priority[0];
     assert_eq!((p.priority, p.quanta), (3, 0xffff));
     // 65535 quanta * 512 bit times at 100 Gb/s
@@ -1197,7 +1197,7 @@ fn read_response_loss_beyond_sixteen_outstanding_reads_is_found_and_refilled() {
     // 3 responses for the rest of READ 19 and 4 for each of the 4 READs after it.
     assert_eq!(x.read_responses_resent, 3 + 16);
     // The READ Requests sent again with their own PSNs (the re-request is apart).
-    assert_eq!(r.flows[0].c.retransmitted_packets, 4);
+    assert_eq!(r.flows[0].counters.retransmitted_packets, 4);
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 /// The color of a flow's row: red with NAKs, unrecovered gaps or bad ICRCs, yellow with
 /// gaps, resends or RNR NAKs, magenta with only congestion marks.
 fn flow_tone(f: &FlowSummary) -> Option<Tone> {
-    let c = &f.c;
+    let c = &f.counters;
     let naks = c.naks();
     if naks > 0 || c.unrecovered_gap_events > 0 || f.icrc_bad > 0 && f.icrc_ok > 0 {
         Some(Tone::Bad)
@@ -41,48 +41,58 @@ fn evidence_of(kind: &str) -> (Option<PerFlow>, Option<Behind>) {
     }
     match kind {
         "nak_psn_seq" => (
-            Some(|f| f.c.nak_psn_seq),
+            Some(|f| f.counters.nak_psn_seq),
             Some(|e| nak(e, 0) || resent(e, Trigger::Nak)),
         ),
         "timeout_retransmissions" => (
-            Some(|f| f.c.timeout_retransmissions),
+            Some(|f| f.counters.timeout_retransmissions),
             Some(|e| resent(e, Trigger::Timeout)),
         ),
         "unrecovered_gaps" => (
             Some(|f| {
-                f.c.unrecovered_gap_events
-                    .saturating_sub(f.c.capture_loss_gap_events)
+                f.counters
+                    .unrecovered_gap_events
+                    .saturating_sub(f.counters.capture_loss_gap_events)
             }),
             Some(|e| e.kind == EventKind::GapUnrecovered && e.capture_loss != Some(true)),
         ),
-        "nak_invalid_request" => (Some(|f| f.c.nak_invalid_request), Some(|e| nak(e, 1))),
-        "nak_remote_access" => (Some(|f| f.c.nak_remote_access), Some(|e| nak(e, 2))),
-        "nak_remote_operational" => (Some(|f| f.c.nak_remote_operational), Some(|e| nak(e, 3))),
-        "nak_invalid_rd_request" => (Some(|f| f.c.nak_invalid_rd_request), Some(|e| nak(e, 4))),
+        "nak_invalid_request" => (
+            Some(|f| f.counters.nak_invalid_request),
+            Some(|e| nak(e, 1)),
+        ),
+        "nak_remote_access" => (Some(|f| f.counters.nak_remote_access), Some(|e| nak(e, 2))),
+        "nak_remote_operational" => (
+            Some(|f| f.counters.nak_remote_operational),
+            Some(|e| nak(e, 3)),
+        ),
+        "nak_invalid_rd_request" => (
+            Some(|f| f.counters.nak_invalid_rd_request),
+            Some(|e| nak(e, 4)),
+        ),
         "nak_reserved" => (
-            Some(|f| f.c.nak_reserved),
+            Some(|f| f.counters.nak_reserved),
             Some(|e| e.kind == EventKind::Nak && e.code.is_some_and(|c| c > 4)),
         ),
         "icrc_bad" | "icrc_not_preserved" => (Some(|f| f.icrc_bad), None),
         "capture_loss" => (
-            Some(|f| f.c.capture_loss_gap_events),
+            Some(|f| f.counters.capture_loss_gap_events),
             Some(|e| e.kind == EventKind::GapUnrecovered && e.capture_loss == Some(true)),
         ),
         "rnr_nak" => (
-            Some(|f| f.c.rnr_nak),
+            Some(|f| f.counters.rnr_nak),
             Some(|e| e.kind == EventKind::RnrNak || resent(e, Trigger::Rnr)),
         ),
         "read_rerequests" => (
-            Some(|f| f.c.read_rerequests),
+            Some(|f| f.counters.read_rerequests),
             Some(|e| e.kind == EventKind::ReadRerequest || resent(e, Trigger::ReadRerequest)),
         ),
         "unknown_retransmissions" => (
-            Some(|f| f.c.unknown_retransmissions),
+            Some(|f| f.counters.unknown_retransmissions),
             Some(|e| resent(e, Trigger::Unknown)),
         ),
-        "pfc_pause" => (Some(|f| f.c.pfc_stalls), None),
+        "pfc_pause" => (Some(|f| f.counters.pfc_stalls), None),
         "congestion" => (
-            Some(|f| f.c.ce_marked + f.c.cnp_sent),
+            Some(|f| f.counters.ce_marked + f.counters.cnp_sent),
             Some(|e| e.kind == EventKind::CnpWithoutCe),
         ),
         "arp_unanswered" => (None, Some(|e| e.kind == EventKind::ArpUnanswered)),
@@ -176,7 +186,7 @@ pub const TEXT_FLOWS: usize = 50;
 /// A flow's trouble, compared worst first: PSN gaps, resends, NAKs, RNR NAKs, CE marks,
 /// CNPs, then packets.
 fn trouble(f: &FlowSummary) -> [u64; 7] {
-    let c = &f.c;
+    let c = &f.counters;
     let naks = c.naks();
     [
         c.psn_gap_events,
@@ -239,12 +249,12 @@ fn flows_table(out: &mut impl Write, paint: Paint, flows: &[&FlowSummary]) -> io
             f.gbps,
             f.messages,
             f.pmtu.map_or("-".into(), |p| p.to_string()),
-            f.c.psn_gap_events,
-            f.c.retransmitted_packets,
-            f.c.naks(),
-            f.c.rnr_nak,
-            f.c.ce_marked,
-            f.c.cnp_sent,
+            f.counters.psn_gap_events,
+            f.counters.retransmitted_packets,
+            f.counters.naks(),
+            f.counters.rnr_nak,
+            f.counters.ce_marked,
+            f.counters.cnp_sent,
             f.peer.map_or("-".into(), |p| p.to_string()),
             f.icrc_ok,
             f.ack_latency

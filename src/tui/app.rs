@@ -487,10 +487,10 @@ fn matches_filter(f: &FlowSummary, needle: &str) -> bool {
 
 /// Everything that went wrong on a flow, as one number to sort by.
 pub fn problems(f: &FlowSummary) -> u64 {
-    let c = &f.c;
+    let c = &f.counters;
     c.psn_gap_events
         + c.retransmitted_packets
-        + f.c.naks()
+        + f.counters.naks()
         + c.rnr_nak
         + c.timeout_retransmissions
         + c.ce_marked

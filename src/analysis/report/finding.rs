@@ -337,7 +337,7 @@ fn retransmissions(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[E
             retransmitted: t.nak_retransmissions,
             nak_to_resend_ns: max_median(flows, |f| f.nak_to_resend.median_ns),
         };
-        let worst = Worst::of(flows, |f| f.c.nak_psn_seq);
+        let worst = Worst::of(flows, |f| f.counters.nak_psn_seq);
         out.add(Severity::Error, kind, t.nak_psn_seq, ts, worst);
     }
     if t.timeout_retransmissions > 0 {
@@ -346,13 +346,13 @@ fn retransmissions(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[E
             observed_ns: max_median(flows, |f| f.timeout_observed.median_ns),
         };
         let ts = first_event(events, None, |e| e.trigger == Some(Trigger::Timeout));
-        let worst = Worst::of(flows, |f| f.c.timeout_retransmissions);
+        let worst = Worst::of(flows, |f| f.counters.timeout_retransmissions);
         out.add(Severity::Error, kind, t.timeout_retransmissions, ts, worst);
     }
     let unrecovered_net = t.unrecovered_gap_events - t.capture_loss_gap_events;
     if unrecovered_net > 0 {
         let worst = Worst::of(flows, |f| {
-            f.c.unrecovered_gap_events - f.c.capture_loss_gap_events
+            f.counters.unrecovered_gap_events - f.counters.capture_loss_gap_events
         });
         let kind = FindingKind::UnrecoveredGaps {
             gaps: unrecovered_net,
@@ -368,7 +368,7 @@ fn nak_errors(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]
         if n == 0 {
             continue;
         }
-        let worst = Worst::of(flows, |f| code.of(&f.c));
+        let worst = Worst::of(flows, |f| code.of(&f.counters));
         let ts = first_event(events, worst.top.first().map(|w| w.0), |e| {
             e.kind == EventKind::Nak && e.code != Some(0)
         });
@@ -412,7 +412,7 @@ fn recovery(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) 
             missing_psns: t.missing_psns,
         };
         let ts = first(&|e| e.capture_loss == Some(true));
-        let worst = Worst::of(flows, |f| f.c.capture_loss_gap_events);
+        let worst = Worst::of(flows, |f| f.counters.capture_loss_gap_events);
         out.add(
             Severity::Warning,
             kind,
@@ -443,7 +443,7 @@ fn recovery(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) 
             kind,
             t.rnr_nak,
             ts,
-            Worst::of(flows, |f| f.c.rnr_nak),
+            Worst::of(flows, |f| f.counters.rnr_nak),
         );
     }
     if t.read_rerequests > 0 {
@@ -452,19 +452,19 @@ fn recovery(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) 
             resent: t.read_retransmissions,
         };
         let ts = first(&|e| e.kind == EventKind::ReadRerequest);
-        let worst = Worst::of(flows, |f| f.c.read_rerequests);
+        let worst = Worst::of(flows, |f| f.counters.read_rerequests);
         out.add(Severity::Warning, kind, t.read_rerequests, ts, worst);
     }
     if t.unknown_retransmissions > 0 {
         let n = t.unknown_retransmissions;
         let kind = FindingKind::UnknownRetransmissions { packets: n };
-        let worst = Worst::of(flows, |f| f.c.unknown_retransmissions);
+        let worst = Worst::of(flows, |f| f.counters.unknown_retransmissions);
         out.add(Severity::Warning, kind, n, None, worst);
     }
     if t.duplicate_packets > 0 {
         let n = t.duplicate_packets;
         let ts = first(&|e| e.kind == EventKind::Duplicate);
-        let worst = Worst::of(flows, |f| f.c.duplicate_packets);
+        let worst = Worst::of(flows, |f| f.counters.duplicate_packets);
         out.add(
             Severity::Info,
             FindingKind::DuplicatePackets { packets: n },
@@ -476,7 +476,7 @@ fn recovery(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) 
     if t.reordered_packets > 0 {
         let n = t.reordered_packets;
         let ts = first(&|e| e.kind == EventKind::Reordered);
-        let worst = Worst::of(flows, |f| f.c.reordered_packets);
+        let worst = Worst::of(flows, |f| f.counters.reordered_packets);
         out.add(
             Severity::Info,
             FindingKind::ReorderedPackets { packets: n },
@@ -494,7 +494,7 @@ fn link(out: &mut Out, t: &Totals, flows: &[FlowSummary], net: &NetSummary) {
             frames: t.pfc_pause_frames,
             stalls: t.pfc_stalls,
         };
-        let worst = Worst::of(flows, |f| f.c.pfc_stalls);
+        let worst = Worst::of(flows, |f| f.counters.pfc_stalls);
         out.add(Severity::Warning, kind, t.pfc_pause_frames, None, worst);
     }
     for (kind, total) in [
@@ -558,7 +558,7 @@ fn congestion_and_frames(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
             ce_to_cnp_ns: max_median(flows, |f| f.ce_to_cnp.median_ns),
             rates,
         });
-        let worst = Worst::of(flows, |f| f.c.ce_marked);
+        let worst = Worst::of(flows, |f| f.counters.ce_marked);
         out.add(Severity::Info, kind, t.ce_marked, None, worst);
     }
     if t.malformed > 0 {

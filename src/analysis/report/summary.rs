@@ -36,12 +36,12 @@ impl Latency {
     fn of(h: &LogHist) -> Self {
         match h.summary() {
             None => Latency::default(),
-            Some(q) => Latency {
-                count: q.count,
-                min_ns: Some(q.min_ns),
-                median_ns: Some(q.median_ns),
-                p99_ns: Some(q.p99_ns),
-                max_ns: Some(q.max_ns),
+            Some(s) => Latency {
+                count: s.count,
+                min_ns: Some(s.min_ns),
+                median_ns: Some(s.median_ns),
+                p99_ns: Some(s.p99_ns),
+                max_ns: Some(s.max_ns),
             },
         }
     }
@@ -110,7 +110,7 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
         icrc_ok: f.icrc[0],
         icrc_bad: f.icrc[1],
         icrc_unchecked: f.icrc[2],
-        c: f.counters,
+        counters: f.counters,
         cnp_per_s: if secs > 0.0 {
             f.counters.cnp_received as f64 / secs
         } else {
@@ -138,7 +138,7 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
 /// totals stay exact even when its summary is not kept).
 pub(in crate::analysis) fn add_flow(t: &mut Totals, f: &FlowSummary) {
     t.flows += 1;
-    let c = &f.c;
+    let c = &f.counters;
     t.nak_psn_seq += c.nak_psn_seq;
     t.nak_invalid_request += c.nak_invalid_request;
     t.nak_remote_access += c.nak_remote_access;

@@ -68,11 +68,11 @@ pub struct Trend {
     last: Option<(u64, u64, u64, Option<Psn>)>,
 }
 
-fn push(q: &mut VecDeque<u64>, v: u64) {
-    if q.len() == TREND_LEN {
-        q.pop_front();
+fn push(samples: &mut VecDeque<u64>, v: u64) {
+    if samples.len() == TREND_LEN {
+        samples.pop_front();
     }
-    q.push_back(v);
+    samples.push_back(v);
 }
 
 impl App {

@@ -71,8 +71,8 @@ const RED: Style = Style::new().fg(Color::Red);
 
 /// Under 120 columns: medians only, the trouble lines only when there is trouble.
 fn narrow_lines<'a>(fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>> {
-    let (b, red, c) = (BOLD, RED, &fl.c);
-    let naks = fl.c.naks();
+    let (b, red, c) = (BOLD, RED, &fl.counters);
+    let naks = fl.counters.naks();
     let Sparks {
         rate: rate_spark,
         psn: psn_spark,
@@ -176,8 +176,8 @@ fn narrow_lines<'a>(fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>> {
 
 /// 120 columns and more: every counter, latencies as min / median / p99 / max.
 fn wide_lines<'a>(app: &App, fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>> {
-    let (b, red, c) = (BOLD, RED, &fl.c);
-    let naks = fl.c.naks();
+    let (b, red, c) = (BOLD, RED, &fl.counters);
+    let naks = fl.counters.naks();
     let trouble = |v: u64| if v > 0 { red } else { Style::default() };
     let peer = match fl.peer.and_then(|p| app.flow(p)) {
         Some(p) => format!("paired with #{} {}→{} {}", p.id, p.src, p.dst, p.qp),
@@ -281,7 +281,11 @@ fn wide_lines<'a>(app: &App, fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>>
 }
 
 fn problems_of(fl: &FlowSummary) -> bool {
-    fl.c.psn_gap_events + fl.c.retransmitted_packets + fl.c.naks() + fl.c.rnr_nak > 0
+    fl.counters.psn_gap_events
+        + fl.counters.retransmitted_packets
+        + fl.counters.naks()
+        + fl.counters.rnr_nak
+        > 0
 }
 
 /// The flow's text on top, its event log under it.

@@ -165,11 +165,11 @@ fn row<'a>(app: &'a App, fl: &'a FlowSummary, wide: bool, first: u64) -> Row<'a>
         || spark(std::iter::empty::<u64>(), 5),
         |t| spark(t.mbps.iter().copied(), 5),
     );
-    let c = &fl.c;
+    let c = &fl.counters;
     let counts = [
         ("gap", c.psn_gap_events, true),
         ("rtx", c.retransmitted_packets, true),
-        ("NAK", fl.c.naks(), true),
+        ("NAK", fl.counters.naks(), true),
         ("RNR", c.rnr_nak, false),
         ("TO", c.timeout_retransmissions, true),
         ("CE", c.ce_marked, false),
