@@ -310,6 +310,11 @@ fn qps<S: Serializer>(v: &[Qpn; 2], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(v.iter().map(ToString::to_string))
 }
 
+/// Serializes a MAC address as `aa:bb:cc:dd:ee:ff`.
+fn mac<S: Serializer>(v: &[u8; 6], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&dissectors::ethernet::Mac(v))
+}
+
 /// Serializes an optional PSN as its number.
 fn psn<S: Serializer>(v: &Option<Psn>, s: S) -> Result<S::Ok, S::Error> {
     v.map(|p| p.0).serialize(s)
@@ -338,7 +343,9 @@ pub struct PfcPrio {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct PfcSummary {
-    pub src_mac: String,
+    /// The sender's MAC (`02:00:c6:12:00:02` in JSON).
+    #[serde(serialize_with = "mac")]
+    pub src_mac: [u8; 6],
     pub frames: u64,
     pub per_priority: Vec<PfcPrio>,
 }

@@ -191,7 +191,7 @@ fn pfc_message(r: &Report, frames: u64, stalls: u64, w: &str) -> String {
                     )
                 })
                 .collect();
-            format!("{}: {}", s.src_mac, prios.join(", "))
+            format!("{}: {}", Mac(&s.src_mac), prios.join(", "))
         })
         .collect();
     let w = if w.is_empty() {

@@ -152,7 +152,7 @@ fn evidence(
                 writeln!(
                     out,
                     "{IN}{} priority {}: {} frames, {} quanta, {:.1} µs paused",
-                    p.src_mac,
+                    dissectors::ethernet::Mac(&p.src_mac),
                     q.priority,
                     q.frames,
                     q.quanta,

@@ -279,7 +279,7 @@ impl Net {
             .pfc
             .iter()
             .map(|(mac, s)| PfcSummary {
-                src_mac: dissectors::ethernet::Mac(mac).to_string(),
+                src_mac: *mac,
                 frames: s.frames,
                 per_priority: (0..8)
                     .filter(|&i| s.prio_frames[i] > 0)
@@ -293,7 +293,8 @@ impl Net {
                     .collect(),
             })
             .collect();
-        pfc.sort_by(|a, b| a.src_mac.cmp(&b.src_mac));
+        // Byte order is the order of the printed (fixed-width, lower-case hex) MACs.
+        pfc.sort_by_key(|a| a.src_mac);
         pfc
     }
 
