@@ -19,6 +19,11 @@ pub fn flow_label(f: &FlowSummary) -> String {
     format!("{} → {} QP {}", f.src, f.dst, f.qp)
 }
 
+/// `198.18.0.1→198.18.0.2 0x000201`: the label where columns are narrow (the TUI).
+pub fn flow_short(f: &FlowSummary) -> String {
+    format!("{}→{} {}", f.src, f.dst, f.qp)
+}
+
 /// A latency or wait for a sentence: microseconds below 10 ms (`36.9 µs`), milliseconds
 /// above (`33.6 ms`), one decimal.
 pub fn duration(ns: u64) -> String {

@@ -6,6 +6,7 @@
 use super::{dur, si, spark, title};
 use crate::analysis::report::Latency;
 use crate::analysis::FlowSummary;
+use crate::report::findings::{flow_label, flow_short};
 use crate::tui::app::{App, TREND_LEN};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -122,7 +123,7 @@ fn narrow_lines<'a>(fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>> {
     }
     let mut lines = vec![
         Line::from(vec![
-            Span::styled(format!("#{} {}→{} {}", fl.id, fl.src, fl.dst, fl.qp), b),
+            Span::styled(format!("#{} {}", fl.id, flow_short(fl)), b),
             Span::raw(format!(
                 " {} {}",
                 fl.transport,
@@ -180,7 +181,7 @@ fn wide_lines<'a>(app: &App, fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>>
     let naks = fl.counters.naks();
     let trouble = |v: u64| if v > 0 { red } else { Style::default() };
     let peer = match fl.peer.and_then(|p| app.flow(p)) {
-        Some(p) => format!("paired with #{} {}→{} {}", p.id, p.src, p.dst, p.qp),
+        Some(p) => format!("paired with #{} {}", p.id, flow_short(p)),
         None => "no paired direction seen".into(),
     };
     let Sparks {
@@ -191,7 +192,7 @@ fn wide_lines<'a>(app: &App, fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>>
     } = sparks;
     vec![
         Line::from(vec![
-            Span::styled(format!("#{} {}", fl.id, crate::report::findings::flow_label(fl)), b),
+            Span::styled(format!("#{} {}", fl.id, flow_label(fl)), b),
             Span::raw(format!("  {} {}  {peer}", fl.transport, fl.encap)),
         ]),
         Line::from(format!(

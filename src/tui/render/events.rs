@@ -5,6 +5,7 @@
 use super::{rel, title};
 use crate::analysis::{Event, EventKind};
 use crate::report::events::detail;
+use crate::report::findings::flow_short;
 use crate::tui::app::App;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -48,9 +49,9 @@ pub fn kind_name(k: EventKind) -> &'static str {
 pub fn line<'a>(app: &App, e: &Event, first: u64, short: bool) -> Line<'a> {
     let flow = match e.flow {
         Some(id) if short => format!("#{id:<3}"),
-        Some(id) => app.flow(id).map_or(format!("#{id}"), |f| {
-            format!("#{id} {}→{} {}", f.src, f.dst, f.qp)
-        }),
+        Some(id) => app
+            .flow(id)
+            .map_or(format!("#{id}"), |f| format!("#{id} {}", flow_short(f))),
         None => "link".into(),
     };
     let fw = if short { 4 } else { 38 };

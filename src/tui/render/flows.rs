@@ -5,6 +5,7 @@
 use super::{n0, si, spark, title};
 use crate::analysis::FlowSummary;
 use crate::report::events::detail;
+use crate::report::findings::flow_short;
 use crate::tui::app::{problems, App};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -186,10 +187,7 @@ fn row<'a>(app: &'a App, fl: &'a FlowSummary, wide: bool, first: u64) -> Row<'a>
     } else {
         format!("{gbps:.3}")
     };
-    let mut cells: Vec<Cell> = vec![
-        Cell::from(fl.id.to_string()),
-        Cell::from(format!("{}→{} {}", fl.src, fl.dst, fl.qp)),
-    ];
+    let mut cells: Vec<Cell> = vec![Cell::from(fl.id.to_string()), Cell::from(flow_short(fl))];
     if wide {
         cells.push(Cell::from(fl.transport));
         cells.push(Cell::from(fl.peer.map_or("-".into(), |p| format!("↔{p}"))));

@@ -267,7 +267,7 @@ fn the_selected_row_stays_on_screen() {
     app.apply(Action::Bottom);
     assert_eq!(app.selected, 39);
     let want = app.rows()[39];
-    let label = format!("{}→{} {}", want.src, want.dst, want.qp);
+    let label = crate::report::findings::flow_short(want);
     let t = draw(&app, 80, 24);
     let s = text(&t);
     let y = s
