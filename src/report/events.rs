@@ -125,3 +125,23 @@ pub(super) fn event_line(r: &Report, e: &Event, paint: Paint) -> String {
         detail(e)
     )
 }
+
+/// An event kind in a word or two, where columns are narrow (the TUI).
+pub fn kind_name(k: EventKind) -> &'static str {
+    match k {
+        EventKind::PsnGap => "gap",
+        EventKind::GapRecovered => "recovered",
+        EventKind::GapUnrecovered => "unrecovered",
+        EventKind::Nak => "NAK",
+        EventKind::RnrNak => "RNR NAK",
+        EventKind::Retransmission => "resend",
+        EventKind::ReadRerequest => "READ again",
+        EventKind::Duplicate => "duplicate",
+        EventKind::Reordered => "reordered",
+        EventKind::CnpWithoutCe => "CNP w/o CE",
+        EventKind::ArpCrossSubnet => "ARP x-subnet",
+        EventKind::ArpUnanswered => "ARP no reply",
+        EventKind::ArpReplyPathMismatch => "reply path",
+        EventKind::ArpDuplicateAddress => "dup address",
+    }
+}

@@ -4,7 +4,7 @@
 
 use super::{rel, title};
 use crate::analysis::{Event, EventKind};
-use crate::report::events::detail;
+use crate::report::events::{detail, kind_name};
 use crate::report::findings::flow_short;
 use crate::tui::app::App;
 use ratatui::layout::Rect;
@@ -21,25 +21,6 @@ fn kind_style(k: EventKind) -> Style {
         | EventKind::ArpReplyPathMismatch => Style::default().fg(Color::Red),
         EventKind::GapRecovered => Style::default().fg(Color::Green),
         _ => Style::default().fg(Color::Yellow),
-    }
-}
-
-pub fn kind_name(k: EventKind) -> &'static str {
-    match k {
-        EventKind::PsnGap => "gap",
-        EventKind::GapRecovered => "recovered",
-        EventKind::GapUnrecovered => "unrecovered",
-        EventKind::Nak => "NAK",
-        EventKind::RnrNak => "RNR NAK",
-        EventKind::Retransmission => "resend",
-        EventKind::ReadRerequest => "READ again",
-        EventKind::Duplicate => "duplicate",
-        EventKind::Reordered => "reordered",
-        EventKind::CnpWithoutCe => "CNP w/o CE",
-        EventKind::ArpCrossSubnet => "ARP x-subnet",
-        EventKind::ArpUnanswered => "ARP no reply",
-        EventKind::ArpReplyPathMismatch => "reply path",
-        EventKind::ArpDuplicateAddress => "dup address",
     }
 }
 

@@ -206,7 +206,7 @@ fn row<'a>(app: &'a App, fl: &'a FlowSummary, wide: bool, first: u64) -> Row<'a>
                 format!(
                     "{} {} {}",
                     super::rel(e.t_ns, first),
-                    super::events::kind_name(e.kind),
+                    crate::report::events::kind_name(e.kind),
                     detail(e)
                 )
             },
