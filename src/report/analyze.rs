@@ -97,7 +97,7 @@ pub fn write_report(
                 rules,
                 events: events.then_some(Events(&r.events)),
             };
-            serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
+            super::pretty_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
             out.write_all(b"\n")
         }
         AnalyzeFormat::Csv => csv_flows(out, r),

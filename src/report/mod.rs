@@ -7,6 +7,7 @@ mod csv;
 pub mod events;
 pub mod fields;
 pub mod findings;
+pub mod pretty_json;
 pub mod rules;
 pub mod style;
 pub mod summary;

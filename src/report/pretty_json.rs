@@ -1,0 +1,665 @@
+//! A serde serializer that writes exactly what `serde_json::to_writer_pretty` writes
+//! (two-space indent, the same escapes, `zmij` floats, `null` for non-finite ones), into a
+//! buffer that goes to the writer in 64 KiB pieces.
+//!
+//! Why not serde_json itself: for a report of thousands of flows, serde_json's pretty
+//! writer spends most of its time in many tiny `write_all` calls (each a `memcpy` call
+//! through the `BufWriter`) and in escaping the field names derive hands it, which are
+//! Rust identifiers that never need escaping. Here a field name is copied in one piece,
+//! indentation comes from a constant, and values are formatted straight into the
+//! buffer. The output is byte for byte serde_json's (tested against it on arbitrary
+//! values), so the `rocetap.analyze/1` document does not change.
+
+use serde::ser::{self, Serialize};
+use serde_json::Error;
+use std::io::Write;
+
+/// Writes `value` as pretty JSON to `out`, as `serde_json::to_writer_pretty` would.
+pub fn to_writer_pretty<W: Write, T: Serialize + ?Sized>(out: W, value: &T) -> Result<(), Error> {
+    let mut s = Pretty {
+        out,
+        buf: Vec::with_capacity(FLUSH_AT + 4096),
+        depth: 0,
+    };
+    value.serialize(&mut s)?;
+    s.flush()
+}
+
+/// The buffer goes to the writer once it holds this much.
+const FLUSH_AT: usize = 1 << 16;
+const INDENT: &[u8] = b"                                                                ";
+
+struct Pretty<W> {
+    out: W,
+    buf: Vec<u8>,
+    /// Nesting depth of the value being written.
+    depth: usize,
+}
+
+impl<W: Write> Pretty<W> {
+    fn flush(&mut self) -> Result<(), Error> {
+        self.out.write_all(&self.buf).map_err(Error::io)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    #[inline]
+    fn maybe_flush(&mut self) -> Result<(), Error> {
+        if self.buf.len() >= FLUSH_AT {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// A newline and the indentation of the current depth.
+    #[inline]
+    fn newline(&mut self) {
+        self.buf.push(b'\n');
+        let mut n = self.depth * 2;
+        while n > 0 {
+            let k = n.min(INDENT.len());
+            self.buf.extend_from_slice(&INDENT[..k]);
+            n -= k;
+        }
+    }
+
+    #[inline]
+    fn string(&mut self, s: &str) {
+        self.buf.push(b'"');
+        escape_into(&mut self.buf, s);
+        self.buf.push(b'"');
+    }
+
+    fn open(&mut self, c: u8) -> Compound<'_, W> {
+        self.buf.push(c);
+        self.depth += 1;
+        Compound {
+            s: self,
+            first: true,
+            close: if c == b'[' { b']' } else { b'}' },
+            variant: false,
+        }
+    }
+
+    /// `{"name": ` of an externally tagged enum variant.
+    fn open_variant(&mut self, name: &str) {
+        self.buf.push(b'{');
+        self.depth += 1;
+        self.newline();
+        self.string(name);
+        self.buf.extend_from_slice(b": ");
+    }
+
+    fn close_variant(&mut self) {
+        self.depth -= 1;
+        self.newline();
+        self.buf.push(b'}');
+    }
+}
+
+/// Escapes as serde_json does: `"`, `\`, and control characters (`\b \t \n \f \r`, the
+/// rest as `\u00xx`); everything else, DEL and non-ASCII included, as it is.
+#[inline]
+fn escape_into(buf: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    if !needs_escape(bytes) {
+        buf.extend_from_slice(bytes);
+        return;
+    }
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x09 => b"\\t",
+            0x0a => b"\\n",
+            0x0c => b"\\f",
+            0x0d => b"\\r",
+            0x00..=0x1f => {
+                buf.extend_from_slice(&bytes[start..i]);
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                buf.extend_from_slice(b"\\u00");
+                buf.push(HEX[usize::from(b >> 4)]);
+                buf.push(HEX[usize::from(b & 0xf)]);
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        buf.extend_from_slice(&bytes[start..i]);
+        buf.extend_from_slice(esc);
+        start = i + 1;
+    }
+    buf.extend_from_slice(&bytes[start..]);
+}
+
+/// Whether any byte is `"`, `\` or a control character, eight bytes at a time (field
+/// names and addresses never are).
+#[inline]
+fn needs_escape(bytes: &[u8]) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // A byte of `v` is zero / below `n` (n <= 128): the classic exact word tests.
+    let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
+    let below = |v: u64, n: u64| v.wrapping_sub(LO * n) & !v & HI;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let w = u64::from_le_bytes(w);
+        if below(w, 0x20) | zero(w ^ (LO * 0x22)) | zero(w ^ (LO * 0x5c)) != 0 {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// An array or object being written.
+struct Compound<'a, W> {
+    s: &'a mut Pretty<W>,
+    first: bool,
+    close: u8,
+    /// Inside `{"variant": ...}`: one more brace to close.
+    variant: bool,
+}
+
+impl<W: Write> Compound<'_, W> {
+    #[inline]
+    fn next(&mut self) {
+        if !self.first {
+            self.s.buf.push(b',');
+        }
+        self.first = false;
+        self.s.newline();
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.s.depth -= 1;
+        if !self.first {
+            self.s.newline();
+        }
+        self.s.buf.push(self.close);
+        if self.variant {
+            self.s.close_variant();
+        }
+        self.s.maybe_flush()
+    }
+
+    #[inline]
+    fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
+        self.next();
+        self.s.string(key);
+        self.s.buf.extend_from_slice(b": ");
+        value.serialize(&mut *self.s)
+    }
+}
+
+macro_rules! int {
+    ($($name:ident: $t:ty),*) => {$(
+        #[inline]
+        fn $name(self, v: $t) -> Result<(), Error> {
+            self.buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+            Ok(())
+        }
+    )*};
+}
+
+impl<'a, W: Write> ser::Serializer for &'a mut Pretty<W> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Compound<'a, W>;
+    type SerializeTuple = Compound<'a, W>;
+    type SerializeTupleStruct = Compound<'a, W>;
+    type SerializeTupleVariant = Compound<'a, W>;
+    type SerializeMap = Compound<'a, W>;
+    type SerializeStruct = Compound<'a, W>;
+    type SerializeStructVariant = Compound<'a, W>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.buf
+            .extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    int!(serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
+         serialize_i128: i128, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
+         serialize_u64: u64, serialize_u128: u128);
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        if v.is_finite() {
+            self.buf
+                .extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+        } else {
+            self.buf.extend_from_slice(b"null");
+        }
+        Ok(())
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        if v.is_finite() {
+            self.buf
+                .extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+        } else {
+            self.buf.extend_from_slice(b"null");
+        }
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        self.string(v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        self.string(v);
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
+        use ser::SerializeSeq;
+        let mut seq = self.serialize_seq(Some(v.len()))?;
+        for b in v {
+            seq.serialize_element(b)?;
+        }
+        seq.end()
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        self.buf.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<(), Error> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        self.serialize_none()
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
+        self.serialize_none()
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, v: &'static str) -> Result<(), Error> {
+        self.string(v);
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        self.open_variant(variant);
+        v.serialize(&mut *self)?;
+        self.close_variant();
+        Ok(())
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a, W>, Error> {
+        Ok(self.open(b'['))
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a, W>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(self, _: &'static str, len: usize) -> Result<Compound<'a, W>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Compound<'a, W>, Error> {
+        self.open_variant(variant);
+        let mut c = self.open(b'[');
+        c.variant = true;
+        Ok(c)
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a, W>, Error> {
+        Ok(self.open(b'{'))
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound<'a, W>, Error> {
+        Ok(self.open(b'{'))
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Compound<'a, W>, Error> {
+        self.open_variant(variant);
+        let mut c = self.open(b'{');
+        c.variant = true;
+        Ok(c)
+    }
+}
+
+impl<W: Write> ser::SerializeSeq for Compound<'_, W> {
+    type Ok = ();
+    type Error = Error;
+    #[inline]
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+        self.next();
+        v.serialize(&mut *self.s)?;
+        self.s.maybe_flush()
+    }
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+/// Tuples, tuple structs and tuple variants are arrays.
+macro_rules! as_seq {
+    ($($tr:ident :: $m:ident),*) => {$(
+        impl<W: Write> ser::$tr for Compound<'_, W> {
+            type Ok = ();
+            type Error = Error;
+            fn $m<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+                ser::SerializeSeq::serialize_element(self, v)
+            }
+            fn end(self) -> Result<(), Error> {
+                Compound::end(self)
+            }
+        }
+    )*};
+}
+as_seq!(
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
+
+impl<W: Write> ser::SerializeMap for Compound<'_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
+        self.next();
+        key.serialize(KeySerializer(&mut self.s.buf))?;
+        self.s.buf.extend_from_slice(b": ");
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+        v.serialize(&mut *self.s)
+    }
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+impl<W: Write> ser::SerializeStruct for Compound<'_, W> {
+    type Ok = ();
+    type Error = Error;
+    #[inline]
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        self.field(key, v)
+    }
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+impl<W: Write> ser::SerializeStructVariant for Compound<'_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        self.field(key, v)
+    }
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+/// Map keys, as serde_json writes them: strings, and numbers, booleans and chars in
+/// quotes; anything else is an error ("key must be a string").
+struct KeySerializer<'a>(&'a mut Vec<u8>);
+
+fn key_error() -> Error {
+    ser::Error::custom("key must be a string")
+}
+
+macro_rules! quoted {
+    ($($name:ident: $t:ty => $fmt:expr),*) => {$(
+        fn $name(self, v: $t) -> Result<(), Error> {
+            self.0.push(b'"');
+            #[allow(clippy::redundant_closure_call)] // one formatting expression per type
+            ($fmt)(&mut *self.0, v);
+            self.0.push(b'"');
+            Ok(())
+        }
+    )*};
+}
+
+fn itoa_into<I: itoa::Integer>(buf: &mut Vec<u8>, v: I) {
+    buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+impl ser::Serializer for KeySerializer<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = ser::Impossible<(), Error>;
+    type SerializeTuple = ser::Impossible<(), Error>;
+    type SerializeTupleStruct = ser::Impossible<(), Error>;
+    type SerializeTupleVariant = ser::Impossible<(), Error>;
+    type SerializeMap = ser::Impossible<(), Error>;
+    type SerializeStruct = ser::Impossible<(), Error>;
+    type SerializeStructVariant = ser::Impossible<(), Error>;
+
+    quoted!(
+        serialize_bool: bool => |b: &mut Vec<u8>, v: bool| b.extend_from_slice(if v { b"true" } else { b"false" }),
+        serialize_i8: i8 => itoa_into, serialize_i16: i16 => itoa_into,
+        serialize_i32: i32 => itoa_into, serialize_i64: i64 => itoa_into,
+        serialize_i128: i128 => itoa_into, serialize_u8: u8 => itoa_into,
+        serialize_u16: u16 => itoa_into, serialize_u32: u32 => itoa_into,
+        serialize_u64: u64 => itoa_into, serialize_u128: u128 => itoa_into
+    );
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        if !v.is_finite() {
+            return Err(ser::Error::custom("float key must be finite"));
+        }
+        self.0.push(b'"');
+        self.0
+            .extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+        self.0.push(b'"');
+        Ok(())
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        if !v.is_finite() {
+            return Err(ser::Error::custom("float key must be finite"));
+        }
+        self.0.push(b'"');
+        self.0
+            .extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+        self.0.push(b'"');
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        self.serialize_str(v.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        self.0.push(b'"');
+        escape_into(self.0, v);
+        self.0.push(b'"');
+        Ok(())
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, v: &'static str) -> Result<(), Error> {
+        self.serialize_str(v)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> Result<(), Error> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), Error> {
+        Err(key_error())
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Err(key_error())
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Error> {
+        Err(key_error())
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, Error> {
+        Err(key_error())
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Err(key_error())
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Err(key_error())
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Error> {
+        Err(key_error())
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Err(key_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    fn ours<T: Serialize>(v: &T) -> String {
+        let mut out = Vec::new();
+        to_writer_pretty(&mut out, v).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[derive(serde::Serialize)]
+    enum E {
+        Unit,
+        New(u8),
+        Tup(u8, &'static str),
+        Rec { a: f64, b: Option<u32> },
+    }
+
+    #[derive(serde::Serialize)]
+    struct S {
+        e: Vec<E>,
+        empty: Vec<u8>,
+        empty_map: std::collections::BTreeMap<u32, u8>,
+        keys: std::collections::BTreeMap<i64, &'static str>,
+        nan: f64,
+        f: f32,
+        c: char,
+        bytes: &'static [u8],
+        #[serde(flatten)]
+        more: Value,
+    }
+
+    #[test]
+    fn derive_shapes_match_serde_json() {
+        let s = S {
+            e: vec![
+                E::Unit,
+                E::New(7),
+                E::Tup(1, "x\"y\\z\n\u{1}\u{7f}é"),
+                E::Rec { a: 0.1, b: None },
+            ],
+            empty: vec![],
+            empty_map: Default::default(),
+            keys: [(-3, "a"), (5, "b")].into_iter().collect(),
+            nan: f64::NAN,
+            f: 1.5,
+            c: '\t',
+            bytes: b"ab",
+            more: json!({"k": [1, 2.0, {"z": null}], "t": true}),
+        };
+        assert_eq!(ours(&s), serde_json::to_string_pretty(&s).unwrap());
+    }
+
+    #[test]
+    fn escapes_anywhere_in_a_string_match_serde_json() {
+        for special in ['"', '\\', '\n', '\u{0}', '\u{1f}', '\u{7f}', 'é', ' ', '~'] {
+            for at in 0..20 {
+                let mut v: String = "abcdefghijklmnopqrstu"[..at].to_string();
+                v.push(special);
+                v.push_str("xyz0123456789");
+                let doc = json!({ v.clone(): v });
+                assert_eq!(
+                    ours(&doc),
+                    serde_json::to_string_pretty(&doc).unwrap(),
+                    "{v:?}"
+                );
+            }
+        }
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            ".{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((".{0,6}", inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_value_matches_serde_json(v in value()) {
+            prop_assert_eq!(ours(&v), serde_json::to_string_pretty(&v).unwrap());
+        }
+    }
+}
