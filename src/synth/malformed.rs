@@ -17,6 +17,7 @@ use super::traffic::{conn, v4};
 use std::io;
 
 mod cases;
+mod frames;
 use cases::cases;
 use dissectors::StopKind;
 
