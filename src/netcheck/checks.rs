@@ -14,12 +14,17 @@ pub use node::node_source;
 /// The one severity scale (shared with `analyze` and the NAD lint).
 pub use crate::report::Severity;
 
+/// One lookup (or capture observation) behind a finding and what it answered.
 #[derive(Clone, Debug, Serialize)]
 pub struct Evidence {
     pub query: String,
     pub answer: String,
 }
 
+/// A netcheck finding as the report shows it: already worded (title, why, evidence,
+/// fix), because each check proves its case with lookups it words as it goes. The
+/// capture-side ones are worded from the analyzer's values by `crate::report::findings`
+/// (see `super::capture`); `analysis::report::Finding` is the analyzer's value type.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
     /// Stable identifier: `reply-path`, `node-source`, `arp-sysctl`, `roce-*`.
