@@ -1,6 +1,8 @@
 //! The error type at the edge of the program: one line of what failed and why, an
 //! optional hint line, and the exit code it maps to.
 
+#![warn(missing_docs)]
+
 use std::fmt;
 
 /// Exit codes shared by every subcommand.
@@ -16,17 +18,21 @@ pub mod exit {
 /// A failure to report as `rocetap: <what>: <why>` (+ `hint: ...`), exit 2.
 #[derive(Debug)]
 pub struct Failure {
+    /// What failed and why (after `rocetap: `).
     pub what: String,
+    /// How to fix it, when known.
     pub hint: Option<String>,
 }
 
 impl Failure {
+    /// A failure without a hint.
     pub fn new(what: impl Into<String>) -> Self {
         Failure {
             what: what.into(),
             hint: None,
         }
     }
+    /// Adds the hint line.
     pub fn hint(mut self, h: impl Into<String>) -> Self {
         self.hint = Some(h.into());
         self

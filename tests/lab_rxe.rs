@@ -286,7 +286,7 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>) -> Wire {
     let mut max_sent: HashMap<u32, u32> = HashMap::new();
     let mut consumed: HashMap<u32, usize> = HashMap::new(); // qp of A -> events before idx used
     for p in &sent {
-        let is_new = max_sent.get(&p.qp).map_or(true, |&m| psn_lt(m, p.psn));
+        let is_new = max_sent.get(&p.qp).is_none_or(|&m| psn_lt(m, p.psn));
         if is_new {
             original.insert(p.idx);
             max_sent.insert(p.qp, p.psn);

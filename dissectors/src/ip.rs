@@ -9,7 +9,7 @@
 //! ```
 
 use crate::Error;
-use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv6Addr};
 use etherparse::err::ip::LaxHeaderSliceError;
 use etherparse::LaxIpSlice;
 
@@ -227,12 +227,10 @@ pub fn gid_to_ip(gid: [u8; 16]) -> IpAddr {
     }
 }
 
-#[allow(dead_code)]
-fn _assert_types(_: Ipv4Addr) {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::net::Ipv4Addr;
     #[test]
     fn emit_and_slice_v4_v6() {
         for (src, dst) in [

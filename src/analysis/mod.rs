@@ -14,6 +14,7 @@
 
 mod account;
 mod congestion;
+pub mod events;
 pub mod flow;
 pub mod hist;
 mod net;
@@ -72,10 +73,12 @@ pub struct EventLog {
     pub events: Vec<Event>,
     pub dropped: u64,
     cap: usize,
+    packet: events::PacketEvents,
 }
 
 impl EventLog {
     fn push(&mut self, e: Event) -> Option<usize> {
+        self.packet.note(&e);
         if self.events.len() < self.cap {
             self.events.push(e);
             Some(self.events.len() - 1)
@@ -181,6 +184,7 @@ impl Analyzer {
     /// Feeds one frame. `iface` is the capture interface (pcapng interface id); an SLL2
     /// header's ifindex takes precedence.
     pub fn ingest(&mut self, ts: u64, iface: u32, d: &Decoded) {
+        self.log.packet.clear();
         let capture = &mut self.capture;
         capture.frames += 1;
         capture.first_ts.get_or_insert(ts);
@@ -412,6 +416,7 @@ impl Analyzer {
             events: self.log.events[from..].to_vec(),
             dropped: self.log.dropped,
             cap: usize::MAX,
+            packet: Default::default(),
         };
         // Unanswered ARP requests become events only at the end of the run.
         let net = self.net.clone().finish(&mut EventLog::default());

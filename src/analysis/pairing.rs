@@ -85,12 +85,12 @@ impl Analyzer {
                 continue;
             }
             if let Some(t) = self.sent_at(c, p, now) {
-                if exact.map_or(true, |(bt, _)| t > bt) {
+                if exact.is_none_or(|(bt, _)| t > bt) {
                     exact = Some((t, c));
                 }
             }
             let dist = cf.req.next.diff(p);
-            if (0..=PAIR_WINDOW).contains(&dist) && near.map_or(true, |(d, _)| dist < d) {
+            if (0..=PAIR_WINDOW).contains(&dist) && near.is_none_or(|(d, _)| dist < d) {
                 near = Some((dist, c));
             }
         }

@@ -470,7 +470,7 @@ fn rerequest_of(f: &Flow, p: Psn, r: &Roce) -> Option<usize> {
     (0..reads.len()).rev().find(|&i| {
         let rd = reads.get(i);
         let inside = p.diff(rd.start) > 0 && rd.contains(p);
-        let same_end = r.reth.map_or(true, |x| {
+        let same_end = r.reth.is_none_or(|x| {
             x.va.wrapping_add(u64::from(x.dma_len)) == rd.va.wrapping_add(u64::from(rd.len))
         });
         inside && same_end

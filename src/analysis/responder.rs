@@ -104,7 +104,7 @@ fn answer(
             .or(q.req.last_trigger)
             .unwrap_or(Trigger::Unknown)
     };
-    let fresh = f.resp.episode.map_or(true, |e| p.diff(e.last) <= 0);
+    let fresh = f.resp.episode.is_none_or(|e| p.diff(e.last) <= 0);
     let skipped = p.diff(f.resp.cursor);
     if !fresh && (1..=RUN_SLACK).contains(&skipped) {
         // Lost again inside the run of responses sent again: no new gap at the tap (the

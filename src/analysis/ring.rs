@@ -51,6 +51,11 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
         self.len as usize
     }
 
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The i-th record, oldest first.
     #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
@@ -105,6 +110,11 @@ impl<T: Copy + Default, const N: usize> LazyRing<T, N> {
     #[inline]
     pub fn len(&self) -> usize {
         self.0.as_ref().map_or(0, |r| r.len())
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     #[inline]

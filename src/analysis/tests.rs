@@ -1019,7 +1019,7 @@ fn snapshot_matches_finish() {
         check_icrc: true,
     };
     let mut an = Analyzer::new(Config::default());
-    crate::source::for_each_frame_of(&[path], true, |f| {
+    crate::capture::input::for_each_frame_of(&[path], true, |f| {
         let d = dissectors::decode(f.link, f.data, f.orig_len, &dcfg);
         an.ingest(f.ts_ns, f.iface, &d);
         std::ops::ControlFlow::Continue(())

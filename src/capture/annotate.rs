@@ -2,39 +2,34 @@
 //! frame that is worth a look in Wireshark — NAKs with their code, RNR NAKs, CNPs, ECN CE
 //! marks, bad ICRCs and PSN gaps.
 //!
-//! Self-contained on purpose (the full analyzer lives elsewhere and may replace it): PSN
-//! gaps come from a small map of the next expected request PSN per (source, destination,
-//! destination QP). Only request packets of the connected transports (RC, UC, XRC) are
-//! tracked; a READ Request forgets the expectation (its responses consume an unknown
-//! number of PSNs), responses and ACKs are never gap-checked, and duplicates (a PSN behind
-//! the expectation) are retransmissions, not gaps. The map is bounded: at
-//! [`MAX_FLOWS`] entries it starts over, so memory never grows with the capture.
+//! The header facts come from the decoded frame; PSN gaps come from the analyzer, which
+//! the capture's pipeline feeds before the frame is written: the gaps it opened on this
+//! packet ([`Analyzer::packet_events`]) — request streams of the connected transports
+//! and READ responses, with 24-bit serial arithmetic, READ spans and retransmissions
+//! told apart the way `analyze` tells them. Nothing is tracked here.
 //!
 //! Some capture paths do not preserve the ICRC (every frame fails it): once at least
 //! [`ICRC_SAMPLE`] ICRCs were checked and most were bad, "ICRC bad" is a property of the
 //! capture, not news about a packet, and is no longer written on each frame
 //! ([`Annotator::icrc_unreliable`] tells the caller).
 
-use dissectors::{AethKind, Decoded, Ecn, IcrcStatus, Operation, Psn, Qpn, Transport};
-use std::collections::HashMap;
+use crate::analysis::{Analyzer, EventKind};
+use dissectors::{AethKind, Decoded, Ecn, IcrcStatus, Psn};
 use std::fmt::Write as _;
 
-/// Most flows tracked at once.
-pub const MAX_FLOWS: usize = 1 << 16;
 /// ICRCs checked before judging whether the capture path preserves them.
 pub const ICRC_SAMPLE: u64 = 32;
 
-type Key = (dissectors::Addr, dissectors::Addr, Qpn);
-
+/// Writes the comments; keeps only the ICRC statistics and a reused text buffer.
 #[derive(Default)]
 pub struct Annotator {
-    expected: HashMap<Key, Psn>,
     text: String,
     icrc_checked: u64,
     icrc_bad: u64,
 }
 
 impl Annotator {
+    /// An annotator that has seen nothing.
     pub fn new() -> Self {
         Self::default()
     }
@@ -50,9 +45,9 @@ impl Annotator {
         (self.icrc_checked, self.icrc_bad)
     }
 
-    /// The comment for one decoded frame, or `None` when there is nothing to say. The
-    /// returned text is reused by the next call.
-    pub fn comment(&mut self, d: &Decoded) -> Option<&str> {
+    /// The comment for one decoded frame, which `an` has just been fed, or `None` when
+    /// there is nothing to say. The returned text is reused by the next call.
+    pub fn comment(&mut self, d: &Decoded, an: &Analyzer) -> Option<&str> {
         let roce = d.roce.as_ref()?;
         self.text.clear();
         let t = &mut self.text;
@@ -106,32 +101,12 @@ impl Annotator {
                 _ => note(t, format_args!("ICRC bad")),
             }
         }
-        let request = matches!(
-            roce.transport(),
-            Transport::Rc | Transport::Uc | Transport::Xrc
-        ) && roce.operation.is_some_and(is_request);
-        if request {
-            if let Some((src, dst)) = d.endpoints() {
-                let key = (src, dst, roce.bth.dest_qp);
-                let psn = roce.bth.psn;
-                if let Some(exp) = self.expected.get(&key).copied() {
-                    if psn.diff(exp) > 0 {
-                        note(t, format_args!("PSN gap: expected {exp}, got {psn}"));
-                    }
-                }
-                if self.expected.len() >= MAX_FLOWS && !self.expected.contains_key(&key) {
-                    self.expected.clear();
-                }
-                if roce.operation == Some(Operation::ReadRequest) {
-                    self.expected.remove(&key);
-                } else {
-                    let next = psn.next();
-                    let e = self.expected.entry(key).or_insert(next);
-                    // A retransmission (behind the expectation) does not move it back.
-                    if next.diff(*e) > 0 {
-                        *e = next;
-                    }
-                }
+        // The gaps this packet opened: `psn` is the first missing PSN, `count` how many.
+        for e in an.packet_events().as_slice() {
+            if let (EventKind::PsnGap, Some(start)) = (e.kind, e.psn) {
+                let exp = Psn(start);
+                let got = exp.plus(e.count as u32);
+                note(t, format_args!("PSN gap: expected {exp}, got {got}"));
             }
         }
         if self.text.is_empty() {
@@ -140,21 +115,6 @@ impl Annotator {
             Some(&self.text)
         }
     }
-}
-
-/// Operations a requester sends (they consume request PSNs one by one).
-fn is_request(op: Operation) -> bool {
-    use Operation::*;
-    !matches!(
-        op,
-        ReadResponseFirst
-            | ReadResponseMiddle
-            | ReadResponseLast
-            | ReadResponseOnly
-            | Acknowledge
-            | AtomicAcknowledge
-            | Cnp
-    )
 }
 
 #[cfg(test)]
@@ -176,6 +136,11 @@ mod tests {
         if opcode == 0x81 {
             bth.extend_from_slice(&[0; 16]);
         }
+        if opcode == 0x0c {
+            // RETH: VA, R_Key, a DMA length of 12 KiB.
+            bth.extend_from_slice(&[0; 12]);
+            bth.extend_from_slice(&12288u32.to_be_bytes());
+        }
         let mut ip_payload = vec![0xc0, 0x00, 0x12, 0xb7];
         ip_payload.extend_from_slice(&((8 + bth.len() + 4) as u16).to_be_bytes());
         ip_payload.extend_from_slice(&[0, 0]);
@@ -192,7 +157,8 @@ mod tests {
         f
     }
 
-    fn note(a: &mut Annotator, f: &[u8]) -> Option<String> {
+    /// Feeds the frame to the analyzer (as the capture's pipeline does), then annotates.
+    fn note((a, an, n): &mut (Annotator, Analyzer, u64), f: &[u8]) -> Option<String> {
         let d = dissectors::decode(
             LinkType::Ethernet,
             f,
@@ -203,12 +169,18 @@ mod tests {
             },
         );
         assert!(d.roce.is_some(), "{:?}", d.stop);
-        a.comment(&d).map(str::to_string)
+        *n += 1;
+        an.ingest(*n * 1000, 0, &d);
+        a.comment(&d, an).map(str::to_string)
+    }
+
+    fn annotator() -> (Annotator, Analyzer, u64) {
+        (Annotator::new(), Analyzer::new(Default::default()), 0)
     }
 
     #[test]
     fn notable_packets_get_comments() {
-        let mut a = Annotator::new();
+        let mut a = annotator();
         // SEND Only, PSN 100, 101 (fine), 104 (gap), 102 (late retransmission: no gap).
         assert_eq!(note(&mut a, &frame(0x04, 0x11, 100, None, 2, false)), None);
         assert_eq!(note(&mut a, &frame(0x04, 0x11, 101, None, 2, false)), None);
@@ -226,9 +198,14 @@ mod tests {
             None
         );
         assert_eq!(note(&mut a, &frame(0x04, 0x13, 0, None, 2, false)), None);
-        // READ Request forgets the expectation.
+        // A 12 KiB READ Request (PMTU not known yet) takes the PSNs up to the next
+        // request, 8..=19 at a PMTU of 1024: 20 is no gap, 23 after it is.
         assert_eq!(note(&mut a, &frame(0x0c, 0x12, 8, None, 2, false)), None);
         assert_eq!(note(&mut a, &frame(0x04, 0x12, 20, None, 2, false)), None);
+        assert_eq!(
+            note(&mut a, &frame(0x04, 0x12, 23, None, 2, false)).as_deref(),
+            Some("PSN gap: expected 21, got 23")
+        );
         // NAK, RNR NAK, CNP, CE + bad ICRC.
         assert_eq!(
             note(&mut a, &frame(0x11, 0x21, 102, Some(0x60), 2, false)).as_deref(),
@@ -246,12 +223,12 @@ mod tests {
         assert!(cnp.starts_with("CNP for QP 0x00a022"), "{cnp}");
         let ce = note(&mut a, &frame(0x04, 0x11, 106, None, 3, true)).unwrap();
         assert!(ce.starts_with("ECN CE; ICRC bad: stored 0x"), "{ce}");
-        assert!(!a.icrc_unreliable());
+        assert!(!a.0.icrc_unreliable());
     }
 
     #[test]
     fn a_capture_that_breaks_every_icrc_stops_saying_so_per_frame() {
-        let mut a = Annotator::new();
+        let mut a = annotator();
         let mut said = 0;
         for i in 0..100 {
             if note(&mut a, &frame(0x04, 0x11, i, None, 2, true)).is_some() {
@@ -263,15 +240,15 @@ mod tests {
             ICRC_SAMPLE - 1,
             "said until the sample showed the pattern"
         );
-        assert!(a.icrc_unreliable());
-        assert_eq!(a.icrc_counts(), (100, 100));
+        assert!(a.0.icrc_unreliable());
+        assert_eq!(a.0.icrc_counts(), (100, 100));
         // Mostly good ICRCs: each bad one is news.
-        let mut b = Annotator::new();
+        let mut b = annotator();
         for i in 0..100 {
             let bad = i % 10 == 0;
             let n = note(&mut b, &frame(0x04, 0x11, i, None, 2, bad));
             assert_eq!(n.is_some(), bad, "frame {i}");
         }
-        assert!(!b.icrc_unreliable());
+        assert!(!b.0.icrc_unreliable());
     }
 }

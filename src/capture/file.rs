@@ -30,16 +30,22 @@ const MAX_BUFFER: usize = 64 << 20;
 /// Why a capture could not be read (further).
 #[derive(Debug)]
 pub enum ReadError {
+    /// Nothing to read at all.
     Empty,
+    /// The first bytes are no pcap or pcapng header.
     NotACapture,
+    /// Reading failed.
     Io(std::io::Error),
     /// The file ends inside a record, after `frames` complete frames.
     Truncated {
+        /// Complete frames before the cut.
         frames: u64,
     },
     /// A record header is inconsistent (e.g. a length beyond any real packet).
     Corrupt {
+        /// Complete frames before the damage.
         frames: u64,
+        /// What is wrong.
         what: String,
     },
 }
@@ -66,8 +72,11 @@ impl std::error::Error for ReadError {}
 /// Summary of what a reader delivered.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReadStats {
+    /// Frames delivered.
     pub frames: u64,
+    /// Their captured bytes.
     pub bytes: u64,
+    /// Interfaces described (1 for classic pcap).
     pub interfaces: u32,
 }
 
@@ -169,6 +178,7 @@ pub struct Reader<'r> {
 }
 
 impl<'r> Reader<'r> {
+    /// A reader over `input`, its file header read (and checked).
     pub fn new<R: Read + Send + 'r>(input: R) -> Result<Self, ReadError> {
         let inner = match pcap_parser::create_reader(INITIAL_BUFFER, input) {
             Ok(r) => r,
@@ -186,6 +196,7 @@ impl<'r> Reader<'r> {
         })
     }
 
+    /// What was delivered so far.
     pub fn stats(&self) -> ReadStats {
         self.state.stats
     }

@@ -91,10 +91,14 @@ impl Sink {
     }
 }
 
+/// What to write and how to rotate.
 #[derive(Clone, Debug)]
 pub struct OutputOptions {
+    /// The file name (rotation appends to it).
     pub path: PathBuf,
+    /// The file format.
     pub format: Format,
+    /// The interfaces frames come from (pcapng interface blocks), by source index.
     pub ifaces: Vec<Interface>,
     /// pcapng section comment.
     pub comment: Option<String>,
@@ -104,18 +108,22 @@ pub struct OutputOptions {
     pub rotate_secs: Option<u64>,
     /// `-W`: files kept.
     pub ring: Option<u32>,
+    /// Replace existing files.
     pub force: bool,
 }
 
 /// Why output failed; `path` is the file concerned.
 #[derive(Debug)]
 pub struct OutputError {
+    /// The file.
     pub path: PathBuf,
+    /// What went wrong.
     pub error: io::Error,
     /// The file existed and `force` was not given.
     pub exists: bool,
 }
 
+/// Capture output: one file or a rotation of them, each holding only complete frames.
 pub struct Output {
     opts: OutputOptions,
     current: Option<(PathBuf, Writer<Sink>)>,

@@ -13,6 +13,7 @@
 
 use caps::{CapSet, Capability};
 
+/// How to get the privilege, for the hint line.
 pub const FIX_HINT: &str = "run it with sudo, or grant the capability once: \
 sudo setcap cap_net_raw,cap_net_admin+eip $(which rocetap)";
 
@@ -24,7 +25,14 @@ pub fn lacks_net_raw() -> bool {
 /// What [`drop_privileges`] did, for `-v` style messages.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Dropped {
-    SwitchedTo { uid: u32, gid: u32 },
+    /// Became the sudo user.
+    SwitchedTo {
+        /// Its user id.
+        uid: u32,
+        /// Its group id.
+        gid: u32,
+    },
+    /// Cleared every capability (not root, or root without sudo).
     Capabilities,
 }
 

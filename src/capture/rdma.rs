@@ -1,36 +1,53 @@
-//! RDMA devices as sysfs describes them (`<root>/class/infiniband/<dev>`): ports, their
-//! state and link layer, the netdevs behind them, and the GID table with RoCE v1 / v2
-//! types — what `show_gids` reads. Used to explain why an RDMA device cannot be captured
-//! from and by `rocetap interfaces`. The root is a parameter so tests can build a fake tree.
+//! The one sysfs reader for RDMA devices (`<sysfs>/class/infiniband/<dev>`): ports, their
+//! state, link layer and active MTU, the netdevs behind them, the GID table with RoCE v1 /
+//! v2 types (what `show_gids` reads) and the `hw_counters`. `rocetap interfaces` lists
+//! them, `capture` explains why an RDMA device cannot be captured from, `top` shows the
+//! counters, `netcheck` checks RoCE readiness. The sysfs directory (`/sys`, or
+//! `--sysfs-root`) is a parameter so tests can build a fake tree.
 //!
 //! Nothing here fails: a file that is missing or unreadable (sysfs returns EINVAL for
 //! unused GID entries) is simply absent from the result.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// One entry of a port's GID table.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Gid {
+    /// Index in the table.
     pub index: u32,
+    /// The GID as sysfs writes it (eight groups of four hex digits).
     pub gid: String,
     /// "RoCE v2", "IB/RoCE v1".
     pub kind: Option<String>,
+    /// The netdev the GID is bound to.
     pub ndev: Option<String>,
 }
 
+/// One port of an RDMA device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Port {
+    /// Port number (from 1).
     pub number: u32,
     /// "ACTIVE", "DOWN" (the text after "4: ").
     pub state: Option<String>,
+    /// The state file as sysfs words it ("4: ACTIVE").
+    pub state_line: Option<String>,
     /// "Ethernet" (RoCE) or "InfiniBand".
     pub link_layer: Option<String>,
+    /// The IB MTU in use (`active_mtu`, "1024 (3)" read as 1024).
+    pub active_mtu: Option<u32>,
+    /// The GID table, zero entries left out.
     pub gids: Vec<Gid>,
 }
 
+/// An RDMA device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RdmaDevice {
+    /// Its name (`mlx5_0`).
     pub name: String,
+    /// Its ports, by number.
     pub ports: Vec<Port>,
     /// Netdevs of the device (`device/net/*`) and of its GIDs, sorted, no duplicates.
     pub netdevs: Vec<String>,
@@ -93,7 +110,9 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
             continue;
         };
         let pd = dir.join("ports").join(&p);
-        let state = read_trim(&pd.join("state"))
+        let state_line = read_trim(&pd.join("state"));
+        let state = state_line
+            .as_ref()
             .map(|s| s.split_once(": ").map_or(s.clone(), |(_, t)| t.to_string()));
         let mut gids = Vec::new();
         for g in sorted_entries(&pd.join("gids")) {
@@ -120,7 +139,10 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
         ports.push(Port {
             number,
             state,
+            state_line,
             link_layer: read_trim(&pd.join("link_layer")),
+            active_mtu: read_trim(&pd.join("active_mtu"))
+                .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())),
             gids,
         });
     }
@@ -133,12 +155,32 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
     })
 }
 
+/// The directory of a port's `hw_counters`.
+pub fn counters_dir(root: &Path, dev: &str, port: u32) -> PathBuf {
+    class_dir(root)
+        .join(dev)
+        .join("ports")
+        .join(port.to_string())
+        .join("hw_counters")
+}
+
+/// Every counter in `dir` (see [`counters_dir`]) that reads as a number, by name.
+pub fn read_counters(dir: &Path) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for name in sorted_entries(dir) {
+        if let Some(v) = read_trim(&dir.join(&name)).and_then(|v| v.parse().ok()) {
+            out.insert(name, v);
+        }
+    }
+    out
+}
+
 /// The note every capture from an RDMA device carries.
 pub const SNIFFER_NOTE: &str = "captured from an RDMA device through the libpcap RDMA sniffer, \
 which never reports drops: a PSN gap without a NAK may be capture loss, not network loss";
 
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::*;
 
     /// Builds a fake sysfs tree with one mlx5 device (two GIDs on port 1) under `root`.

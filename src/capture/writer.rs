@@ -12,7 +12,6 @@ use std::io::{self, Write};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Classic pcap, microsecond timestamps.
-    #[allow(dead_code)] // synth writes nanoseconds; `capture` writes what tcpdump would
     Pcap,
     /// Classic pcap, nanosecond timestamps (magic 0xa1b23c4d).
     PcapNs,
@@ -23,16 +22,22 @@ pub enum Format {
 /// One interface of the output.
 #[derive(Clone, Debug)]
 pub struct Interface {
+    /// Link type of its frames.
     pub link: LinkType,
+    /// Bytes kept per frame.
     pub snaplen: u32,
+    /// Its name (pcapng `if_name`).
     pub name: Option<String>,
 }
 
+/// Writes frames as pcap or pcapng to any `Write`.
 pub struct Writer<W: Write> {
     w: W,
     format: Format,
     snaplen: u32,
+    /// Frames written.
     pub frames: u64,
+    /// Bytes written (headers included).
     pub bytes: u64,
 }
 
@@ -183,7 +188,7 @@ impl<W: Write> Writer<W> {
         &mut self.w
     }
 
-    #[allow(dead_code)] // for `capture`, which flushes at rotation without closing
+    /// Flushes the underlying writer (the file stays open).
     pub fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
     }

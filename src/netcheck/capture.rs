@@ -9,11 +9,9 @@
 use super::checks::{Evidence, Finding, Severity};
 use crate::analysis::report::{ArpSymptom, ArpSymptomKind};
 use crate::analysis::{Analyzer, Config, Report};
-use crate::capture::Frame;
 use crate::error::Failure;
+use crate::pipeline::{NoSink, Pipeline};
 use crate::report::findings::{ask as ask_text, seen, symptom_message};
-use crate::source::for_each_frame_of;
-use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 /// Findings of one kind shown with their evidence; the rest are counted in the last one.
@@ -21,22 +19,17 @@ const SHOWN_PER_KIND: usize = 8;
 
 /// Runs the analyzer over `paths` (merged) and returns its report.
 pub fn analyze(paths: &[PathBuf]) -> Result<Report, Failure> {
-    let dcfg = dissectors::Config::default();
-    let mut an = Analyzer::new(Config::default());
-    for (i, path) in paths.iter().enumerate() {
-        let short = path.file_name().map_or_else(
+    let mut p = Pipeline::new(
+        dissectors::Config::default(),
+        Analyzer::new(Config::default()),
+    );
+    p.name_sources(paths.iter().map(|path| {
+        path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into(),
-        );
-        an.name_iface((i as u32) << 16, short);
-    }
-    let mut d = dissectors::decode(dissectors::LinkType::Ethernet, &[], 0, &dcfg);
-    let cut = for_each_frame_of(paths, true, |f: &Frame<'_>| {
-        dissectors::decode_into(f.link, f.data, f.orig_len, &dcfg, &mut d);
-        an.ingest(f.ts_ns, (f.source << 16) | (f.iface & 0xffff), &d);
-        ControlFlow::Continue(())
-    })
-    .map_err(|e| {
+        )
+    }));
+    let cut = p.read_files(paths, true, &mut NoSink).map_err(|e| {
         let f = Failure::new(format!("netcheck: --capture: {}", e.what));
         match e.hint {
             Some(h) => f.hint(h),
@@ -45,9 +38,8 @@ pub fn analyze(paths: &[PathBuf]) -> Result<Report, Failure> {
     })?;
     for c in &cut {
         eprintln!("{}", c.warning());
-        an.input_cut_short(&c.file, c.frames);
     }
-    Ok(an.finish())
+    Ok(p.finish())
 }
 
 /// The report's ARP / reply-path symptoms (and other unanswered ARP) as findings.

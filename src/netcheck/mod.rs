@@ -18,22 +18,59 @@ pub mod netlink;
 pub mod report;
 pub mod sysfs;
 
-use crate::cli::{NetcheckArgs, NetcheckFormat};
 use crate::error::{exit, Failure};
 use std::path::PathBuf;
 
+/// How a netcheck report is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetcheckFormat {
+    /// For people.
+    Text,
+    /// One JSON document (`rocetap.netcheck/…`).
+    Json,
+}
+
+/// What `netcheck` is asked to do (the command line, checked by the command).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `--netns NAME`: a named network namespace.
+    pub netns: Option<String>,
+    /// `--pid PID`: the network namespace of a process.
+    pub pid: Option<u32>,
+    /// `--from DIR`: a saved state (with `--nad`: node facts, several).
+    pub from: Vec<PathBuf>,
+    /// `--sysfs-root DIR`: where sysfs is (see [`crate::config::sysfs_dir`]); `None`:
+    /// `/sys` when live, not read offline.
+    pub sysfs_root: Option<PathBuf>,
+    /// `--route-get SPEC`: only answer these routing questions.
+    pub route_get: Vec<String>,
+    /// `--capture FILE`: captures whose ARP symptoms to add.
+    pub capture: Vec<PathBuf>,
+    /// The report's format.
+    pub format: NetcheckFormat,
+    /// Text: the effect of every interface sysctl.
+    pub verbose: bool,
+    /// `--nad FILE`: lint NetworkAttachmentDefinitions instead.
+    pub nad: Vec<PathBuf>,
+    /// With `--nad`: SriovNetworkNodePolicy files.
+    pub sriov_policy: Vec<PathBuf>,
+    /// With `--nad`: the nodes' facts.
+    pub nodes: Option<PathBuf>,
+    /// With `--nad`: the CNI plugin directory.
+    pub cni_bin_dir: Option<PathBuf>,
+    /// With `--nad`: the installed sbr's version.
+    pub sbr_version: Option<String>,
+    /// Findings at least this severe fail the run (exit 1).
+    pub gate: checks::Severity,
+}
+
 /// The severity at or above which findings fail the run.
-fn gate(a: &NetcheckArgs) -> checks::Severity {
-    use crate::cli::FailOnSeverity as F;
-    match a.fail_on_severity {
-        Some(F::Error) => checks::Severity::Error,
-        Some(F::Warning) | None => checks::Severity::Warning,
-        Some(F::Info) => checks::Severity::Info,
-    }
+fn gate(a: &Config) -> checks::Severity {
+    a.gate
 }
 
 /// `--nad`: the command line turned into the lint's own configuration, then the report.
-fn run_nad(a: &NetcheckArgs, color: bool) -> Result<i32, Failure> {
+fn run_nad(a: &Config, color: bool) -> Result<i32, Failure> {
     let cfg = nad::Config {
         nads: a.nad.clone(),
         policies: a.sriov_policy.clone(),
@@ -65,7 +102,8 @@ fn run_nad(a: &NetcheckArgs, color: bool) -> Result<i32, Failure> {
     })
 }
 
-pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
+/// Runs the checks and prints the report; returns the exit code.
+pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
     if !a.nad.is_empty() {
         return run_nad(&a, color);
     }
@@ -112,10 +150,10 @@ pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
         if let Some(code) = route_get(&a, state)? {
             return Ok(code);
         }
-        // sysfs: live default `/`; offline only when asked (it describes this machine)
+        // sysfs: live default `/sys`; offline only when asked (it describes this machine)
         let sysfs_root: Option<PathBuf> = match (&a.sysfs_root, a.from.first()) {
             (Some(r), _) => Some(r.clone()),
-            (None, None) => Some(PathBuf::from("/")),
+            (None, None) => Some(PathBuf::from(crate::config::SYSFS_ROOT)),
             (None, Some(_)) => None,
         };
         if let Some(root) = &sysfs_root {
@@ -124,7 +162,7 @@ pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
                     "netcheck: --sysfs-root {}: not a directory",
                     root.display()
                 ))
-                .hint("give the directory that holds sys/class/infiniband (default /)"));
+                .hint("give sysfs's directory, which holds class/infiniband (default /sys)"));
             }
             ports = sysfs::read_ports(root)
                 .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?;
@@ -161,7 +199,7 @@ pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
 }
 
 /// The namespace's routing state: offline from `--from`, else live.
-fn load_state(a: &NetcheckArgs) -> Result<model::NetState, Failure> {
+fn load_state(a: &Config) -> Result<model::NetState, Failure> {
     if let Some(dir) = a.from.first() {
         load_json::load_dir(dir).map_err(|e| {
             Failure::new(format!("netcheck: reading state: {e}")).hint(
@@ -186,7 +224,7 @@ fn load_state(a: &NetcheckArgs) -> Result<model::NetState, Failure> {
 }
 
 /// `--route-get`: answers the questions and returns the exit code; None when not asked.
-fn route_get(a: &NetcheckArgs, state: &model::NetState) -> Result<Option<i32>, Failure> {
+fn route_get(a: &Config, state: &model::NetState) -> Result<Option<i32>, Failure> {
     if !a.route_get.is_empty() {
         let mut out = Vec::new();
         for spec in &a.route_get {

@@ -1,4 +1,4 @@
-//! RoCE readiness from sysfs under a root directory (default `/`): every RDMA device port
+//! RoCE readiness from sysfs (default `/sys`; see [`crate::config::sysfs_dir`]): every RDMA device port
 //! (`/sys/class/infiniband/<dev>/ports/<p>`), the netdevs its GIDs are bound to
 //! (`gid_attrs/ndevs/<n>`), whether each IPv4 address of those netdevs has a RoCE v2 GID
 //! (`gids/<n>` + `gid_attrs/types/<n>`), the netdev MTU against the port's `active_mtu`,
@@ -7,6 +7,7 @@
 
 use super::checks::{Evidence, Finding, Severity};
 use super::model::NetState;
+use crate::capture::rdma;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -72,61 +73,49 @@ fn entries(p: &Path) -> Vec<String> {
     v
 }
 
-/// Reads every RDMA port under `root`. Err when `root/sys/class/infiniband` exists but
-/// cannot be read.
-pub fn read_ports(root: &Path) -> Result<Vec<Port>, String> {
-    let ib = root.join("sys/class/infiniband");
+/// Reads every RDMA port under `sysfs` (through [`rdma`], the one sysfs reader). Err when
+/// `sysfs/class/infiniband` exists but cannot be read.
+pub fn read_ports(sysfs: &Path) -> Result<Vec<Port>, String> {
+    let ib = sysfs.join("class/infiniband");
     if !ib.exists() {
         return Ok(Vec::new());
     }
     std::fs::read_dir(&ib).map_err(|e| format!("{}: {e}", ib.display()))?;
     let mut out = Vec::new();
-    for dev in entries(&ib) {
-        let ports = ib.join(&dev).join("ports");
-        for port in entries(&ports) {
-            let pd = ports.join(&port);
-            let mut gids = Vec::new();
-            for n in entries(&pd.join("gid_attrs/ndevs")) {
-                let Some(netdev) = rd(&pd.join("gid_attrs/ndevs").join(&n)) else {
-                    continue;
-                };
-                let gid = rd(&pd.join("gids").join(&n)).unwrap_or_default();
-                if gid.is_empty() || gid.chars().all(|c| c == '0' || c == ':') {
-                    continue;
-                }
-                let kind = rd(&pd.join("gid_attrs/types").join(&n)).unwrap_or_default();
-                let ipv4 = gid
-                    .parse::<Ipv6Addr>()
-                    .ok()
-                    .and_then(|g| g.to_ipv4_mapped())
-                    .map(IpAddr::V4);
-                gids.push(Gid {
-                    index: n.parse().unwrap_or(0),
-                    gid,
-                    kind,
-                    netdev,
-                    ipv4,
-                });
-            }
+    for dev in rdma::list(sysfs) {
+        for p in dev.ports {
+            let gids: Vec<Gid> = p
+                .gids
+                .into_iter()
+                .filter_map(|g| {
+                    let netdev = g.ndev?;
+                    let ipv4 = g
+                        .gid
+                        .parse::<Ipv6Addr>()
+                        .ok()
+                        .and_then(|x| x.to_ipv4_mapped())
+                        .map(IpAddr::V4);
+                    Some(Gid {
+                        index: g.index,
+                        gid: g.gid,
+                        kind: g.kind.unwrap_or_default(),
+                        netdev,
+                        ipv4,
+                    })
+                })
+                .collect();
             let mut netdevs: Vec<String> = gids.iter().map(|g| g.netdev.clone()).collect();
             netdevs.sort();
             netdevs.dedup();
-            let mut counters = BTreeMap::new();
-            for c in entries(&pd.join("hw_counters")) {
-                if let Some(v) = rd(&pd.join("hw_counters").join(&c)).and_then(|v| v.parse().ok()) {
-                    counters.insert(c, v);
-                }
-            }
             out.push(Port {
-                device: dev.clone(),
-                port: port.clone(),
-                link_layer: rd(&pd.join("link_layer")),
-                state: rd(&pd.join("state")),
-                active_mtu: rd(&pd.join("active_mtu"))
-                    .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())),
+                counters: rdma::read_counters(&rdma::counters_dir(sysfs, &dev.name, p.number)),
+                device: dev.name.clone(),
+                port: p.number.to_string(),
+                link_layer: p.link_layer,
+                state: p.state_line,
+                active_mtu: p.active_mtu,
                 netdevs,
                 gids,
-                counters,
             });
         }
     }
@@ -142,17 +131,17 @@ pub fn roce_mtu_for(netdev_mtu: u32) -> Option<u32> {
         .find(|m| *m <= avail)
 }
 
-fn netdev_mtu(root: &Path, st: &NetState, netdev: &str) -> Option<u32> {
+fn netdev_mtu(sysfs: &Path, st: &NetState, netdev: &str) -> Option<u32> {
     st.link(netdev).and_then(|l| l.mtu).or_else(|| {
-        rd(&root.join("sys/class/net").join(netdev).join("mtu"))?
+        rd(&sysfs.join("class/net").join(netdev).join("mtu"))?
             .parse()
             .ok()
     })
 }
 
-fn ecn_disabled(root: &Path, netdev: &str, which: &str) -> Option<Vec<String>> {
-    let dir: PathBuf = root
-        .join("sys/class/net")
+fn ecn_disabled(sysfs: &Path, netdev: &str, which: &str) -> Option<Vec<String>> {
+    let dir: PathBuf = sysfs
+        .join("class/net")
         .join(netdev)
         .join("ecn")
         .join(which)
@@ -168,8 +157,8 @@ fn ecn_disabled(root: &Path, netdev: &str, which: &str) -> Option<Vec<String>> {
     )
 }
 
-/// RoCE readiness findings for every RDMA port under `root`.
-pub fn check(root: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>) {
+/// RoCE readiness findings for every RDMA port under `sysfs`.
+pub fn check(sysfs: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>) {
     for p in ports {
         let name = format!("{} port {}", p.device, p.port);
         if p.link_layer.as_deref().is_some_and(|l| l != "Ethernet") {
@@ -219,9 +208,9 @@ pub fn check(root: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>)
                 }
             }
             // MTU
-            if let (Some(active), Some(mtu)) = (p.active_mtu, netdev_mtu(root, st, nd)) {
+            if let (Some(active), Some(mtu)) = (p.active_mtu, netdev_mtu(sysfs, st, nd)) {
                 let best = roce_mtu_for(mtu);
-                if best.is_some_and(|b| active < b) || best.map_or(true, |b| active > b) {
+                if best.is_some_and(|b| active < b) || best.is_none_or(|b| active > b) {
                     out.push(Finding {
                         id: "roce-mtu",
                         severity: Severity::Warning,
@@ -248,7 +237,7 @@ pub fn check(root: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>)
                 ("roce_np", "notification point (receiver sends CNPs)"),
                 ("roce_rp", "reaction point (sender slows down on CNPs)"),
             ] {
-                if let Some(off) = ecn_disabled(root, nd, which) {
+                if let Some(off) = ecn_disabled(sysfs, nd, which) {
                     if !off.is_empty() {
                         out.push(Finding {
                             id: "roce-ecn",

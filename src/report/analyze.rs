@@ -1,15 +1,15 @@
 //! Writers for `rocetap analyze`: a text summary for people (findings worst first, then
 //! a flows table, then events on request; `super::text`), a JSON document
 //! (`rocetap.analyze/1`, here) and CSV with one row per flow (`super::csv`). They only
-//! format an [`analysis::Report`]; they compute nothing a rule could depend on. The text
-//! report can be colored (severity words, failed rules, flows in trouble, event kinds)
-//! and, with `-v`, shows each finding's evidence.
+//! format an [`analysis::Report`](crate::analysis::Report); they compute nothing a rule
+//! could depend on. The text report can be colored (severity words, failed rules, flows
+//! in trouble, event kinds) and, with `-v`, shows each finding's evidence.
 
 use super::csv::csv_flows;
 use super::events::detail;
 use super::text::text;
 use crate::analysis::{Event, FlowSummary, Report};
-use crate::cli::AnalyzeFormat;
+use crate::config::OutputFormat as AnalyzeFormat;
 use crate::report::findings::FindingJson;
 use crate::report::rules::Verdict;
 use crate::report::style::Paint;
@@ -24,7 +24,7 @@ pub struct Input {
     pub frames: u64,
     pub bytes: u64,
     /// Inputs that end in the middle of a record, with the complete frames read.
-    pub cut_short: Vec<crate::source::CutShort>,
+    pub cut_short: Vec<crate::capture::input::CutShort>,
 }
 
 /// The value of a `--fail-on` name: a key of `totals` or of `derived`.

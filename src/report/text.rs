@@ -220,7 +220,7 @@ fn group(n: usize) -> String {
     let s = n.to_string();
     let mut o = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             o.push(',');
         }
         o.push(ch);

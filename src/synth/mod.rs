@@ -5,13 +5,13 @@
 //! overwrite, the truth file) and the guarantee that a (scenario, seed, packets,
 //! snaplen, format) tuple produces byte-identical output forever: the only randomness is
 //! the in-tree SplitMix64 in [`rng`], timestamps start at a fixed epoch, and the truth
-//! is counted while frames are written ([`out`]). Frames stream to the file one message
+//! is counted while frames are written (`out`). Frames stream to the file one message
 //! exchange at a time, so memory does not grow with `--packets`.
 //!
-//! Layout: [`frame`] builds frames from the dissectors' Reprs, [`rc`] models RC queue
-//! pairs and their loss recovery, and the scenario groups live in [`traffic`] (RC
-//! loss/recovery), [`fabric`] (ECN/CNP congestion, PFC), [`encap`] (mixed
-//! encapsulations), [`sbr`] (the pod ARP failure), [`malformed`] and [`manyqp`]
+//! Layout: [`frame`] builds frames from the dissectors' Reprs, `rc` models RC queue
+//! pairs and their loss recovery, and the scenario groups live in `traffic` (RC
+//! loss/recovery), `fabric` (ECN/CNP congestion, PFC), `encap` (mixed
+//! encapsulations), `sbr` (the pod ARP failure), `malformed` and [`manyqp`]
 //! (thousands of queue pairs, for scale).
 
 mod encap;
@@ -25,7 +25,6 @@ pub mod rng;
 mod sbr;
 mod traffic;
 
-use crate::cli::SynthArgs;
 use crate::error::{exit, Failure};
 use dissectors::LinkType;
 use out::{Observable, Out};
@@ -310,7 +309,37 @@ fn generate(sc: &Scenario, p: &Params, w: &mut dyn Write, out_name: &str) -> io:
     Ok(doc)
 }
 
-pub fn run(a: SynthArgs) -> Result<i32, Failure> {
+/// What `synth` is asked to write (the command line, as the command hands it on).
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// The scenario's name (`None` only with `list`).
+    pub scenario: Option<String>,
+    /// The capture file; the truth goes beside it.
+    pub output: Option<PathBuf>,
+    /// Seed of the generator.
+    pub seed: u64,
+    /// Approximate number of frames (`None`: the scenario's default).
+    pub packets: Option<u64>,
+    /// Bytes kept of each frame (at least [`MIN_SNAPLEN`]).
+    pub snaplen: Option<u32>,
+    /// Write pcapng instead of pcap.
+    pub pcapng: bool,
+    /// many-qp: queue pairs.
+    pub qps: Option<u32>,
+    /// many-qp: peers.
+    pub peers: Option<u32>,
+    /// many-qp: per mille of messages that lose a packet.
+    pub loss: Option<u32>,
+    /// many-qp: bytes per WRITE.
+    pub msg_size: Option<u32>,
+    /// Overwrite existing files.
+    pub force: bool,
+    /// Only list the scenarios.
+    pub list: bool,
+}
+
+/// Lists the scenarios or writes one (and its truth); returns the exit code.
+pub fn run(a: Config) -> Result<i32, Failure> {
     if a.list {
         let width = SCENARIOS.iter().map(|s| s.name.len()).max().unwrap_or(0);
         let mut o = io::stdout().lock();

@@ -408,7 +408,7 @@ impl Conn {
                     // The responder (notification point) answers a CE mark with a CNP
                     // to the sending QP, at most one per interval.
                     let at = t + RESP_DELAY_NS / 2;
-                    if cc.last_cnp.map_or(true, |l| at >= l + cc.cnp_interval_ns) {
+                    if cc.last_cnp.is_none_or(|l| at >= l + cc.cnp_interval_ns) {
                         cc.last_cnp = Some(at);
                         cc.pending_cut.push(at + REACT_DELAY_NS);
                         cc.cnps += 1;

@@ -189,7 +189,7 @@ impl App {
             flows: (r.flows.as_ptr() as usize, r.flows.len()),
         };
         let mut cache = self.order.borrow_mut();
-        if cache.as_ref().map_or(true, |(k, _)| *k != key) {
+        if cache.as_ref().is_none_or(|(k, _)| *k != key) {
             *cache = Some((key, self.order_of(&r.flows)));
         }
         let order = &cache.as_ref().expect("just filled").1;

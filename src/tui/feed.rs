@@ -17,10 +17,11 @@
 use super::app::{Action, Drops, FeedState, HwCounter, Snapshot};
 use crate::analysis::flow::FlowKey;
 use crate::analysis::{Analyzer, Config};
-use crate::capture::live::{LiveSource, Merger};
+use crate::capture::live::LiveSource;
+use crate::capture::merge::Merger;
 use crate::capture::writer::{Format, Interface, Writer};
 use crate::capture::{rdma, Frame};
-use crate::source::for_each_frame_of;
+use crate::pipeline::{Pipeline, Sink};
 use dissectors::{Addr, Decoded, LinkType, Qpn};
 use std::collections::{HashMap, VecDeque};
 use std::ops::ControlFlow;
@@ -71,14 +72,12 @@ pub enum Control {
     Quit,
 }
 
-fn analyzer() -> Analyzer {
-    Analyzer::new(Config::default())
+fn pipeline(dcfg: dissectors::Config) -> Pipeline {
+    Pipeline::new(dcfg, Analyzer::new(Config::default()))
 }
 
+/// The replay's sink: pacing before each frame, the rings and snapshots after it.
 struct Replay<'a> {
-    an: Analyzer,
-    d: Decoded,
-    dcfg: dissectors::Config,
     rings: Rings,
     tx: &'a SyncSender<Action>,
     ctl: &'a Receiver<Control>,
@@ -97,14 +96,14 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
-    fn snapshot(&mut self, force: bool) {
+    fn snapshot(&mut self, an: &Analyzer, force: bool) {
         let state = if self.paused {
             FeedState::Paused
         } else {
             FeedState::Running
         };
         let s = Snapshot {
-            report: self.an.snapshot(self.sent_events),
+            report: an.snapshot(self.sent_events),
             events_from: self.sent_events,
             complete: false,
             frames_read: self.frames,
@@ -113,7 +112,7 @@ impl Replay<'_> {
             state,
             wall_ns: self.started.elapsed().as_nanos() as u64,
         };
-        let n = self.an.events_recorded();
+        let n = an.events_recorded();
         let res = if force {
             self.tx
                 .send(Action::Snapshot(Box::new(s)))
@@ -138,13 +137,13 @@ impl Replay<'_> {
         self.last_snap = Instant::now();
     }
 
-    fn control(&mut self, c: Control) {
+    fn control(&mut self, an: &Analyzer, c: Control) {
         match c {
             Control::Pause(p) => {
                 self.paused = p;
                 self.steps = 0;
                 self.base = None;
-                self.snapshot(true);
+                self.snapshot(an, true);
             }
             Control::Step => {
                 self.paused = true;
@@ -159,10 +158,10 @@ impl Replay<'_> {
         }
     }
 
-    fn poll(&mut self) {
+    fn poll(&mut self, an: &Analyzer) {
         loop {
             match self.ctl.try_recv() {
-                Ok(c) => self.control(c),
+                Ok(c) => self.control(an, c),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     self.quit = true;
@@ -173,9 +172,9 @@ impl Replay<'_> {
     }
 
     /// Waits while paused (no step pending) or until the frame's time has come.
-    fn wait_for(&mut self, ts: u64) {
+    fn wait_for(&mut self, an: &Analyzer, ts: u64) {
         loop {
-            self.poll();
+            self.poll(an);
             if self.quit {
                 return;
             }
@@ -184,7 +183,7 @@ impl Replay<'_> {
                     return;
                 }
                 match self.ctl.recv_timeout(Duration::from_millis(100)) {
-                    Ok(c) => self.control(c),
+                    Ok(c) => self.control(an, c),
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => self.quit = true,
                 }
@@ -206,27 +205,33 @@ impl Replay<'_> {
                 None => now + Duration::from_millis(50),
             };
             if self.last_snap.elapsed() >= SNAPSHOT_EVERY {
-                self.snapshot(false);
+                self.snapshot(an, false);
             }
             std::thread::sleep((target - now).min(Duration::from_millis(50)));
         }
     }
+}
 
-    fn frame(&mut self, f: &Frame<'_>) -> ControlFlow<()> {
-        self.wait_for(f.ts_ns);
+impl Sink for Replay<'_> {
+    fn before(&mut self, f: &Frame<'_>, an: &Analyzer) -> ControlFlow<()> {
+        self.wait_for(an, f.ts_ns);
         if self.quit {
-            return ControlFlow::Break(());
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
         }
-        dissectors::decode_into(f.link, f.data, f.orig_len, &self.dcfg, &mut self.d);
-        self.an
-            .ingest(f.ts_ns, (f.source << 16) | (f.iface & 0xffff), &self.d);
-        self.rings.push(f, &self.d);
+    }
+
+    fn after(&mut self, f: &Frame<'_>, d: Option<&Decoded>, an: &Analyzer) -> ControlFlow<()> {
+        if let Some(d) = d {
+            self.rings.push(f, d);
+        }
         self.frames += 1;
         if self.paused && self.steps > 0 {
             self.steps -= 1;
-            self.snapshot(true);
+            self.snapshot(an, true);
         } else if self.last_snap.elapsed() >= SNAPSHOT_EVERY {
-            self.snapshot(false);
+            self.snapshot(an, false);
         }
         ControlFlow::Continue(())
     }
@@ -242,19 +247,14 @@ pub fn replay(
     tx: SyncSender<Action>,
     ctl: Receiver<Control>,
 ) {
-    let mut an = analyzer();
+    let mut p = pipeline(dcfg);
     if paths.len() > 1 {
-        for (i, p) in paths.iter().enumerate() {
-            let short = p
-                .file_name()
-                .map_or(p.display().to_string(), |n| n.to_string_lossy().into());
-            an.name_iface((i as u32) << 16, short);
-        }
+        p.name_sources(paths.iter().map(|p| {
+            p.file_name()
+                .map_or(p.display().to_string(), |n| n.to_string_lossy().into())
+        }));
     }
     let mut r = Replay {
-        an,
-        d: dissectors::decode(LinkType::Ethernet, &[], 0, &dcfg),
-        dcfg,
         rings: Rings::default(),
         tx: &tx,
         ctl: &ctl,
@@ -269,28 +269,22 @@ pub fn replay(
         dir,
         started: Instant::now(),
     };
-    let res = for_each_frame_of(&paths, true, |f| r.frame(f));
+    // A file cut short is a finding of the report, not a failure of the replay.
+    let res = p.read_files(&paths, true, &mut r);
     if r.quit {
         return;
     }
     let state = match res {
-        Ok(cut) => {
-            // A file cut short is a finding of the report, not a failure of the replay.
-            for c in &cut {
-                r.an.input_cut_short(&c.file, c.frames);
-            }
-            FeedState::Ended
-        }
+        Ok(_) => FeedState::Ended,
         Err(e) => FeedState::Failed(e.what),
     };
     let Replay {
-        an,
         rings,
         frames,
         started,
         ..
     } = r;
-    let report = an.finish();
+    let report = p.finish();
     let s = Snapshot {
         report,
         events_from: 0,
@@ -344,14 +338,10 @@ pub fn live(
     ctl: Receiver<Control>,
 ) {
     let names: Vec<String> = live.sources().iter().map(|s| s.name.clone()).collect();
-    let mut an = analyzer();
-    for (i, n) in names.iter().enumerate() {
-        an.name_iface((i as u32) << 16, n.clone());
-    }
+    let mut p = pipeline(dcfg);
+    p.name_sources(names.iter().cloned());
     let mut merger = Merger::new(names.len());
-    let mut d = dissectors::decode(LinkType::Ethernet, &[], 0, &dcfg);
     let mut rings = Rings::default();
-    let mut frames = 0u64;
     let mut sent_events = 0usize;
     let mut last_snap = Instant::now();
     let mut hw_last: Option<Instant> = None;
@@ -359,19 +349,7 @@ pub fn live(
     let mut quit = false;
     let started = Instant::now();
     loop {
-        if let Some(b) = live.recv_timeout(Duration::from_millis(50)) {
-            merger.push(b);
-            while let Ok(b) = live.receiver().try_recv() {
-                merger.push(b);
-            }
-        }
-        let _ = merger.drain(false, |f| {
-            dissectors::decode_into(f.link, f.data, f.orig_len, &dcfg, &mut d);
-            an.ingest(f.ts_ns, (f.source << 16) | (f.iface & 0xffff), &d);
-            rings.push(f, &d);
-            frames += 1;
-            ControlFlow::Continue(())
-        });
+        let _ = p.pump(&live, &mut merger, Duration::from_millis(50), &mut rings);
         loop {
             match ctl.try_recv() {
                 Ok(Control::Write { id, keys }) => {
@@ -404,8 +382,9 @@ pub fn live(
                 }
             }
             let _ = live.finish();
+            let frames = p.frames();
             let s = Snapshot {
-                report: an.finish(),
+                report: p.finish(),
                 events_from: 0,
                 complete: true,
                 frames_read: frames,
@@ -425,12 +404,12 @@ pub fn live(
         }
         if last_snap.elapsed() >= SNAPSHOT_EVERY {
             last_snap = Instant::now();
-            let n = an.events_recorded();
+            let n = p.analyzer().events_recorded();
             let s = Snapshot {
-                report: an.snapshot(sent_events),
+                report: p.analyzer().snapshot(sent_events),
                 events_from: sent_events,
                 complete: false,
-                frames_read: frames,
+                frames_read: p.frames(),
                 drops: drops(&live),
                 hw: counters.clone(),
                 state: FeedState::Running,
@@ -455,7 +434,7 @@ trait Due {
 
 impl Due for Option<Instant> {
     fn is_none_or_elapsed(&self, d: Duration) -> bool {
-        self.map_or(true, |t| t.elapsed() >= d)
+        self.is_none_or(|t| t.elapsed() >= d)
     }
 }
 

@@ -6,7 +6,7 @@
 //! [`REDRAW_EVERY`] (and only when something changed). It never waits on the capture.
 //!
 //! The terminal is put back on every exit path: normal quit and errors through
-//! [`Restore`]'s `Drop`, panics through the hook ratatui installs in `try_init`.
+//! `Restore`'s `Drop`, panics through the hook ratatui installs in `try_init`.
 //! Everything that can fail with a one-line error (arguments, files, devices,
 //! privileges) is checked before the screen is taken over.
 
@@ -15,18 +15,20 @@ pub mod feed;
 pub mod keys;
 pub mod render;
 
-use crate::capture::live::{Filter, LiveOptions, LiveSource, SourceSpec};
+use crate::capture::live::{Filter, LiveOptions, LiveSource};
 use crate::capture::privileges;
-use crate::cli::TopArgs;
 use crate::error::{exit, Failure};
 use app::{Action, App, Effect, Mode};
 use crossterm::event::{self, Event};
-use feed::{Control, Speed};
+use feed::Control;
+pub use feed::Speed;
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+/// The UI redraws at most this often.
 pub const REDRAW_EVERY: Duration = Duration::from_millis(100);
 
 /// Puts the terminal back when dropped.
@@ -38,24 +40,27 @@ impl Drop for Restore {
     }
 }
 
-pub fn run(a: TopArgs) -> Result<i32, Failure> {
-    let files = a.sources.all();
-    let speed = Speed::parse(&a.speed).map_err(|e| Failure::new(format!("top: {e}")))?;
-    if files.is_empty() && a.interfaces.is_empty() {
-        return Err(Failure::new("top: no source")
-            .hint("rocetap top -r trace.pcap, or sudo rocetap top -i eth2"));
-    }
-    if !files.is_empty() && !a.interfaces.is_empty() {
-        return Err(Failure::new(
-            "top: give files (-r) or devices (-i), not both",
-        ));
-    }
-    if files.iter().any(|p| p.as_os_str() == "-") {
-        return Err(
-            Failure::new("top: -r - is not supported: the terminal is the keyboard")
-                .hint("write the stream to a file first, or use rocetap analyze -r -"),
-        );
-    }
+/// What `top` shows (checked by the command: files or devices, not both, not stdin).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Capture files to replay, merged.
+    pub files: Vec<PathBuf>,
+    /// Devices to capture from live (when no files).
+    pub devices: Vec<String>,
+    /// Replay speed.
+    pub speed: Speed,
+    /// The UDP destination port of RoCE v2.
+    pub roce_port: u16,
+    /// Put live devices into promiscuous mode.
+    pub promisc: bool,
+    /// Where sysfs is (RDMA devices and their hw_counters).
+    pub sysfs_root: PathBuf,
+}
+
+/// Runs the UI until the user quits; returns the exit code.
+pub fn run(a: Config) -> Result<i32, Failure> {
+    let files = a.files.clone();
+    let speed = a.speed;
     let dcfg = dissectors::Config {
         roce_port: a.roce_port,
         check_icrc: true,
@@ -65,17 +70,12 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
     let (ctl_tx, ctl_rx) = mpsc::channel::<Control>();
     let (mode, source, thread) = if files.is_empty() {
         let opts = LiveOptions {
-            promisc: !a.no_promisc,
+            promisc: a.promisc,
             filter: Filter::Roce { port: a.roce_port },
             ..LiveOptions::default()
         };
-        let specs: Vec<SourceSpec> = a
-            .interfaces
-            .iter()
-            .map(|i| SourceSpec::Device(i.clone()))
-            .collect();
-        let opened = LiveSource::open(&specs, opts)
-            .map_err(|e| crate::capture_cmd::explain(e, &a.sysfs_root))?;
+        let opened = LiveSource::open(&a.devices, opts)
+            .map_err(|e| crate::capture::session::explain(e, &a.sysfs_root))?;
         privileges::drop_privileges()
             .map_err(|e| Failure::new(format!("top: dropping privileges: {e}")))?;
         need_terminal()?;
@@ -90,7 +90,7 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
     } else {
         for p in &files {
             // One-line errors for unreadable inputs before the screen is taken.
-            crate::source::open(p)?;
+            crate::capture::input::open(p)?;
         }
         need_terminal()?;
         let names: Vec<String> = files

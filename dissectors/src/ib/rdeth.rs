@@ -5,8 +5,6 @@
 //! ```
 
 use crate::bytes::{be24, be32, put24};
-#[allow(unused_imports)]
-use crate::types::Qpn;
 use crate::Error;
 
 pub const LEN: usize = 4;

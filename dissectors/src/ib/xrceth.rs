@@ -5,7 +5,6 @@
 //! ```
 
 use crate::bytes::{be24, be32, put24};
-#[allow(unused_imports)]
 use crate::types::Qpn;
 use crate::Error;
 

@@ -33,7 +33,7 @@ impl Severity {
 /// Flows shown by name in a finding.
 const WORST_SHOWN: usize = 3;
 
-/// The flows with the most of what a finding counts: the first [`WORST_SHOWN`] as
+/// The flows with the most of what a finding counts: the first `WORST_SHOWN` (3) as
 /// (flow id, count), worst first, and how many more flows have some.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Worst {

@@ -132,7 +132,7 @@ impl App {
             }
             _ => {}
         }
-        if self.last_frames.map_or(true, |(_, ts)| now > ts) {
+        if self.last_frames.is_none_or(|(_, ts)| now > ts) {
             self.last_frames = Some((r.totals.frames, now));
         }
         if s.complete && r.derived.duration_s > 0.0 {

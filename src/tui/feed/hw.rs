@@ -29,12 +29,7 @@ impl HwReader {
                 if port.is_some_and(|x| x != p.number) {
                     continue;
                 }
-                let dir = root
-                    .join("class/infiniband")
-                    .join(&dev)
-                    .join("ports")
-                    .join(p.number.to_string())
-                    .join("hw_counters");
+                let dir = rdma::counters_dir(root, &dev, p.number);
                 let label = format!("{dev}/{}", p.number);
                 if dir.is_dir() && !ports.iter().any(|(l, _)| *l == label) {
                     ports.push((label, dir));
@@ -58,20 +53,7 @@ impl HwReader {
             .map(|t| now.saturating_duration_since(t).as_secs_f64());
         let mut out = Vec::new();
         for (i, (label, dir)) in self.ports.iter().enumerate() {
-            let mut names: Vec<String> = std::fs::read_dir(dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            for name in names {
-                let Some(value) = std::fs::read_to_string(dir.join(&name))
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                else {
-                    continue;
-                };
+            for (name, value) in rdma::read_counters(dir) {
                 let prev = self.last.insert((i, name.clone()), value);
                 let per_s = match (prev, secs) {
                     (Some(p), Some(s)) if s > 0.0 => Some(value.saturating_sub(p) as f64 / s),

@@ -22,7 +22,18 @@ pub struct Rings {
     map: HashMap<(Addr, Addr, Qpn), Ring>,
 }
 
+/// `top live`'s sink: every frame goes to its flow's ring.
+impl Sink for Rings {
+    fn after(&mut self, f: &Frame<'_>, d: Option<&Decoded>, _: &Analyzer) -> ControlFlow<()> {
+        if let Some(d) = d {
+            self.push(f, d);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
 impl Rings {
+    /// Keeps `f` (decoded as `d`) in its flow's ring.
     pub fn push(&mut self, f: &Frame<'_>, d: &Decoded) {
         let (Some(r), Some((src, dst))) = (&d.roce, d.endpoints()) else {
             return;
@@ -86,7 +97,7 @@ impl Rings {
             .iter()
             .map(|&link| Interface {
                 link,
-                snaplen: 262_144,
+                snaplen: crate::config::DEFAULT_SNAPLEN,
                 name: None,
             })
             .collect();
@@ -130,7 +141,7 @@ mod tests {
         let mut rings = Rings::default();
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/loss-upstream.pcap");
         let mut n = 0;
-        for_each_frame_of(&[path], true, |f| {
+        crate::capture::input::for_each_frame_of(&[path], true, |f| {
             dissectors::decode_into(f.link, f.data, f.orig_len, &dcfg, &mut d);
             rings.push(f, &d);
             n += 1;
@@ -174,7 +185,7 @@ mod tests {
         };
         let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/clean-rc.pcap");
         let mut first: Option<(Vec<u8>, Decoded)> = None;
-        for_each_frame_of(&[p], true, |fr| {
+        crate::capture::input::for_each_frame_of(&[p], true, |fr| {
             if first.is_none() {
                 let dd = dissectors::decode(fr.link, fr.data, fr.orig_len, &dcfg);
                 if dd.roce.is_some() {

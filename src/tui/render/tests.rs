@@ -4,7 +4,7 @@
 
 use super::render;
 use crate::analysis::{Analyzer, Config, Report};
-use crate::source::for_each_frame_of;
+use crate::capture::input::for_each_frame_of;
 use crate::tui::app::{Action, App, Drops, FeedState, HwCounter, Mode, Snapshot, View};
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -32,7 +32,7 @@ pub fn app_of(sample: &str, every: u64, mode: Mode) -> App {
         dissectors::decode_into(f.link, f.data, f.orig_len, &dcfg, &mut d);
         an.ingest(f.ts_ns, f.iface, &d);
         n += 1;
-        if n % every == 0 {
+        if n.is_multiple_of(every) {
             let next = an.events_recorded();
             app.apply(Action::Snapshot(Box::new(Snapshot {
                 report: an.snapshot(sent),

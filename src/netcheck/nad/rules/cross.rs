@@ -99,7 +99,7 @@ fn sbr_without_gateway(seen: &[Seen], out: &mut Vec<Lint>) {
         let Some(sub) = a.subnet else { continue };
         let mut peers: Vec<(Cidr, String)> = Vec::new();
         for (bs, j) in &subnets {
-            if *j != i && !sub.overlaps(bs) && peers.last().map_or(true, |p| p.0 != *bs) {
+            if *j != i && !sub.overlaps(bs) && peers.last().is_none_or(|p| p.0 != *bs) {
                 peers.push((*bs, format!("{}", seen[*j].nad.obj)));
             }
         }

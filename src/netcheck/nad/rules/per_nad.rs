@@ -294,7 +294,7 @@ fn mtu(ctx: &mut Ctx, inp: &Inputs, cfg: &Config, policy: Option<&Policy>, subne
     }
     let shown = vf_mtu.unwrap_or(1500);
     let roce = crate::netcheck::sysfs::roce_mtu_for(shown);
-    if roce.map_or(true, |r| r < 4096) {
+    if roce.is_none_or(|r| r < 4096) {
         let src = if vf_mtu.is_some() {
             source.clone()
         } else {
@@ -351,7 +351,7 @@ fn pf_mtus(
     for n in &inp.nodes {
         for pf in &pol.pf_names {
             if let Some(m) = n.pf(&pf.name).and_then(|f| f.mtu) {
-                let in_subnet = subnet.map_or(true, |c| {
+                let in_subnet = subnet.is_none_or(|c| {
                     n.pf(&pf.name)
                         .is_some_and(|f| f.addrs.iter().any(|(a, _)| c.contains(*a)))
                 });

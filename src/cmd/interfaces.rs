@@ -2,16 +2,17 @@
 //! `tcpdump -D`), then every RDMA device in sysfs with its netdevs, port state, link
 //! layer and RoCE GIDs — and whether this libpcap can capture from it.
 
-use crate::capture::rdma;
 use crate::cli::InterfacesArgs;
-use crate::error::{exit, Failure};
+use rocetap::capture::rdma;
+use rocetap::error::{exit, Failure};
 use std::fmt::Write as _;
 use std::io::Write as _;
 
 pub fn run(a: InterfacesArgs) -> Result<i32, Failure> {
     let devices = pcap::Device::list()
         .map_err(|e| Failure::new(format!("interfaces: listing capture devices: {e}")))?;
-    let rdma_devs = rdma::list(&a.sysfs_root);
+    let sysfs = rocetap::config::sysfs_dir(&a.sysfs_root);
+    let rdma_devs = rdma::list(&sysfs);
     let mut s = String::new();
     for (i, d) in devices.iter().enumerate() {
         let _ = write!(s, "{}.{}", i + 1, d.name);
@@ -45,7 +46,7 @@ pub fn run(a: InterfacesArgs) -> Result<i32, Failure> {
         let _ = writeln!(
             s,
             "\nRDMA devices ({}):",
-            a.sysfs_root.join("class/infiniband").display()
+            sysfs.join("class/infiniband").display()
         );
     }
     for r in &rdma_devs {
@@ -90,7 +91,7 @@ pub fn run(a: InterfacesArgs) -> Result<i32, Failure> {
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(exit::OK),
-        Err(e) if crate::error::is_broken_pipe(&e) => Ok(exit::OK),
+        Err(e) if rocetap::error::is_broken_pipe(&e) => Ok(exit::OK),
         Err(e) => Err(Failure::new(format!("writing output: {e}"))),
     }
 }

@@ -5,13 +5,13 @@
 //! asks for it, marks the summary's trouble words (NAK, RNR NAK, CE, CNP, bad ICRC, a
 //! malformed frame).
 
-use crate::capture::Frame;
 use crate::cli::{DecodeArgs, DecodeFormat};
-use crate::error::{exit, is_broken_pipe, Failure};
-use crate::report::fields::{Ctx, FIELDS};
-use crate::report::style::{Paint, Tone};
-use crate::report::summary;
-use crate::source::for_each_frame_of;
+use rocetap::capture::input::for_each_frame_of;
+use rocetap::capture::Frame;
+use rocetap::error::{exit, is_broken_pipe, Failure};
+use rocetap::report::fields::{Ctx, FIELDS};
+use rocetap::report::style::{Paint, Tone};
+use rocetap::report::summary;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 

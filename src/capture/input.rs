@@ -1,8 +1,10 @@
-//! Opening inputs by name (`-` is stdin) and showing progress on stderr for long reads
-//! when stderr is a terminal.
+//! Capture files as inputs: opening them by name (`-` is stdin), reading one or several
+//! (merged in timestamp order) frame by frame, saying which were cut short, and showing
+//! progress on stderr for long reads when stderr is a terminal.
 
-use crate::capture::file::{for_each_frame, ReadError, Reader};
-use crate::capture::Frame;
+use super::file::{for_each_frame, ReadError, Reader};
+use super::merge::{Batch, Merger};
+use super::Frame;
 use crate::error::Failure;
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant};
 
 /// An opened input.
 pub struct Opened {
+    /// The bytes.
     pub reader: Box<dyn Read + Send>,
     /// Name for messages ("stdin" for `-`).
     pub name: String,
@@ -57,6 +60,7 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// Progress of reading `name` (of `size` bytes when known); off when `quiet`.
     pub fn new(name: &str, size: Option<u64>, quiet: bool) -> Self {
         let now = Instant::now();
         Progress {
@@ -71,6 +75,7 @@ impl Progress {
         }
     }
 
+    /// Counts one frame of `frame_bytes` bytes.
     #[inline]
     pub fn tick(&mut self, frame_bytes: usize) {
         if !self.enabled {
@@ -101,6 +106,7 @@ impl Progress {
         }
     }
 
+    /// Ends the progress line, if one was shown.
     pub fn done(&mut self) {
         if self.shown {
             eprintln!(
@@ -132,13 +138,17 @@ impl CutShort {
     }
 }
 
+/// Frames a file source reads ahead into one batch when several inputs are merged.
+const FILE_BATCH: usize = 256;
+
 /// Reads every frame of every input, merged in timestamp order when there are several
 /// (ties keep the order of the inputs), and hands each to `f`; `frame.source` says which
-/// input it came from. One input is read without copying; several are merged through
-/// one reusable buffer per input. An input cut short in the middle of a record ends
-/// there and is listed in the result (like tshark, every complete frame counts); any
-/// other damage stops the run with an error naming the input, after every frame before
-/// the damage was delivered.
+/// input it came from. One input is read without copying; several go through the one
+/// [`Merger`], each filled in this thread a batch at a time whenever its queue runs dry
+/// (so a file waits for nobody and loses nothing). An input cut short in the middle of a
+/// record ends there and is listed in the result (like tshark, every complete frame
+/// counts); any other damage stops the run with an error naming the input, after every
+/// frame before the damage was delivered.
 pub fn for_each_frame_of<F>(
     paths: &[std::path::PathBuf],
     quiet: bool,
@@ -165,73 +175,39 @@ where
             Err(e) => Err(read_failure(&name, e)),
         };
     }
-    struct Slot<'r> {
-        reader: Reader<'r>,
-        name: String,
-        buf: Vec<u8>,
-        head: Option<Frame<'static>>,
-        frames: u64,
-        cut: bool,
-    }
     let mut slots = Vec::with_capacity(paths.len());
     for p in paths {
         let Opened { reader, name, .. } = open(p)?;
         let reader = Reader::new(reader).map_err(|e| read_failure(&name, e))?;
-        slots.push(Slot {
+        slots.push(FileSlot {
             reader,
             name,
-            buf: Vec::new(),
-            head: None,
             frames: 0,
             cut: false,
+            damage: None,
         });
     }
+    let mut merger = Merger::new(slots.len());
     let mut progress = Progress::new("inputs", None, quiet);
-    // Fills `slot.head` with the next frame (metadata only; bytes live in `slot.buf`);
-    // an input cut short ends there.
-    fn pull(slot: &mut Slot<'_>, source: u32) -> Result<(), Failure> {
-        let buf = &mut slot.buf;
-        let got = slot.reader.next_with(|fr| {
-            buf.clear();
-            buf.extend_from_slice(fr.data);
-            Frame {
-                data: &[],
-                source,
-                ..*fr
+    loop {
+        for (i, s) in slots.iter_mut().enumerate() {
+            if merger.is_empty(i) && !merger.ended(i) {
+                if let Some(e) = s.damage.take() {
+                    return Err(read_failure(&s.name, e));
+                }
+                merger.push(s.fill(i as u32));
             }
-        });
-        slot.head = match got {
-            Ok(h) => h,
-            Err(ReadError::Truncated { .. }) if slot.frames > 0 => {
-                slot.cut = true;
-                None
-            }
-            Err(e) => return Err(read_failure(&slot.name, e)),
-        };
-        slot.frames += u64::from(slot.head.is_some());
-        Ok(())
-    }
-    for (i, s) in slots.iter_mut().enumerate() {
-        pull(s, i as u32)?;
-    }
-    while let Some(i) = slots
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| s.head.map(|h| (h.ts_ns, i)))
-        .min()
-        .map(|(_, i)| i)
-    {
-        let s = &mut slots[i];
-        let head = s.head.take().expect("chosen slot has a frame");
-        let frame = Frame {
-            data: &s.buf,
-            ..head
-        };
-        progress.tick(frame.data.len());
-        if f(&frame).is_break() {
+        }
+        if merger.is_done() {
             break;
         }
-        pull(s, i as u32)?;
+        let flow = merger.drain(false, |fr| {
+            progress.tick(fr.data.len());
+            f(fr)
+        });
+        if flow.is_break() {
+            break;
+        }
     }
     progress.done();
     Ok(slots
@@ -244,6 +220,45 @@ where
         .collect())
 }
 
+/// One of several merged inputs.
+struct FileSlot {
+    reader: Reader<'static>,
+    name: String,
+    /// Complete frames read so far.
+    frames: u64,
+    /// Ended in the middle of a record.
+    cut: bool,
+    /// Damage met while reading ahead: reported once the frames before it are handed on.
+    damage: Option<ReadError>,
+}
+
+impl FileSlot {
+    /// The next batch of this input. Its watermark stays 0: the merger then waits for
+    /// the next batch of a file rather than trusting its timestamps to be in order.
+    fn fill(&mut self, source: u32) -> Batch {
+        let mut b = Batch::new(source, FILE_BATCH);
+        while b.len() < FILE_BATCH {
+            match self.reader.next_with(|fr| b.push(fr)) {
+                Ok(Some(())) => self.frames += 1,
+                Ok(None) => {
+                    b.last = true;
+                    break;
+                }
+                Err(ReadError::Truncated { .. }) if self.frames > 0 => {
+                    self.cut = true;
+                    b.last = true;
+                    break;
+                }
+                Err(e) => {
+                    self.damage = Some(e);
+                    break;
+                }
+            }
+        }
+        b
+    }
+}
+
 /// The one-line error for an input that could not be read (further).
 pub fn read_failure(name: &str, e: ReadError) -> Failure {
     let f = Failure::new(format!("reading {name}: {e}"));
@@ -252,5 +267,59 @@ pub fn read_failure(name: &str, e: ReadError) -> Failure {
             f.hint("rocetap reads pcap and pcapng; convert other formats with editcap")
         }
         _ => f,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::writer::{Format, Interface, Writer};
+    use dissectors::LinkType;
+
+    /// A pcap of `n` 60-byte frames filled with `byte`, at `start + 10 * i` ns.
+    fn trace(dir: &Path, byte: u8, start: u64, n: u64) -> std::path::PathBuf {
+        let ifs = [Interface {
+            link: LinkType::Ethernet,
+            snaplen: 65535,
+            name: None,
+        }];
+        let mut w = Writer::new(Vec::new(), Format::PcapNs, &ifs).unwrap();
+        for i in 0..n {
+            w.write(start + i * 10, 0, &[byte; 60], 60, None).unwrap();
+        }
+        let p = dir.join(format!("{byte}.pcap"));
+        std::fs::write(&p, w.into_inner().unwrap()).unwrap();
+        p
+    }
+
+    #[test]
+    fn several_files_are_merged_in_order_and_a_cut_one_ends_there() {
+        let dir = std::env::temp_dir().join(format!("rocetap-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = trace(&dir, 0, 0, 1000);
+        let b = trace(&dir, 1, 5, 1000);
+        let mut got = Vec::new();
+        let cut = for_each_frame_of(&[a.clone(), b.clone()], true, |f| {
+            got.push((f.ts_ns, f.source, f.data[0]));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert!(cut.is_empty());
+        assert_eq!(got.len(), 2000);
+        assert!(got.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert!(got.iter().all(|(_, s, b)| u32::from(*b) == *s));
+        // Cut `b` in the middle of its 301st record.
+        let bytes = std::fs::read(&b).unwrap();
+        std::fs::write(&b, &bytes[..24 + 300 * 76 + 30]).unwrap();
+        let mut n = 0;
+        let cut = for_each_frame_of(&[a, b], true, |_| {
+            n += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(n, 1300);
+        assert_eq!(cut.len(), 1);
+        assert_eq!(cut[0].frames, 300);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

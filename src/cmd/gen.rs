@@ -3,8 +3,8 @@
 //! with what the parser accepts. Hidden subcommands and options stay out of both.
 
 use crate::cli::Cli;
-use crate::error::{exit, is_broken_pipe, Failure};
 use clap::CommandFactory;
+use rocetap::error::{exit, is_broken_pipe, Failure};
 use std::io::{self, Write};
 use std::path::Path;
 

@@ -1,0 +1,433 @@
+//! The headless capture session behind `rocetap capture` and `analyze -i`: live devices
+//! through the [`Pipeline`], optionally written to pcap / pcapng with rotation and
+//! per-packet annotations, and a report of every frame received, written and dropped (by
+//! the kernel, the interface, and rocetap's own queue).
+//!
+//! Order of work: open every device (the only privileged step; errors name the missing
+//! capability or the missing RDMA support); drop privileges; create the output; start the
+//! capture threads; feed frames until `count`, `duration`, SIGINT/SIGTERM or a write
+//! error; flush; report. A write error keeps the file valid up to the last complete frame
+//! and is an error (exit 2); signals end the run normally (exit 0). The [`Config`] comes
+//! validated from the command.
+
+use super::annotate::Annotator;
+use super::live::{Filter, LiveOptions, LiveSource, OpenError, Opened, SourceInfo};
+use super::merge::Merger;
+use super::output::{Output, OutputError, OutputOptions};
+use super::stats::{final_report, running_report, Status};
+use super::writer::{Format, Interface};
+use super::{privileges, rdma, Frame};
+use crate::analysis::Analyzer;
+use crate::error::{exit, Failure};
+use crate::pipeline::{Pipeline, Sink};
+use dissectors::Decoded;
+use std::io::IsTerminal;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A validated capture session.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Devices to capture from, merged by timestamp.
+    pub devices: Vec<String>,
+    /// libpcap settings: snaplen, buffer, promiscuous and immediate mode, filter, queue.
+    pub live: LiveOptions,
+    /// Where to write the frames, if anywhere.
+    pub write: Option<PathBuf>,
+    /// The file format.
+    pub format: Format,
+    /// `-C`: bytes per file.
+    pub rotate_bytes: Option<u64>,
+    /// `-G`: seconds per file.
+    pub rotate_secs: Option<u64>,
+    /// `-W`: files kept.
+    pub ring: Option<u32>,
+    /// Replace existing files.
+    pub force: bool,
+    /// Comment notable RoCE frames (pcapng only).
+    pub annotate: bool,
+    /// Stop after handing on this many frames.
+    pub count: Option<u64>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// No status line and no final report (errors excepted).
+    pub quiet: bool,
+    /// Where sysfs is (to recognise RDMA devices).
+    pub sysfs_root: PathBuf,
+}
+
+impl Config {
+    /// The defaults for `devices`: whole frames, the RoCE filter, no file, no limit.
+    pub fn new(devices: Vec<String>) -> Self {
+        Config {
+            devices,
+            live: LiveOptions {
+                filter: Filter::Roce {
+                    port: crate::config::ROCE_PORT,
+                },
+                queue_batches: crate::config::DEFAULT_QUEUE_BATCHES,
+                ..LiveOptions::default()
+            },
+            write: None,
+            format: Format::Pcap,
+            rotate_bytes: None,
+            rotate_secs: None,
+            ring: None,
+            force: false,
+            annotate: false,
+            count: None,
+            duration: None,
+            quiet: false,
+            sysfs_root: PathBuf::from(crate::config::SYSFS_ROOT),
+        }
+    }
+}
+
+/// Runs the session, feeding every frame (in timestamp order across devices) through
+/// `pipeline`; returns the exit code.
+pub fn run(cfg: &Config, pipeline: &mut Pipeline) -> Result<i32, Failure> {
+    let (opened, infos, comment) = open(cfg)?;
+    let out = create_output(cfg, &infos, comment)?;
+    let signals = Signals::install()?;
+    let live = opened.start();
+    let names: Vec<String> = live.sources().iter().map(|s| s.name.clone()).collect();
+    if !cfg.quiet {
+        for s in live.sources() {
+            eprintln!(
+                "capturing on {} ({:?}), snapshot length {} bytes, filter: {}",
+                s.name,
+                s.link,
+                cfg.live.snaplen,
+                s.filter.as_deref().unwrap_or("none")
+            );
+        }
+    }
+    let mut w = Writing {
+        out,
+        annotator: cfg.annotate.then(Annotator::new),
+        handed: 0,
+        limit: cfg.count.unwrap_or(u64::MAX),
+        error: None,
+    };
+    let mut merger = Merger::new(names.len());
+    let reason = capture(cfg, pipeline, &live, &mut merger, &mut w, &signals, &names);
+    let stats = live.stats().to_vec();
+    let rest = live.finish();
+    // Everything captured before the stop is handed on (a count limit excepted).
+    if w.error.is_none() && w.handed < w.limit {
+        let _ = pipeline.drain(rest, &mut merger, &mut w);
+    }
+    end(cfg, w, &names, &stats, reason)
+}
+
+/// Opens the devices (privileged), notes RDMA devices, drops privileges and checks that
+/// the file format can hold every device's link type.
+fn open(cfg: &Config) -> Result<(Opened, Vec<SourceInfo>, Option<String>), Failure> {
+    let opened = LiveSource::open(&cfg.devices, cfg.live.clone())
+        .map_err(|e| explain(e, &cfg.sysfs_root))?;
+    let infos = opened.sources();
+    // RDMA devices opened through a libpcap with RDMA support: the sniffer never
+    // reports drops.
+    let rdma_devs: Vec<&str> = infos
+        .iter()
+        .filter(|i| rdma::parse_name(&cfg.sysfs_root, &i.name).is_some())
+        .map(|i| i.name.as_str())
+        .collect();
+    let comment = (!rdma_devs.is_empty())
+        .then(|| format!("rocetap: {}: {}", rdma_devs.join(", "), rdma::SNIFFER_NOTE));
+    if let Some(c) = &comment {
+        eprintln!("note: {}", c.trim_start_matches("rocetap: "));
+    }
+    privileges::drop_privileges()
+        .map_err(|e| Failure::new(format!("capture: dropping privileges: {e}")))?;
+    if cfg.format != Format::PcapNg {
+        if let Some(other) = infos.iter().find(|i| i.link != infos[0].link) {
+            return Err(Failure::new(format!(
+                "capture: {} ({:?}) and {} ({:?}) have different link types, which pcap cannot hold",
+                infos[0].name, infos[0].link, other.name, other.link
+            ))
+            .hint("write pcapng (a .pcapng file name or --format pcapng)"));
+        }
+    }
+    Ok((opened, infos, comment))
+}
+
+/// The first output file, when writing (after privileges were dropped).
+fn create_output(
+    cfg: &Config,
+    infos: &[SourceInfo],
+    comment: Option<String>,
+) -> Result<Option<Output>, Failure> {
+    let Some(path) = &cfg.write else {
+        return Ok(None);
+    };
+    let ifaces: Vec<Interface> = infos
+        .iter()
+        .map(|i| Interface {
+            link: i.link,
+            snaplen: cfg.live.snaplen,
+            name: Some(i.name.clone()),
+        })
+        .collect();
+    Output::create(OutputOptions {
+        path: path.clone(),
+        format: cfg.format,
+        ifaces,
+        comment,
+        rotate_bytes: cfg.rotate_bytes,
+        rotate_secs: cfg.rotate_secs,
+        ring: cfg.ring,
+        force: cfg.force,
+    })
+    .map(Some)
+    .map_err(output_failure)
+}
+
+/// SIGINT / SIGTERM stop the capture (a second one ends the process at once); SIGUSR1
+/// asks for the counters.
+struct Signals {
+    stop: Arc<AtomicBool>,
+    usr1: Arc<AtomicBool>,
+}
+
+impl Signals {
+    fn install() -> Result<Self, Failure> {
+        let fail =
+            |e: std::io::Error| Failure::new(format!("capture: installing signal handlers: {e}"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let usr1 = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone());
+            signal_hook::flag::register(sig, stop.clone()).map_err(fail)?;
+        }
+        signal_hook::flag::register(signal_hook::consts::SIGUSR1, usr1.clone()).map_err(fail)?;
+        Ok(Signals { stop, usr1 })
+    }
+}
+
+/// The pipeline's sink in a capture: the output file (with annotations) and the count.
+struct Writing {
+    out: Option<Output>,
+    annotator: Option<Annotator>,
+    /// Frames handed on (and written, when writing): `count` counts these.
+    handed: u64,
+    limit: u64,
+    error: Option<OutputError>,
+}
+
+impl Sink for Writing {
+    fn before(&mut self, _: &Frame<'_>, _: &Analyzer) -> ControlFlow<()> {
+        if self.handed >= self.limit {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    fn after(&mut self, f: &Frame<'_>, d: Option<&Decoded>, an: &Analyzer) -> ControlFlow<()> {
+        if let Some(out) = self.out.as_mut() {
+            let comment = match (self.annotator.as_mut(), d) {
+                (Some(a), Some(d)) => a.comment(d, an),
+                _ => None,
+            };
+            if let Err(e) = out.write(f.ts_ns, f.source, f.data, f.orig_len, comment) {
+                self.error = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        self.handed += 1;
+        if self.handed >= self.limit {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}
+
+/// Feeds frames until a reason to stop; returns the reason (for the report).
+fn capture(
+    cfg: &Config,
+    pipeline: &mut Pipeline,
+    live: &LiveSource,
+    merger: &mut Merger,
+    w: &mut Writing,
+    signals: &Signals,
+    names: &[String],
+) -> &'static str {
+    let started = Instant::now();
+    let mut status = Status::new(!cfg.quiet && std::io::stderr().is_terminal());
+    let mut last_flush = Instant::now();
+    let reason = loop {
+        let flow = pipeline.pump(live, merger, Duration::from_millis(100), w);
+        if w.error.is_some() {
+            break "write error";
+        }
+        if flow.is_break() || w.handed >= w.limit {
+            break "count reached";
+        }
+        if signals.stop.load(Ordering::SeqCst) {
+            break "signal";
+        }
+        if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
+            break "duration reached";
+        }
+        if merger.is_done() {
+            break "all sources ended";
+        }
+        if last_flush.elapsed() >= Duration::from_secs(1) {
+            last_flush = Instant::now();
+            if let Some(Err(e)) = w.out.as_mut().map(Output::flush) {
+                w.error = Some(e);
+                break "write error";
+            }
+        }
+        if signals.usr1.swap(false, Ordering::SeqCst) {
+            status.clear();
+            eprint!("{}", running_report(live, names, w.out.as_ref()));
+        }
+        status.update(live, w.handed);
+    };
+    status.clear();
+    reason
+}
+
+/// Closes the output, says what the capture did, and turns errors into the result.
+fn end(
+    cfg: &Config,
+    w: Writing,
+    names: &[String],
+    stats: &[Arc<super::live::SourceStats>],
+    reason: &str,
+) -> Result<i32, Failure> {
+    let Writing {
+        out,
+        annotator,
+        error: mut write_error,
+        ..
+    } = w;
+    let files = out.as_ref().map_or(0, |o| o.files_opened);
+    let written = out.as_ref().map_or(0, |o| o.frames);
+    let current = out
+        .as_ref()
+        .and_then(|o| o.current_path().map(Path::to_path_buf));
+    let writing = out.is_some();
+    if let Some(o) = out {
+        if write_error.is_none() {
+            if let Err(e) = o.finish() {
+                write_error = Some(e);
+            }
+        }
+        // Otherwise the failing file was already cut back to its last complete frame.
+    }
+    if let Some(an) = annotator.as_ref().filter(|a| a.icrc_unreliable()) {
+        let (checked, bad) = an.icrc_counts();
+        eprintln!(
+            "note: ICRC bad on {bad} of {checked} RoCE frames: this capture path does not preserve \
+             ICRCs, so after the first {} frames bad ICRCs were not annotated one by one",
+            super::annotate::ICRC_SAMPLE
+        );
+    }
+    let mut errors = Vec::new();
+    for (n, s) in names.iter().zip(stats) {
+        if let Some(e) = s.error.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            errors.push(format!("{n}: {e}"));
+        }
+    }
+    if !cfg.quiet || write_error.is_some() {
+        eprint!(
+            "{}",
+            final_report(
+                names,
+                stats,
+                writing.then_some((written, files)),
+                current.as_deref(),
+                reason
+            )
+        );
+    }
+    if let Some(e) = write_error {
+        return Err(output_failure(e).hint(format!(
+            "the file is valid up to the last complete frame; {written} frames were written in all"
+        )));
+    }
+    if !errors.is_empty() {
+        return Err(Failure::new(format!(
+            "capture: reading from {}",
+            errors.join("; ")
+        )));
+    }
+    Ok(exit::OK)
+}
+
+/// The one-line error for an output file that could not be written.
+pub fn output_failure(e: OutputError) -> Failure {
+    let name = e.path.display();
+    if e.exists {
+        Failure::new(format!("writing {name}: the file exists")).hint("add --force to replace it")
+    } else if e.error.kind() == std::io::ErrorKind::PermissionDenied {
+        Failure::new(format!("writing {name}: {}", e.error)).hint(
+            "rocetap drops root (to SUDO_UID under sudo) before creating files: \
+             the directory must be writable by that user",
+        )
+    } else {
+        Failure::new(format!("writing {name}: {}", e.error))
+    }
+}
+
+/// Turns a failure to open a device into one line that says why and what to do.
+pub fn explain(e: OpenError, sysfs_root: &Path) -> Failure {
+    match e {
+        OpenError::Filter {
+            name,
+            filter,
+            message,
+        } => Failure::new(format!("capture filter {filter:?} on {name}: {message}"))
+            .hint("the filter is a BPF expression as tcpdump takes it, e.g. 'udp dst port 4791'"),
+        OpenError::Device {
+            name,
+            message,
+            permission,
+            no_such_device,
+        } => {
+            if permission || (privileges::lacks_net_raw() && message.contains("not permitted")) {
+                return Failure::new(format!(
+                    "capturing on {name}: permission denied: capturing needs the CAP_NET_RAW capability ({message})"
+                ))
+                .hint(privileges::FIX_HINT);
+            }
+            if let Some((dev, _port)) = rdma::parse_name(sysfs_root, &name) {
+                return rdma_unsupported(sysfs_root, &name, &dev, &message);
+            }
+            if no_such_device {
+                return Failure::new(format!("capturing on {name}: no such device"))
+                    .hint("rocetap interfaces lists the devices to capture from");
+            }
+            Failure::new(format!("capturing on {name}: {message}"))
+        }
+    }
+}
+
+/// An RDMA device this libpcap cannot open: why, and the ways around it.
+fn rdma_unsupported(sysfs_root: &Path, name: &str, dev: &str, message: &str) -> Failure {
+    let netdevs = rdma::device(sysfs_root, dev)
+        .map(|d| d.netdevs)
+        .unwrap_or_default();
+    let nd = if netdevs.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{dev} is the RDMA device of netdev {} (offloaded RoCE bypasses the kernel, so -i {} sees little of it); ",
+            netdevs.join(", "),
+            netdevs[0]
+        )
+    };
+    Failure::new(format!(
+        "capturing on {name}: {name} is an RDMA device, and this libpcap cannot capture from RDMA devices: it was built without RDMA sniffer support, as Debian and Ubuntu build it (libpcap: {message})"
+    ))
+    .hint(format!(
+        "{nd}use a libpcap built with RDMA support (Fedora/RHEL, or build libpcap with rdma-core), the mellanox/tcpdump-rdma container, or: ibdump -d {dev} -w - | rocetap analyze -r -"
+    ))
+}

@@ -1,0 +1,197 @@
+//! `rocetap analyze`: read captures (or capture live with `-i`), run every frame through
+//! the pipeline, write the report (text, JSON or CSV) and turn `--fail-on` rules into the
+//! exit code: 0 no rule's condition is true, 1 a rule failed (its condition is true), 2
+//! bad rule / unreadable input / write failure. Several files are merged into one capture
+//! in timestamp order; the interface of a frame from file `i` is reported as
+//! `i * 65536 + its interface id in that file` ([`rocetap::capture::IfaceId`]).
+
+use crate::cli::{AnalyzeArgs, AnalyzeFormat, Stage as CliStage};
+use rocetap::analysis::{Analyzer, Config};
+use rocetap::capture::session;
+use rocetap::config::OutputFormat;
+use rocetap::error::{exit, is_broken_pipe, Failure};
+use rocetap::pipeline::{NoSink, Pipeline, Stage};
+use rocetap::report::analyze::{lookup, write_report, Input, Look};
+use rocetap::report::rules;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+/// What `analyze` was asked to do, checked.
+struct Request {
+    paths: Vec<PathBuf>,
+    /// `-i`: the live session instead of files.
+    live: Option<session::Config>,
+    rules: Vec<rules::Rule>,
+    analyzer: Config,
+    dcfg: dissectors::Config,
+    stop_after: Option<Stage>,
+    /// No progress on stderr.
+    quiet: bool,
+    out: Out,
+}
+
+/// How the report is written.
+struct Out {
+    format: OutputFormat,
+    events: bool,
+    verbose: bool,
+    color: bool,
+}
+
+pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
+    let r = request(a, color)?;
+    let mut p = Pipeline::new(r.dcfg, Analyzer::new(r.analyzer)).stop_after(r.stop_after);
+    let mut input = Input::default();
+    if let Some(live) = &r.live {
+        input.files = live.devices.clone();
+        let code = session::run(live, &mut p)?;
+        if code != exit::OK {
+            return Ok(code);
+        }
+    } else {
+        if r.paths.len() > 1 {
+            p.name_sources(r.paths.iter().map(|path| {
+                path.file_name()
+                    .map_or(path.display().to_string(), |n| n.to_string_lossy().into())
+            }));
+        }
+        for path in &r.paths {
+            let name = path.display().to_string();
+            input
+                .files
+                .push(if name == "-" { "stdin".into() } else { name });
+        }
+        let cut_short = p.read_files(&r.paths, r.quiet, &mut NoSink)?;
+        for c in &cut_short {
+            eprintln!("{}", c.warning());
+        }
+        input.cut_short = cut_short;
+    }
+    input.frames = p.frames();
+    input.bytes = p.bytes();
+    finish(&r.out, p, input, &r.rules)
+}
+
+/// The arguments, checked: rules before anything is read (a typo must not cost a long run).
+fn request(a: AnalyzeArgs, color: bool) -> Result<Request, Failure> {
+    let paths = a.sources.all();
+    if paths.is_empty() && a.interfaces.is_empty() {
+        return Err(Failure::new("analyze: no input").hint(
+            "give a capture file, -r - to read a pcap stream from stdin, or -i IFACE to capture",
+        ));
+    }
+    let rules = a
+        .fail_on
+        .iter()
+        .map(|s| rules::parse(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::new)?;
+    if !(a.idle_timeout > 0.0 && a.idle_timeout.is_finite()) {
+        return Err(Failure::new(
+            "analyze: --idle-timeout must be a positive number of seconds",
+        ));
+    }
+    if !(a.link_speed > 0.0 && a.link_speed.is_finite()) {
+        return Err(Failure::new(
+            "analyze: --link-speed must be a positive number of Gb/s",
+        ));
+    }
+    let live = if a.interfaces.is_empty() {
+        None
+    } else if !paths.is_empty() {
+        return Err(Failure::new(
+            "analyze: give capture files or -i devices, not both",
+        ));
+    } else {
+        Some(live_config(&a)?)
+    };
+    Ok(Request {
+        paths,
+        live,
+        rules,
+        analyzer: Config {
+            idle_timeout_ns: (a.idle_timeout * 1e9) as u64,
+            link_bps: (a.link_speed * 1e9) as u64,
+            max_flow_summaries: a.max_flows,
+            ..Config::default()
+        },
+        dcfg: dissectors::Config {
+            roce_port: a.opts.roce_port,
+            check_icrc: !a.opts.no_icrc,
+        },
+        stop_after: a.stop_after.map(|s| match s {
+            CliStage::Read => Stage::Read,
+            CliStage::Decode => Stage::Decode,
+        }),
+        quiet: a.quiet,
+        out: Out {
+            format: match a.format {
+                AnalyzeFormat::Text => OutputFormat::Text,
+                AnalyzeFormat::Json => OutputFormat::Json,
+                AnalyzeFormat::Csv => OutputFormat::Csv,
+            },
+            events: a.events,
+            verbose: a.verbose,
+            color,
+        },
+    })
+}
+
+/// The capture session of `analyze -i`: that of `capture` with its defaults, no file
+/// unless `-w`.
+fn live_config(a: &AnalyzeArgs) -> Result<session::Config, Failure> {
+    use super::capture::{check_output, duration, file_format, snaplen};
+    let duration = duration(a.duration)?;
+    check_output(a.write.as_deref(), a.force, None, None)?;
+    let mut cfg = session::Config::new(a.interfaces.clone());
+    cfg.live.snaplen = snaplen(a.snaplen);
+    if let Some(f) = &a.filter {
+        cfg.live.filter = rocetap::capture::live::Filter::Expr(f.clone());
+    } else {
+        cfg.live.filter = rocetap::capture::live::Filter::Roce {
+            port: a.opts.roce_port,
+        };
+    }
+    cfg.write = a.write.clone();
+    cfg.format = file_format(None, a.write.as_deref());
+    cfg.force = a.force;
+    cfg.count = a.count;
+    cfg.duration = duration;
+    cfg.quiet = a.quiet;
+    Ok(cfg)
+}
+
+/// Writes the report and turns the rules into the exit code.
+fn finish(out: &Out, p: Pipeline, input: Input, rules: &[rules::Rule]) -> Result<i32, Failure> {
+    let report = p.finish();
+    // An unknown rule name is an error even when the output could be written.
+    let verdicts = rules::check(rules, |n| lookup(&report, n)).map_err(Failure::new)?;
+    let o = out;
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let look = Look {
+        paint: rocetap::report::style::Paint::new(o.color),
+        verbose: o.verbose,
+    };
+    let res = write_report(&mut w, o.format, o.events, look, &input, &report, &verdicts)
+        .and_then(|_| w.flush());
+    if let Err(e) = res {
+        if is_broken_pipe(&e) {
+            return Ok(exit::OK);
+        }
+        return Err(Failure::new(format!("writing output: {e}")));
+    }
+    let failed: Vec<_> = verdicts.iter().filter(|v| v.failed).collect();
+    if failed.is_empty() {
+        Ok(exit::OK)
+    } else {
+        for v in &failed {
+            eprintln!(
+                "rocetap: rule failed: {} (actual {})",
+                v.rule,
+                rocetap::report::analyze::num(v.actual)
+            );
+        }
+        Ok(exit::FINDINGS)
+    }
+}
