@@ -11,11 +11,17 @@
 //! `arp_state_dropped`). Plain IP frames cost one emptiness check unless ARP created
 //! address pairs to follow; then two lookups, no allocation.
 
-use super::report::{ArpEvidence, ArpSummary, ArpSymptom, Event, EventKind, PfcSummary, Severity};
+use super::report::{Event, EventKind};
 use super::{Config, EventLog};
 use dissectors::{ArpOp, ArpRepr, PauseRepr};
 use rustc_hash::FxHashMap;
 use std::net::Ipv4Addr;
+
+mod summary;
+pub use summary::{
+    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, NetSummary, Traffic,
+    UnansweredAsk,
+};
 
 #[derive(Clone, Copy, Debug, Default)]
 struct PfcSource {
@@ -32,8 +38,8 @@ const MAX_PAIRS: usize = 4_096;
 const PAIR_IFACES: usize = 4;
 /// (interface, address) -> MAC claims remembered for duplicate detection.
 const MAX_CLAIMS: usize = 16_384;
-/// Symptoms of each kind kept with their evidence (all are counted).
-const MAX_SYMPTOMS: usize = 64;
+/// Duplicate-address conflicts kept with their evidence (all are counted).
+const MAX_CONFLICTS: usize = 64;
 /// Requests after the last reply that make an once-answered ask unanswered again.
 const RETRIES: u64 = 3;
 
@@ -142,22 +148,6 @@ struct Conflict {
     first_mac: [u8; 6],
     other_mac: [u8; 6],
     t_ns: u64,
-}
-
-/// What the link-level analysis found.
-pub struct NetSummary {
-    pub pfc: Vec<PfcSummary>,
-    pub arp: Vec<ArpSummary>,
-    pub arp_unanswered: u64,
-    pub pfc_frames: u64,
-    pub pfc_resume_frames: u64,
-    /// Cross-subnet asks never answered (or retried after their last answer).
-    pub arp_cross_subnet_unanswered: u64,
-    pub arp_reply_path_mismatch: u64,
-    pub arp_duplicate_address: u64,
-    pub arp_state_dropped: u64,
-    /// The evidence, worst first, at most [`MAX_SYMPTOMS`] of each kind.
-    pub symptoms: Vec<ArpSymptom>,
 }
 
 #[derive(Clone, Default)]
@@ -284,7 +274,7 @@ impl Net {
             Some(c) if c.mac != mac && !c.conflict => {
                 c.conflict = true;
                 self.duplicates += 1;
-                if self.conflicts.len() < MAX_SYMPTOMS {
+                if self.conflicts.len() < MAX_CONFLICTS {
                     self.conflicts.push(Conflict {
                         iface,
                         ip,
@@ -386,298 +376,6 @@ impl Net {
                 }
             }
             ArpOp::Other(_) => {}
-        }
-    }
-
-    pub fn finish(self, log: &mut EventLog) -> NetSummary {
-        let link_bps = self.link_bps;
-        let mut pfc: Vec<PfcSummary> = self
-            .pfc
-            .iter()
-            .map(|(mac, s)| PfcSummary {
-                src_mac: dissectors::ethernet::Mac(mac).to_string(),
-                frames: s.frames,
-                per_priority: (0..8)
-                    .filter(|&i| s.prio_frames[i] > 0)
-                    .map(|i| super::report::PfcPrio {
-                        priority: i as u8,
-                        frames: s.prio_frames[i],
-                        quanta: s.quanta[i],
-                        pause_ns: (u128::from(s.quanta[i]) * 512 * 1_000_000_000
-                            / u128::from(link_bps)) as u64,
-                    })
-                    .collect(),
-            })
-            .collect();
-        pfc.sort_by(|a, b| a.src_mac.cmp(&b.src_mac));
-        let mut unanswered_by_iface: FxHashMap<u32, (u64, Vec<String>)> = FxHashMap::default();
-        let mut cross_unanswered_by_iface: FxHashMap<u32, u64> = FxHashMap::default();
-        let mut asks: Vec<_> = self.asks.iter().collect();
-        asks.sort_by_key(|(k, a)| (a.first_ts, **k));
-        let mut unanswered_total = 0;
-        let mut cross_unanswered = 0;
-        let mut symptoms = Vec::new();
-        let (mut n_unans, mut n_ans) = (0usize, 0usize);
-        for ((iface, s, t), a) in asks {
-            if !a.answered {
-                unanswered_total += a.requests;
-                let e = unanswered_by_iface.entry(*iface).or_default();
-                e.0 += a.requests;
-                e.1.push(format!("who-has {t} tell {s} x{}", a.requests));
-                let mut ev = Event::link(a.first_ts, EventKind::ArpUnanswered);
-                ev.arp = Some((*s, *t));
-                ev.iface = Some(*iface);
-                ev.count = a.requests;
-                log.push(ev);
-            }
-            if !a.cross {
-                continue;
-            }
-            let name = self.name(*iface);
-            let unanswered = !a.answered || a.pending >= RETRIES;
-            if unanswered {
-                cross_unanswered += 1;
-                *cross_unanswered_by_iface.entry(*iface).or_default() += 1;
-                n_unans += 1;
-                if n_unans > MAX_SYMPTOMS {
-                    continue;
-                }
-                let what = if a.answered {
-                    format!(
-                        "who-has {t} tell {s} x{}, answered, then {} more requests with no reply",
-                        a.requests, a.pending
-                    )
-                } else {
-                    format!("who-has {t} tell {s} x{}, never answered", a.requests)
-                };
-                symptoms.push(ArpSymptom {
-                    kind: "arp_cross_subnet_unanswered",
-                    severity: Severity::Error,
-                    iface: name.clone(),
-                    other_iface: None,
-                    addr: *t,
-                    peer: *s,
-                    macs: Vec::new(),
-                    t_ns: a.first_ts,
-                    count: if a.answered { a.pending } else { a.requests },
-                    evidence: vec![
-                        ArpEvidence {
-                            t_ns: a.first_ts,
-                            iface: name.clone(),
-                            what: what.clone(),
-                        },
-                        ArpEvidence {
-                            t_ns: a.last_ts,
-                            iface: name.clone(),
-                            what: format!("last who-has {t} tell {s}"),
-                        },
-                    ],
-                    message: format!(
-                        "{s} asks who-has {t} on {name} from outside {t}'s subnet and gets no answer ({what}): \
-                         a multi-homed host uses the address of one interface for traffic that belongs to another. \
-                         Typical in an RDMA pod without source-based routing: the node resolves the pod's \
-                         eth0 (Calico) address from its RDMA address (its route to the pod goes through an \
-                         address-less cali* device, so the kernel picks its first global address), and the \
-                         pod's route back to that address leads out of its RDMA interface (net1), so \
-                         rp_filter drops the request — or, with loose rp_filter, the pod answers but its own \
-                         traffic from the eth0 address leaves net1 and asks there, unanswered. Traffic towards \
-                         {t} fails. Fix: the sbr CNI plugin on the pod's RDMA interface (ip rule from <RDMA \
-                         address> table <n>, that interface's subnet route moved there); `rocetap netcheck \
-                         --netns/--pid/--from` shows the pod's reply route"
-                    ),
-                });
-            } else {
-                n_ans += 1;
-                if n_ans > MAX_SYMPTOMS {
-                    continue;
-                }
-                let what = format!("who-has {t} tell {s} x{}, answered", a.requests);
-                symptoms.push(ArpSymptom {
-                    kind: "arp_cross_subnet",
-                    severity: Severity::Info,
-                    iface: name.clone(),
-                    other_iface: None,
-                    addr: *t,
-                    peer: *s,
-                    macs: Vec::new(),
-                    t_ns: a.first_ts,
-                    count: a.requests,
-                    evidence: vec![
-                        ArpEvidence {
-                            t_ns: a.first_ts,
-                            iface: name.clone(),
-                            what: format!("who-has {t} tell {s}"),
-                        },
-                        ArpEvidence {
-                            t_ns: a.first_reply_ts,
-                            iface: name.clone(),
-                            what: format!(
-                                "reply {t} is-at {} to {s}",
-                                dissectors::ethernet::Mac(&a.reply_mac)
-                            ),
-                        },
-                    ],
-                    message: format!(
-                        "{s} asks who-has {t} on {name} from another subnet, and {t} answers ({what}): \
-                         the asking host uses an address of another interface as the ARP source; harmless \
-                         while the pod routes its replies to {s} back out of {name}"
-                    ),
-                });
-            }
-        }
-        // Reply paths: the address took requests from the peer on one interface (and
-        // sent nothing back there) while its own traffic to the peer leaves another.
-        let mut mismatches = 0u64;
-        let mut pairs: Vec<_> = self.pairs.iter().collect();
-        pairs.sort_by_key(|(k, _)| **k);
-        let mut found = Vec::new();
-        for ((x, peer), pp) in pairs {
-            let used = || pp.slots.iter().filter(|s| s.used);
-            let Some(i) = used()
-                .filter(|s| s.inb.seen() && !s.out.seen())
-                .min_by_key(|s| (s.inb.first_ts, s.iface))
-            else {
-                continue;
-            };
-            let js: Vec<&PathSlot> = used()
-                .filter(|s| {
-                    s.iface != i.iface
-                        && s.out.seen()
-                        && !s.inb.seen()
-                        && s.out.first_ts >= i.inb.first_ts
-                })
-                .collect();
-            let Some(j) = js.first() else { continue };
-            mismatches += 1;
-            found.push((
-                j.out.first_ts,
-                *x,
-                *peer,
-                *i,
-                js.iter().map(|s| **s).collect::<Vec<_>>(),
-            ));
-            let _ = j;
-        }
-        found.sort_by_key(|f| (f.0, f.1, f.2));
-        for (ts, x, peer, i, js) in found.into_iter().take(MAX_SYMPTOMS) {
-            let iname = self.name(i.iface);
-            let jnames: Vec<String> = js.iter().map(|s| self.name(s.iface)).collect();
-            let came = match (i.inb.arp, i.inb.ip) {
-                (a, 0) => format!("{x} answered {a} ARP request(s) from {peer}"),
-                (0, n) => format!("{x} received {n} IP packet(s) from {peer}"),
-                (a, n) => format!(
-                    "{x} answered {a} ARP request(s) from {peer} and received {n} IP packet(s) from it"
-                ),
-            };
-            let mut evidence = vec![ArpEvidence {
-                t_ns: i.inb.first_ts,
-                iface: iname.clone(),
-                what: format!("{came}; nothing from {x} to {peer} leaves here"),
-            }];
-            for (s, n) in js.iter().zip(&jnames) {
-                let what = match (s.out.arp, s.out.ip) {
-                    (a, 0) => format!("who-has {peer} tell {x} x{a}"),
-                    (0, p) => format!("{x} > {peer}: {p} IP packet(s)"),
-                    (a, p) => {
-                        format!("who-has {peer} tell {x} x{a}, then {p} IP packet(s) {x} > {peer}")
-                    }
-                };
-                evidence.push(ArpEvidence {
-                    t_ns: s.out.first_ts,
-                    iface: n.clone(),
-                    what: format!("{what}; nothing from {peer} to {x} arrives here"),
-                });
-            }
-            let mut ev = Event::link(ts, EventKind::ArpReplyPathMismatch);
-            ev.arp = Some((x, peer));
-            ev.iface = Some(js[0].iface);
-            ev.count = u64::from(js[0].out.arp + js[0].out.ip);
-            log.push(ev);
-            let j = &jnames[0];
-            symptoms.push(ArpSymptom {
-                kind: "arp_reply_path_mismatch",
-                severity: Severity::Error,
-                iface: j.clone(),
-                other_iface: Some(iname.clone()),
-                addr: x,
-                peer,
-                macs: Vec::new(),
-                t_ns: ts,
-                count: u64::from(js[0].out.arp + js[0].out.ip),
-                evidence,
-                message: format!(
-                    "replies to {peer} leave {} instead of {iname}: {came} on {iname}, but {x}'s own traffic to \
-                     {peer} goes out of {} (asymmetric routing — the route back to {peer} follows the \
-                     destination, typically the subnet route of a second interface, not the interface the \
-                     request came in on); the far side drops it (rp_filter) or never answers. Fix: \
-                     source-based routing for the second interface (the sbr CNI plugin: ip rule from <its \
-                     address> table <n>, its subnet route moved there) so that traffic from {x} follows \
-                     {iname}; see `rocetap netcheck`",
-                    jnames.join(", "),
-                    jnames.join(", ")
-                ),
-            });
-        }
-        for c in &self.conflicts {
-            let name = self.name(c.iface);
-            let (a, b) = (
-                dissectors::ethernet::Mac(&c.first_mac).to_string(),
-                dissectors::ethernet::Mac(&c.other_mac).to_string(),
-            );
-            symptoms.push(ArpSymptom {
-                kind: "arp_duplicate_address",
-                severity: Severity::Warning,
-                iface: name.clone(),
-                other_iface: None,
-                addr: c.ip,
-                peer: c.ip,
-                macs: vec![a.clone(), b.clone()],
-                t_ns: c.t_ns,
-                count: 1,
-                evidence: vec![ArpEvidence {
-                    t_ns: c.t_ns,
-                    iface: name.clone(),
-                    what: format!("{} is-at {a}, then {} is-at {b}", c.ip, c.ip),
-                }],
-                message: format!(
-                    "{} is claimed by two MACs on {name}: {a} and {b} (ARP sender) — an address \
-                     conflict (two hosts configured with the same IP), a failover that moved it, or a \
-                     proxy ARP answering for a host that is present",
-                    c.ip
-                ),
-            });
-        }
-        symptoms.sort_by_key(|s| (s.severity, s.t_ns));
-        let mut arp: Vec<ArpSummary> = self
-            .ifaces
-            .iter()
-            .map(|(i, s)| {
-                let (unanswered, asks) = unanswered_by_iface.remove(i).unwrap_or_default();
-                ArpSummary {
-                    iface: *i,
-                    name: self.name(*i),
-                    requests: s.requests,
-                    replies: s.replies,
-                    gratuitous: s.gratuitous,
-                    unanswered,
-                    cross_subnet_requests: s.cross_subnet,
-                    cross_subnet_unanswered: cross_unanswered_by_iface.get(i).copied().unwrap_or(0),
-                    unanswered_asks: asks,
-                }
-            })
-            .collect();
-        arp.sort_by_key(|a| a.iface);
-        NetSummary {
-            pfc,
-            arp,
-            arp_unanswered: unanswered_total,
-            pfc_frames: self.pfc_frames,
-            pfc_resume_frames: self.pfc_resume_frames,
-            arp_cross_subnet_unanswered: cross_unanswered,
-            arp_reply_path_mismatch: mismatches,
-            arp_duplicate_address: self.duplicates,
-            arp_state_dropped: self.dropped,
-            symptoms,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! `docs/ROCE.md` describes for a kind of loss or recovery, fed as decoded frames.
 
 use super::*;
+use crate::report::findings::{message, seen};
 use dissectors::{
     AethRepr, ArpOp, ArpRepr, BthRepr, EthernetRepr, IpRepr, Layer, LinkType, Msn, Opcode, PKey,
     PauseRepr, Qpn, RethRepr, RoceVersion, Stop, UdpRepr, VlanRepr,
@@ -278,7 +279,7 @@ fn tail_loss_is_a_timeout_retransmission() {
     assert!(r
         .findings
         .iter()
-        .any(|f| f.kind == "timeout_retransmissions"));
+        .any(|f| f.code() == "timeout_retransmissions"));
 }
 
 #[test]
@@ -314,7 +315,7 @@ fn capture_loss_is_an_unrecovered_gap_without_nak_or_resend() {
     assert_eq!(t.unrecovered_gap_events, 1);
     assert_eq!(t.capture_loss_gap_events, 1);
     assert_eq!(t.retransmitted_packets, 0);
-    assert!(r.findings.iter().any(|f| f.kind == "capture_loss"));
+    assert!(r.findings.iter().any(|f| f.code() == "capture_loss"));
 }
 
 #[test]
@@ -354,7 +355,7 @@ fn read_response_gap_rerequest_and_resent_responses() {
     assert_eq!(t.recovered_gap_events, 1);
     assert_eq!(t.retransmitted_packets, 2);
     assert_eq!(t.read_retransmissions, 2);
-    assert_eq!(r.flows[0].c.reads, 1);
+    assert_eq!(r.flows[0].counters.reads, 1);
     assert_eq!(t.read_missing_responses, 1);
     assert_eq!(t.read_responses_resent, 2);
 }
@@ -389,7 +390,7 @@ fn ce_marks_pair_with_the_cnp_sent_back() {
     assert_eq!(t.ce_without_cnp, 1);
     assert_eq!(t.cnp_without_ce, 1);
     let f = &r.flows[0];
-    assert_eq!(f.c.cnp_received, 1);
+    assert_eq!(f.counters.cnp_received, 1);
     assert_eq!(f.ce_to_cnp.min_ns, Some(3000));
 }
 
@@ -415,7 +416,7 @@ fn nak_codes_are_counted_apart() {
         ),
         (0, 1, 1, 1, 1)
     );
-    assert!(r.findings.iter().any(|f| f.kind == "nak_remote_access"));
+    assert!(r.findings.iter().any(|f| f.code() == "nak_remote_access"));
 }
 
 #[test]
@@ -434,10 +435,10 @@ fn responses_pair_with_the_qp_whose_psns_they_answer() {
         }),
         pkt(A, B, 0x23, SEND_ONLY, 500_001),
     ]);
-    let f23 = r.flows.iter().find(|f| f.qp == "0x000023").unwrap();
-    assert_eq!(f23.c.nak_retransmissions, 1);
+    let f23 = r.flows.iter().find(|f| f.qp == Qpn(0x23)).unwrap();
+    assert_eq!(f23.counters.nak_retransmissions, 1);
     assert!(f23.peer.is_some());
-    let f22 = r.flows.iter().find(|f| f.qp == "0x000022").unwrap();
+    let f22 = r.flows.iter().find(|f| f.qp == Qpn(0x22)).unwrap();
     assert_eq!(f22.peer, None);
 }
 
@@ -461,10 +462,10 @@ fn every_icrc_failing_is_one_finding_about_the_capture() {
     let icrc: Vec<_> = r
         .findings
         .iter()
-        .filter(|f| f.kind.starts_with("icrc"))
+        .filter(|f| f.code().starts_with("icrc"))
         .collect();
     assert_eq!(icrc.len(), 1);
-    assert_eq!(icrc[0].kind, "icrc_not_preserved");
+    assert_eq!(icrc[0].code(), "icrc_not_preserved");
     assert_eq!(r.totals.icrc_bad, 50);
 }
 
@@ -506,7 +507,7 @@ fn pfc_pause_counts_and_stalls_flows_of_that_priority() {
     let r = run_at(&[(1_000, tagged(1)), (2_000, pause), (400_000, tagged(2))]);
     assert_eq!(r.totals.pfc_pause_frames, 1);
     assert_eq!(r.totals.pfc_stalls, 1);
-    assert_eq!(r.flows[0].c.pfc_stall_ns, 398_000);
+    assert_eq!(r.flows[0].counters.pfc_stall_ns, 398_000);
     let p = &r.pfc[0].per_priority[0];
     assert_eq!((p.priority, p.quanta), (3, 0xffff));
     // 65535 quanta * 512 bit times at 100 Gb/s
@@ -542,7 +543,7 @@ fn arp_unanswered_and_cross_subnet_requests() {
     assert!(r
         .findings
         .iter()
-        .any(|f| f.kind == "arp_cross_subnet_unanswered" && f.severity == Severity::Error));
+        .any(|f| f.code() == "arp_cross_subnet_unanswered" && f.severity == Severity::Error));
 }
 
 /// An ARP frame from `mac` (sender `s`, target `t`).
@@ -603,8 +604,8 @@ const GW: [u8; 4] = [169, 254, 1, 1];
 fn arp_findings(r: &Report) -> Vec<(&'static str, Severity)> {
     r.findings
         .iter()
-        .filter(|f| f.kind.starts_with("arp"))
-        .map(|f| (f.kind, f.severity))
+        .filter(|f| f.code().starts_with("arp"))
+        .map(|f| (f.code(), f.severity))
         .collect()
 }
 
@@ -621,7 +622,7 @@ fn link_local_gateway_is_never_cross_subnet() {
     assert_eq!(t.arp_requests, 3);
     assert_eq!(t.arp_cross_subnet, 0);
     assert_eq!(t.arp_cross_subnet_unanswered, 0);
-    assert!(!r.findings.iter().any(|f| f.kind.contains("cross_subnet")));
+    assert!(!r.findings.iter().any(|f| f.code().contains("cross_subnet")));
 }
 
 #[test]
@@ -655,7 +656,7 @@ fn unanswered_cross_subnet_ask_is_an_error_and_an_answered_one_info() {
             ("arp_cross_subnet", Severity::Info),
         ]
     );
-    let e = &r.findings[0].message;
+    let e = &message(&r.findings[0], &r);
     assert!(
         e.contains("who-has 10.40.1.5")
             && e.contains("10.77.3.1")
@@ -666,7 +667,7 @@ fn unanswered_cross_subnet_ask_is_an_error_and_an_answered_one_info() {
     );
     let s = &r.arp_symptoms[0];
     assert_eq!(
-        (s.kind, s.iface.as_str(), s.count),
+        (s.kind().code(), s.iface.as_str(), s.count),
         ("arp_cross_subnet_unanswered", "if1", 3)
     );
     assert_eq!(s.evidence[1].t_ns, 2_000_000_000, "last retry");
@@ -725,25 +726,22 @@ fn replies_leaving_another_interface_are_a_reply_path_mismatch() {
     let f = r
         .findings
         .iter()
-        .find(|f| f.kind == "arp_reply_path_mismatch")
+        .find(|f| f.code() == "arp_reply_path_mismatch")
         .expect("finding");
     assert_eq!(f.severity, Severity::Error);
+    let m = message(f, &r);
     assert!(
-        f.message
-            .starts_with("replies to 10.77.3.1 leave if2 instead of if1"),
-        "{}",
-        f.message
+        m.starts_with("replies to 10.77.3.1 leave if2 instead of if1"),
+        "{m}"
     );
     let s = r
         .arp_symptoms
         .iter()
-        .find(|s| s.kind == "arp_reply_path_mismatch")
+        .find(|s| s.kind() == report::ArpSymptomKind::ReplyPathMismatch)
         .unwrap();
     assert_eq!(s.other_iface.as_deref(), Some("if1"));
     assert_eq!(s.t_ns, 10_100, "the first frame that left the wrong way");
-    assert!(s.evidence[1]
-        .what
-        .contains("who-has 10.77.3.1 tell 10.40.1.5 x3"));
+    assert!(seen(&s.evidence[1].seen).contains("who-has 10.77.3.1 tell 10.40.1.5 x3"));
     assert!(r
         .events
         .iter()
@@ -810,15 +808,15 @@ fn an_address_claimed_by_two_macs_on_one_interface_is_a_duplicate() {
     let f = r
         .findings
         .iter()
-        .find(|f| f.kind == "arp_duplicate_address")
+        .find(|f| f.code() == "arp_duplicate_address")
         .expect("finding");
     assert_eq!(f.severity, Severity::Warning);
+    let m = message(f, &r);
     assert!(
-        f.message.contains("0a:58:00:00:00:05") && f.message.contains("02:de:ad:00:00:01"),
-        "{}",
-        f.message
+        m.contains("0a:58:00:00:00:05") && m.contains("02:de:ad:00:00:01"),
+        "{m}"
     );
-    assert!(f.message.contains("10.40.1.5") && f.message.contains("if1"));
+    assert!(m.contains("10.40.1.5") && m.contains("if1"));
 }
 
 #[test]
@@ -984,15 +982,10 @@ fn a_wrong_first_pairing_is_corrected_by_later_responses() {
     frames.push(pkt(B, A, QA, ACK, 9)); // only QB's stream reaches 9
     frames.push(pkt(B, A, QA2, ACK, 0));
     let r = run(&frames);
-    let label = |f: &FlowSummary| (f.dst.clone(), f.qp.clone());
-    let by = |qp: &str| r.flows.iter().find(|f| f.qp == qp).unwrap();
-    assert_eq!(
-        by("0x000011").peer,
-        Some(by("0x000022").id),
-        "{:?}",
-        label(by("0x000011"))
-    );
-    assert_eq!(by("0x000012").peer, Some(by("0x000023").id));
+    let label = |f: &FlowSummary| (f.dst, f.qp);
+    let by = |qp: u32| r.flows.iter().find(|f| f.qp == Qpn(qp)).unwrap();
+    assert_eq!(by(0x11).peer, Some(by(0x22).id), "{:?}", label(by(0x11)));
+    assert_eq!(by(0x12).peer, Some(by(0x23).id));
     assert_eq!(r.totals.connections, 2);
 }
 
@@ -1204,7 +1197,7 @@ fn read_response_loss_beyond_sixteen_outstanding_reads_is_found_and_refilled() {
     // 3 responses for the rest of READ 19 and 4 for each of the 4 READs after it.
     assert_eq!(x.read_responses_resent, 3 + 16);
     // The READ Requests sent again with their own PSNs (the re-request is apart).
-    assert_eq!(r.flows[0].c.retransmitted_packets, 4);
+    assert_eq!(r.flows[0].counters.retransmitted_packets, 4);
 }
 
 #[test]

@@ -7,10 +7,11 @@
 //! addresses, and other unanswered ARP requests.
 
 use super::checks::{Evidence, Finding, Severity};
-use crate::analysis::report::{ArpSymptom, Severity as ASeverity};
+use crate::analysis::report::{ArpSymptom, ArpSymptomKind};
 use crate::analysis::{Analyzer, Config, Report};
 use crate::error::Failure;
 use crate::pipeline::{NoSink, Pipeline};
+use crate::report::findings::{ask as ask_text, seen, symptom_message};
 use std::path::PathBuf;
 
 /// Findings of one kind shown with their evidence; the rest are counted in the last one.
@@ -46,15 +47,15 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     let first = r.first_ts_ns.unwrap_or(0);
     let at = |t: u64| format!("{:.6} s", t.saturating_sub(first) as f64 / 1e9);
     let mut out = Vec::new();
-    let mut shown: Vec<(&str, usize)> = Vec::new();
+    let mut shown: Vec<(ArpSymptomKind, usize)> = Vec::new();
     for s in &r.arp_symptoms {
-        let n = match shown.iter_mut().find(|(k, _)| *k == s.kind) {
+        let n = match shown.iter_mut().find(|(k, _)| *k == s.kind()) {
             Some((_, n)) => {
                 *n += 1;
                 *n
             }
             None => {
-                shown.push((s.kind, 1));
+                shown.push((s.kind(), 1));
                 1
             }
         };
@@ -67,13 +68,15 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     for a in &r.arp {
         for ask in &a.unanswered_asks {
             let covered = r.arp_symptoms.iter().any(|s| {
-                s.kind == "arp_cross_subnet_unanswered"
+                s.kind() == ArpSymptomKind::CrossSubnetUnanswered
                     && s.iface == a.name
-                    && ask.starts_with(&format!("who-has {} tell {} ", s.addr, s.peer))
+                    && s.addr == ask.target
+                    && s.peer == ask.sender
             });
             if covered {
                 continue;
             }
+            let ask = ask_text(ask);
             out.push(Finding {
                 id: "capture-arp-unanswered",
                 severity: Severity::Warning,
@@ -96,21 +99,16 @@ pub fn findings(r: &Report) -> Vec<Finding> {
 }
 
 fn finding_of(s: &ArpSymptom, at: &dyn Fn(u64) -> String) -> Finding {
-    let severity = match s.severity {
-        ASeverity::Error => Severity::Error,
-        ASeverity::Warning => Severity::Warning,
-        ASeverity::Info => Severity::Info,
-    };
     let evidence = s
         .evidence
         .iter()
         .map(|e| Evidence {
             query: format!("{} {}", at(e.t_ns), e.iface),
-            answer: e.what.clone(),
+            answer: seen(&e.seen),
         })
         .collect();
-    let (id, title, fix) = match s.kind {
-        "arp_cross_subnet_unanswered" => (
+    let (id, title, fix) = match s.kind() {
+        ArpSymptomKind::CrossSubnetUnanswered => (
             "capture-arp-cross-subnet",
             format!(
                 "capture: {} asks who-has {} on {} from another subnet and gets no answer",
@@ -125,7 +123,7 @@ fn finding_of(s: &ArpSymptom, at: &dyn Fn(u64) -> String) -> Finding {
                     .into(),
             ],
         ),
-        "arp_reply_path_mismatch" => (
+        ArpSymptomKind::ReplyPathMismatch => (
             "capture-reply-path",
             format!(
                 "capture: replies to {} leave {} instead of {}",
@@ -142,17 +140,21 @@ fn finding_of(s: &ArpSymptom, at: &dyn Fn(u64) -> String) -> Finding {
                 "confirm from the routing state: rocetap netcheck --netns/--pid/--from".into(),
             ],
         ),
-        "arp_duplicate_address" => (
+        ArpSymptomKind::DuplicateAddress => (
             "capture-duplicate-address",
             format!(
                 "capture: {} is claimed by two MACs on {} ({})",
                 s.addr,
                 s.iface,
-                s.macs.join(", ")
+                s.macs()
+                    .iter()
+                    .map(|m| dissectors::ethernet::Mac(m).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             vec!["find the two hosts (MACs above) and give one of them another address".into()],
         ),
-        _ => (
+        ArpSymptomKind::CrossSubnet => (
             "capture-arp-cross-subnet-answered",
             format!(
                 "capture: {} asks who-has {} on {} from another subnet (answered)",
@@ -163,9 +165,9 @@ fn finding_of(s: &ArpSymptom, at: &dyn Fn(u64) -> String) -> Finding {
     };
     Finding {
         id,
-        severity,
+        severity: s.severity(),
         title,
-        detail: s.message.clone(),
+        detail: symptom_message(s),
         evidence,
         fix,
         snippet: None,

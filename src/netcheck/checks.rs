@@ -8,31 +8,23 @@ use super::model::*;
 use serde::Serialize;
 use std::net::IpAddr;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Context; does not make netcheck exit 1.
-    Info,
-    Warning,
-    Error,
-}
+mod node;
+pub use node::node_source;
 
-impl Severity {
-    pub fn label(self) -> &'static str {
-        match self {
-            Severity::Info => "INFO",
-            Severity::Warning => "WARNING",
-            Severity::Error => "ERROR",
-        }
-    }
-}
+/// The one severity scale (shared with `analyze` and the NAD lint).
+pub use crate::report::Severity;
 
+/// One lookup (or capture observation) behind a finding and what it answered.
 #[derive(Clone, Debug, Serialize)]
 pub struct Evidence {
     pub query: String,
     pub answer: String,
 }
 
+/// A netcheck finding as the report shows it: already worded (title, why, evidence,
+/// fix), because each check proves its case with lookups it words as it goes. The
+/// capture-side ones are worded from the analyzer's values by `crate::report::findings`
+/// (see `super::capture`); `analysis::report::Finding` is the analyzer's value type.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
     /// Stable identifier: `reply-path`, `node-source`, `arp-sysctl`, `roce-*`.
@@ -420,172 +412,6 @@ lookup <table>`).",
         evidence: ev,
         fix,
         snippet: (severity == Severity::Error).then(|| SBR_SNIPPET.to_string()),
-    }
-}
-
-/// Node side: routes through a device that has no IPv4 address of its own (Calico's
-/// `cali*`) take their source from the first device, in device order, that has a global
-/// address. When that is not the node's main address (e.g. the RDMA NIC), the node asks
-/// `who-has <pod> tell <that address>` and every pod without sbr for that subnet drops or
-/// misroutes the answer.
-pub fn node_source(st: &NetState, rdma_netdevs: &[String], out: &mut Vec<Finding>) {
-    // the node's main source: what the default route would use
-    let main_src = st
-        .routes
-        .iter()
-        .filter(|r| r.dst.len == 0 && r.dst.addr.is_ipv4() && r.kind == RouteType::Unicast)
-        .find_map(|r| {
-            let gw = r.nexthops.first()?.gateway?;
-            lookup(st, &Query::to(gw)).ok()?.prefsrc
-        });
-    let main_dev =
-        main_src.and_then(|s| st.addrs.iter().find(|a| a.addr == s).map(|a| a.dev.clone()));
-    struct Group {
-        src: IpAddr,
-        src_dev: String,
-        devs: Vec<String>,
-        targets: Vec<(Prefix, String)>,
-        ev: Vec<Evidence>,
-    }
-    let mut groups: Vec<Group> = Vec::new();
-    for r in &st.routes {
-        if r.kind != RouteType::Unicast || !r.dst.addr.is_ipv4() || r.prefsrc.is_some() {
-            continue;
-        }
-        let [nh] = r.nexthops.as_slice() else {
-            continue;
-        };
-        let Some(dev) = &nh.dev else { continue };
-        if dev == "lo" || st.addrs_of(dev).any(|a| a.addr.is_ipv4()) {
-            continue;
-        }
-        let target = if r.dst.is_host() {
-            r.dst.addr
-        } else {
-            r.dst.nth(1)
-        };
-        let q = Query::to(target);
-        let o = lookup(st, &q);
-        let Ok(a) = &o else { continue };
-        if &a.dev != dev {
-            continue;
-        }
-        let Some(src) = a.prefsrc else { continue };
-        let Some(src_dev) = st
-            .addrs
-            .iter()
-            .find(|x| x.addr == src)
-            .map(|x| x.dev.clone())
-        else {
-            continue;
-        };
-        if src_dev == "lo" || Some(src) == main_src {
-            continue;
-        }
-        let ev = Evidence {
-            query: q.to_string(),
-            answer: show(&o),
-        };
-        match groups.iter_mut().find(|g| g.src == src) {
-            Some(g) => {
-                if !g.devs.contains(dev) {
-                    g.devs.push(dev.clone());
-                }
-                g.targets.push((r.dst, dev.clone()));
-                if g.ev.len() < 5 {
-                    g.ev.push(ev);
-                }
-            }
-            None => groups.push(Group {
-                src,
-                src_dev,
-                devs: vec![dev.clone()],
-                targets: vec![(r.dst, dev.clone())],
-                ev: vec![ev],
-            }),
-        }
-    }
-    let order: Vec<String> = st
-        .links
-        .iter()
-        .map(|l| {
-            let a: Vec<String> = st
-                .addrs_of(&l.name)
-                .filter(|a| a.addr.is_ipv4())
-                .map(|a| a.addr.to_string())
-                .collect();
-            if a.is_empty() {
-                format!("{} (no IPv4)", l.name)
-            } else {
-                format!("{} {}", l.name, a.join(","))
-            }
-        })
-        .collect();
-    for g in groups {
-        let rdma = rdma_netdevs.contains(&g.src_dev);
-        let subnet = st
-            .addrs
-            .iter()
-            .find(|a| a.addr == g.src)
-            .map(|a| a.subnet().to_string())
-            .unwrap_or_default();
-        let (t0, d0) = &g.targets[0];
-        let more = if g.targets.len() > 1 {
-            format!(" (and {} more routes)", g.targets.len() - 1)
-        } else {
-            String::new()
-        };
-        let mut detail = format!(
-            "{devs} {have} no IPv4 address, so for routes through {them} the kernel takes the first global \
-address in device order: {src} on {sd}. Device order: {order}. The node therefore asks \
-`who-has {t} tell {src}` on {d0}, and sends its own traffic to those destinations from {src}{rd}. \
-A pod that also has an interface in {subnet} without source-based routing (sbr) routes its ARP \
-reply and its replies to {src} through that interface instead of back through {d0}: with strict \
-rp_filter it does not answer at all, with loose rp_filter the replies leave the wrong way.",
-            devs = g.devs.join(", "),
-            have = if g.devs.len() > 1 { "have" } else { "has" },
-            them = if g.devs.len() > 1 { "them" } else { "it" },
-            src = g.src,
-            sd = g.src_dev,
-            order = order.join("; "),
-            t = if t0.is_host() { t0.addr.to_string() } else { t0.to_string() },
-            rd = if rdma { " (an RDMA netdev)" } else { "" },
-        );
-        if let Some(m) = main_src {
-            detail.push_str(&format!(
-                " The node's main address (the default route's source) is {m}{}.",
-                main_dev
-                    .as_ref()
-                    .map(|d| format!(" on {d}"))
-                    .unwrap_or_default()
-            ));
-        }
-        let mut fix = Vec::new();
-        if let Some(m) = main_src {
-            fix.push(format!(
-                "Calico: set FelixConfiguration deviceRouteSourceAddress: {m} (FELIX_DEVICEROUTESOURCEADDRESS) so routes to pods carry `src {m}`"
-            ));
-            for (p, d) in g.targets.iter().take(3) {
-                fix.push(format!("ip route replace {p} dev {d} scope link src {m}"));
-            }
-        }
-        fix.push(format!(
-            "and/or add the sbr plugin to every pod network in {subnet} (see the pod-side check)"
-        ));
-        out.push(Finding {
-            id: "node-source",
-            severity: if rdma { Severity::Error } else { Severity::Warning },
-            title: format!(
-                "Traffic to {t0}{more} through {d0} is sourced from {src} ({sd}{rd}), not the node's main address: ARP asks `tell {src}`",
-                src = g.src,
-                sd = g.src_dev,
-                rd = if rdma { ", RDMA" } else { "" },
-            ),
-            detail,
-            evidence: g.ev,
-            fix,
-            snippet: None,
-        });
     }
 }
 

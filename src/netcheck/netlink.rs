@@ -79,23 +79,7 @@ pub fn load(target: &Target) -> Result<NetState, LiveError> {
 
 fn load_in_thread(target: &Target) -> Result<NetState, LiveError> {
     if let Some(p) = target.path() {
-        let f = std::fs::File::open(&p).map_err(|e| LiveError {
-            what: format!("opening {} ({}): {e}", p.display(), target.describe()),
-            hint: Some(match target {
-                Target::Netns(_) => "list namespaces with `ip netns list`, or use --pid PID".into(),
-                _ => "is the process running? /proc/PID/ns/net must be readable (root)".into(),
-            }),
-        })?;
-        rustix::thread::move_into_link_name_space(
-            std::os::fd::AsFd::as_fd(&f),
-            Some(rustix::thread::LinkNameSpaceType::Network),
-        )
-        .map_err(|e| LiveError {
-            what: format!("entering {}: {e}", target.describe()),
-            hint: Some(
-                "joining another network namespace needs CAP_SYS_ADMIN (run as root)".into(),
-            ),
-        })?;
+        enter(target, &p)?;
     }
     let nl = |what: &str, e: std::io::Error| LiveError {
         what: format!("netlink {what} in {}: {e}", target.describe()),
@@ -115,28 +99,9 @@ fn load_in_thread(target: &Target) -> Result<NetState, LiveError> {
         RouteNetlinkMessage::GetLink(LinkMessage::default()),
     )
     .map_err(|e| nl("link dump", e))?;
-    let mut names: HashMap<u32, String> = HashMap::new();
-    for m in links {
-        if let RouteNetlinkMessage::NewLink(l) = m {
-            let mut name = String::new();
-            let mut mtu = None;
-            for a in &l.attributes {
-                match a {
-                    LinkAttribute::IfName(n) => name = n.clone(),
-                    LinkAttribute::Mtu(m) => mtu = Some(*m),
-                    _ => {}
-                }
-            }
-            names.insert(l.header.index, name.clone());
-            st.links.push(Link {
-                index: l.header.index,
-                name,
-                up: l.header.flags.contains(LinkFlags::Up),
-                mtu,
-            });
-        }
-    }
-    st.links.sort_by_key(|l| l.index);
+    let (mut links, names) = convert_links(links);
+    links.sort_by_key(|l| l.index);
+    st.links = links;
     let dev = |i: u32| names.get(&i).cloned().unwrap_or_else(|| format!("if{i}"));
 
     let addrs = dump(
@@ -145,31 +110,7 @@ fn load_in_thread(target: &Target) -> Result<NetState, LiveError> {
         RouteNetlinkMessage::GetAddress(AddressMessage::default()),
     )
     .map_err(|e| nl("address dump", e))?;
-    for m in addrs {
-        if let RouteNetlinkMessage::NewAddress(a) = m {
-            let mut local = None;
-            let mut address = None;
-            let mut secondary = a.header.flags.contains(AddressHeaderFlags::Secondary);
-            for at in &a.attributes {
-                match at {
-                    AddressAttribute::Local(x) => local = Some(*x),
-                    AddressAttribute::Address(x) => address = Some(*x),
-                    AddressAttribute::Flags(f) => secondary |= f.contains(AddressFlags::Secondary),
-                    _ => {}
-                }
-            }
-            let Some(addr) = local.or(address) else {
-                continue;
-            };
-            st.addrs.push(Address {
-                dev: dev(a.header.index),
-                addr,
-                prefix_len: a.header.prefix_len,
-                scope: u8::from(a.header.scope),
-                secondary,
-            });
-        }
-    }
+    st.addrs = convert_addrs(addrs, &dev);
 
     let routes = dump(
         &sock,
@@ -199,6 +140,84 @@ fn load_in_thread(target: &Target) -> Result<NetState, LiveError> {
     st.sysctl = read_sysctls();
     st.have_sysctl = !st.sysctl.is_empty();
     Ok(st)
+}
+
+/// Moves this thread into the target's network namespace.
+fn enter(target: &Target, p: &std::path::Path) -> Result<(), LiveError> {
+    let f = std::fs::File::open(p).map_err(|e| LiveError {
+        what: format!("opening {} ({}): {e}", p.display(), target.describe()),
+        hint: Some(match target {
+            Target::Netns(_) => "list namespaces with `ip netns list`, or use --pid PID".into(),
+            _ => "is the process running? /proc/PID/ns/net must be readable (root)".into(),
+        }),
+    })?;
+    rustix::thread::move_into_link_name_space(
+        std::os::fd::AsFd::as_fd(&f),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )
+    .map_err(|e| LiveError {
+        what: format!("entering {}: {e}", target.describe()),
+        hint: Some("joining another network namespace needs CAP_SYS_ADMIN (run as root)".into()),
+    })?;
+    Ok(())
+}
+
+/// The links of a link dump, and their names by index.
+fn convert_links(msgs: Vec<RouteNetlinkMessage>) -> (Vec<Link>, HashMap<u32, String>) {
+    let mut links = Vec::new();
+    let mut names: HashMap<u32, String> = HashMap::new();
+    for m in msgs {
+        if let RouteNetlinkMessage::NewLink(l) = m {
+            let mut name = String::new();
+            let mut mtu = None;
+            for a in &l.attributes {
+                match a {
+                    LinkAttribute::IfName(n) => name = n.clone(),
+                    LinkAttribute::Mtu(m) => mtu = Some(*m),
+                    _ => {}
+                }
+            }
+            names.insert(l.header.index, name.clone());
+            links.push(Link {
+                index: l.header.index,
+                name,
+                up: l.header.flags.contains(LinkFlags::Up),
+                mtu,
+            });
+        }
+    }
+    (links, names)
+}
+
+/// The addresses of an address dump (the local address where there is one).
+fn convert_addrs(msgs: Vec<RouteNetlinkMessage>, dev: &dyn Fn(u32) -> String) -> Vec<Address> {
+    let mut addrs = Vec::new();
+    for m in msgs {
+        if let RouteNetlinkMessage::NewAddress(a) = m {
+            let mut local = None;
+            let mut address = None;
+            let mut secondary = a.header.flags.contains(AddressHeaderFlags::Secondary);
+            for at in &a.attributes {
+                match at {
+                    AddressAttribute::Local(x) => local = Some(*x),
+                    AddressAttribute::Address(x) => address = Some(*x),
+                    AddressAttribute::Flags(f) => secondary |= f.contains(AddressFlags::Secondary),
+                    _ => {}
+                }
+            }
+            let Some(addr) = local.or(address) else {
+                continue;
+            };
+            addrs.push(Address {
+                dev: dev(a.header.index),
+                addr,
+                prefix_len: a.header.prefix_len,
+                scope: u8::from(a.header.scope),
+                secondary,
+            });
+        }
+    }
+    addrs
 }
 
 fn route_addr(a: &RouteAddress) -> Option<IpAddr> {

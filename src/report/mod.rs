@@ -3,8 +3,15 @@
 //! gets color is a `bool` the command layer decides; see `style`).
 
 pub mod analyze;
+mod csv;
+pub mod events;
 pub mod fields;
+pub mod findings;
 pub mod pretty_json;
 pub mod rules;
 pub mod style;
 pub mod summary;
+mod text;
+
+/// The one severity scale of findings (`analyze`, netcheck, the NAD lint).
+pub use crate::analysis::report::Severity;

@@ -3,7 +3,9 @@
 
 use crate::report::style::{Paint, Tone};
 use dissectors::ethernet::Mac;
-use dissectors::{AethKind, ArpOp, Decoded, Ecn, IcrcStatus, PauseRepr, StopKind};
+use dissectors::{
+    AethKind, AethRepr, ArpOp, ArpRepr, Decoded, Ecn, IcrcStatus, PauseRepr, Roce, StopKind,
+};
 use std::fmt::Write as _;
 
 /// Appends the protocol part of the summary (after the addresses) to `out`, with the
@@ -11,129 +13,11 @@ use std::fmt::Write as _;
 /// congestion marks (CNP, ECN CE, FECN/BECN) magenta, a malformed frame's stop reason red.
 pub fn describe(d: &Decoded, out: &mut String, paint: Paint) {
     if let Some(r) = &d.roce {
-        paint.wrap(out, r.is_cnp().then_some(Tone::Mark), |o| {
-            let _ = write!(o, "{}", r.describe());
-        });
-        let _ = write!(out, " QP={} PSN={}", r.bth.dest_qp, r.bth.psn);
-        if r.bth.ack_req {
-            out.push_str(" A");
-        }
-        if r.bth.se {
-            out.push_str(" SE");
-        }
-        if r.bth.fecn {
-            out.push(' ');
-            paint.push(out, Tone::Mark, "FECN");
-        }
-        if r.bth.becn && !r.is_cnp() {
-            out.push(' ');
-            paint.push(out, Tone::Mark, "BECN");
-        }
-        if let Some(x) = r.xrceth {
-            let _ = write!(out, " SRQ={}", x.xrc_srq);
-        }
-        if let Some(dt) = r.deth {
-            let _ = write!(out, " SrcQP={} QKey=0x{:08x}", dt.src_qp, dt.qkey);
-        }
-        if let Some(h) = r.reth {
-            let _ = write!(
-                out,
-                " VA=0x{:x} RKey=0x{:08x} Len={}",
-                h.va, h.rkey, h.dma_len
-            );
-        }
-        if let Some(h) = r.atomic_eth {
-            let _ = write!(
-                out,
-                " VA=0x{:x} RKey=0x{:08x} SwapAdd=0x{:x} Cmp=0x{:x}",
-                h.va, h.rkey, h.swap_add, h.compare
-            );
-        }
-        if let Some(a) = r.aeth {
-            match a.kind() {
-                AethKind::Ack { .. } => {
-                    let _ = write!(out, " ACK MSN={}", a.msn.0);
-                }
-                AethKind::RnrNak { timer } => {
-                    out.push(' ');
-                    paint.wrap(out, Some(Tone::Warn), |o| {
-                        let _ = write!(
-                            o,
-                            "RNR-NAK timer={} ({} us)",
-                            timer,
-                            dissectors::ib::aeth::rnr_timer_us(timer)
-                        );
-                    });
-                    let _ = write!(out, " MSN={}", a.msn.0);
-                }
-                AethKind::Nak(code) => {
-                    out.push(' ');
-                    paint.wrap(out, Some(Tone::Bad), |o| {
-                        let _ = write!(o, "NAK ({})", code.name());
-                    });
-                    let _ = write!(out, " MSN={}", a.msn.0);
-                }
-                AethKind::Reserved(s) => {
-                    let _ = write!(out, " AETH syndrome=0x{s:02x}");
-                }
-            }
-        }
-        if let Some(h) = r.atomic_ack_eth {
-            let _ = write!(out, " Orig=0x{:x}", h.orig_rem_data);
-        }
-        if let Some(h) = r.immdt {
-            let _ = write!(out, " Imm=0x{:08x}", h.data);
-        }
-        if let Some(h) = r.ieth {
-            let _ = write!(out, " Inv=0x{:08x}", h.rkey);
-        }
-        if r.operation.is_some() && r.payload_len > 0 {
-            let _ = write!(out, " Len={}", r.payload_len);
-        }
-        if d.ecn() == Some(Ecn::Ce) {
-            out.push(' ');
-            paint.push(out, Tone::Mark, "ECN=CE");
-        }
-        match r.icrc {
-            IcrcStatus::Bad => {
-                out.push(' ');
-                paint.push(out, Tone::Bad, "ICRC-BAD");
-            }
-            IcrcStatus::Ok | IcrcStatus::Truncated | IcrcStatus::Absent => {}
-        }
+        roce(d, r, out, paint);
     } else if let Some(a) = &d.arp {
-        let _ = match a.op {
-            ArpOp::Request if a.is_gratuitous() => {
-                write!(out, "ARP Gratuitous ARP for {}", a.sender_ip)
-            }
-            ArpOp::Request => write!(out, "ARP Who has {}? Tell {}", a.target_ip, a.sender_ip),
-            ArpOp::Reply => {
-                if a.hlen == 6 {
-                    write!(out, "ARP {} is at {}", a.sender_ip, Mac(a.sender_hw()))
-                } else {
-                    write!(
-                        out,
-                        "ARP {} is at (IPoIB) {}",
-                        a.sender_ip,
-                        Mac(a.sender_hw())
-                    )
-                }
-            }
-            ArpOp::Other(n) => write!(out, "ARP opcode {n}"),
-        };
+        arp(a, out);
     } else if let Some(p) = &d.pause {
-        let _ = match p {
-            PauseRepr::Global { quanta } => write!(out, "PAUSE quanta={quanta}"),
-            PauseRepr::Pfc { enable, quanta } => {
-                let _ = write!(out, "PFC");
-                for prio in 0..8u8 {
-                    if enable & (1 << prio) != 0 {
-                        let _ = write!(out, " p{}={}", prio, quanta[usize::from(prio)]);
-                    }
-                }
-                Ok(())
-            }
-        };
+        pause(p, out);
     } else if let Some(ip) = &d.ip {
         let _ = match (ip.protocol, d.udp) {
             (17, Some(u)) => write!(out, "UDP {} → {}", u.src_port, u.dst_port),
@@ -162,4 +46,140 @@ pub fn describe(d: &Decoded, out: &mut String, paint: Paint) {
             );
         });
     }
+}
+
+/// The BTH and the extended headers of a RoCE frame, its ECN and ICRC verdict.
+fn roce(d: &Decoded, r: &Roce, out: &mut String, paint: Paint) {
+    paint.wrap(out, r.is_cnp().then_some(Tone::Mark), |o| {
+        let _ = write!(o, "{}", r.describe());
+    });
+    let _ = write!(out, " QP={} PSN={}", r.bth.dest_qp, r.bth.psn);
+    if r.bth.ack_req {
+        out.push_str(" A");
+    }
+    if r.bth.se {
+        out.push_str(" SE");
+    }
+    if r.bth.fecn {
+        out.push(' ');
+        paint.push(out, Tone::Mark, "FECN");
+    }
+    if r.bth.becn && !r.is_cnp() {
+        out.push(' ');
+        paint.push(out, Tone::Mark, "BECN");
+    }
+    if let Some(x) = r.xrceth {
+        let _ = write!(out, " SRQ={}", x.xrc_srq);
+    }
+    if let Some(dt) = r.deth {
+        let _ = write!(out, " SrcQP={} QKey=0x{:08x}", dt.src_qp, dt.qkey);
+    }
+    if let Some(h) = r.reth {
+        let _ = write!(
+            out,
+            " VA=0x{:x} RKey=0x{:08x} Len={}",
+            h.va, h.rkey, h.dma_len
+        );
+    }
+    if let Some(h) = r.atomic_eth {
+        let _ = write!(
+            out,
+            " VA=0x{:x} RKey=0x{:08x} SwapAdd=0x{:x} Cmp=0x{:x}",
+            h.va, h.rkey, h.swap_add, h.compare
+        );
+    }
+    if let Some(a) = r.aeth {
+        aeth(a, out, paint);
+    }
+    if let Some(h) = r.atomic_ack_eth {
+        let _ = write!(out, " Orig=0x{:x}", h.orig_rem_data);
+    }
+    if let Some(h) = r.immdt {
+        let _ = write!(out, " Imm=0x{:08x}", h.data);
+    }
+    if let Some(h) = r.ieth {
+        let _ = write!(out, " Inv=0x{:08x}", h.rkey);
+    }
+    if r.operation.is_some() && r.payload_len > 0 {
+        let _ = write!(out, " Len={}", r.payload_len);
+    }
+    if d.ecn() == Some(Ecn::Ce) {
+        out.push(' ');
+        paint.push(out, Tone::Mark, "ECN=CE");
+    }
+    match r.icrc {
+        IcrcStatus::Bad => {
+            out.push(' ');
+            paint.push(out, Tone::Bad, "ICRC-BAD");
+        }
+        IcrcStatus::Ok | IcrcStatus::Truncated | IcrcStatus::Absent => {}
+    }
+}
+
+/// `ACK MSN=..`, `RNR-NAK timer=..`, `NAK (..)`.
+fn aeth(a: AethRepr, out: &mut String, paint: Paint) {
+    match a.kind() {
+        AethKind::Ack { .. } => {
+            let _ = write!(out, " ACK MSN={}", a.msn.0);
+        }
+        AethKind::RnrNak { timer } => {
+            out.push(' ');
+            paint.wrap(out, Some(Tone::Warn), |o| {
+                let _ = write!(
+                    o,
+                    "RNR-NAK timer={} ({} us)",
+                    timer,
+                    dissectors::ib::aeth::rnr_timer_us(timer)
+                );
+            });
+            let _ = write!(out, " MSN={}", a.msn.0);
+        }
+        AethKind::Nak(code) => {
+            out.push(' ');
+            paint.wrap(out, Some(Tone::Bad), |o| {
+                let _ = write!(o, "NAK ({})", code.name());
+            });
+            let _ = write!(out, " MSN={}", a.msn.0);
+        }
+        AethKind::Reserved(s) => {
+            let _ = write!(out, " AETH syndrome=0x{s:02x}");
+        }
+    }
+}
+
+fn arp(a: &ArpRepr, out: &mut String) {
+    let _ = match a.op {
+        ArpOp::Request if a.is_gratuitous() => {
+            write!(out, "ARP Gratuitous ARP for {}", a.sender_ip)
+        }
+        ArpOp::Request => write!(out, "ARP Who has {}? Tell {}", a.target_ip, a.sender_ip),
+        ArpOp::Reply => {
+            if a.hlen == 6 {
+                write!(out, "ARP {} is at {}", a.sender_ip, Mac(a.sender_hw()))
+            } else {
+                write!(
+                    out,
+                    "ARP {} is at (IPoIB) {}",
+                    a.sender_ip,
+                    Mac(a.sender_hw())
+                )
+            }
+        }
+        ArpOp::Other(n) => write!(out, "ARP opcode {n}"),
+    };
+}
+
+fn pause(p: &PauseRepr, out: &mut String) {
+    let _ = match p {
+        PauseRepr::Global { quanta } => write!(out, "PAUSE quanta={quanta}"),
+        PauseRepr::Pfc { enable, quanta } => {
+            let _ = write!(out, "PFC");
+            for prio in 0..8u8 {
+                if enable & (1 << prio) != 0 {
+                    let _ = write!(out, " p{}={}", prio, quanta[usize::from(prio)]);
+                }
+            }
+            Ok(())
+        }
+    };
 }

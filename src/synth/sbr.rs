@@ -14,7 +14,7 @@
 
 use super::frame::{mac_for, Encap, Link, Path, BROADCAST};
 use super::out::Out;
-use super::rc::{Conn, Fault, Op};
+use super::rc::{Conn, Ends, Fault, Op};
 use super::rng::Rng;
 use super::traffic::random_op;
 use dissectors::{ArpOp, ArpRepr, Ecn};
@@ -33,28 +33,47 @@ const TO_US: u8 = 0;
 const BROADCAST_IN: u8 = 1;
 const OUTGOING: u8 = 4;
 
-pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
-    let pod_eth0 = Ipv4Addr::new(198, 18, 1, 5);
-    let node_rdma = Ipv4Addr::new(198, 19, 8, 1);
-    let pod_net1 = Ipv4Addr::new(198, 19, 8, 11);
-    let peer_net1 = Ipv4Addr::new(198, 19, 8, 12);
-    let node_mac = mac_for(IpAddr::V4(node_rdma));
-    let peer_mac = mac_for(IpAddr::V4(peer_net1));
-    let eth0 = |pkt_type| Link::Sll2 {
+const POD_ETH0: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 5);
+const NODE_RDMA: Ipv4Addr = Ipv4Addr::new(198, 19, 8, 1);
+const POD_NET1: Ipv4Addr = Ipv4Addr::new(198, 19, 8, 11);
+const PEER_NET1: Ipv4Addr = Ipv4Addr::new(198, 19, 8, 12);
+
+fn eth0(pkt_type: u8) -> Link {
+    Link::Sll2 {
         ifindex: ETH0_IFINDEX,
         pkt_type,
-    };
-    let net1 = |pkt_type| Link::Sll2 {
+    }
+}
+
+fn net1(pkt_type: u8) -> Link {
+    Link::Sll2 {
         ifindex: NET1_IFINDEX,
         pkt_type,
-    };
-    // RoCE between the pod's VF and a peer pod's VF, on net1.
+    }
+}
+
+pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
+    let mut rdma = rdma_conn(rng);
+    facts(out);
+    let mut round = 0u64;
+    while out.frames() < target {
+        let start = out.now;
+        net1_round(out, rng, &mut rdma, round, start)?;
+        eth0_unanswered(out, rng, start)?;
+        round += 1;
+    }
+    out.fact("rounds", round);
+    Ok(())
+}
+
+/// RoCE between the pod's VF and a peer pod's VF, on net1.
+fn rdma_conn(rng: &mut Rng) -> Conn {
     let req = Path {
         src_mac: POD_NET1_MAC,
-        dst_mac: peer_mac,
+        dst_mac: mac_for(IpAddr::V4(PEER_NET1)),
         link: net1(OUTGOING),
-        src: IpAddr::V4(pod_net1),
-        dst: IpAddr::V4(peer_net1),
+        src: IpAddr::V4(POD_NET1),
+        dst: IpAddr::V4(PEER_NET1),
         encap: Encap::V2 { sport: 0xe54a },
         dscp: 26,
         ecn: Ecn::Ect0,
@@ -63,20 +82,21 @@ pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
     };
     let mut resp = req.reversed(0xd1f7);
     resp.link = net1(TO_US);
-    let mut rdma = Conn::new(
+    let ends = Ends {
         req,
         resp,
-        0x000113,
-        0x000247,
-        rng.below(1 << 24) as u32,
-        4096,
-        rng,
-    );
+        req_qpn: 0x000113,
+        resp_qpn: 0x000247,
+    };
+    Conn::new(ends, rng.below(1 << 24) as u32, 4096, rng)
+}
 
-    out.fact("pod_eth0", serde_json::json!({"ifindex": ETH0_IFINDEX, "ip": pod_eth0.to_string(), "mac": "0a:58:c6:12:01:05"}));
+/// The scenario's facts and note in the truth file.
+fn facts(out: &mut Out) {
+    out.fact("pod_eth0", serde_json::json!({"ifindex": ETH0_IFINDEX, "ip": POD_ETH0.to_string(), "mac": "0a:58:c6:12:01:05"}));
     out.fact("pod_net1", serde_json::json!({"ifindex": NET1_IFINDEX, "ip": "198.19.8.11/24", "mac": "02:00:c6:13:08:0b"}));
-    out.fact("host_rdma_ip", node_rdma.to_string());
-    out.fact("unanswered_who_has", serde_json::json!({"target": pod_eth0.to_string(), "sender": node_rdma.to_string(), "ifindex": ETH0_IFINDEX}));
+    out.fact("host_rdma_ip", NODE_RDMA.to_string());
+    out.fact("unanswered_who_has", serde_json::json!({"target": POD_ETH0.to_string(), "sender": NODE_RDMA.to_string(), "ifindex": ETH0_IFINDEX}));
     out.notes.push(
         "The node resolves the pod's eth0 address with its RDMA address as the ARP source \
          ('who-has 198.18.1.5 tell 198.19.8.1'); without sbr the pod routes 198.19.8.1 via \
@@ -84,90 +104,101 @@ pub fn sbr_arp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
          interface. Fix: the sbr CNI plugin (ip rule from 198.19.8.11 lookup 100)."
             .into(),
     );
+}
 
-    let who_has_pod = ArpRepr::ethernet(ArpOp::Request, CALI_MAC, node_rdma, [0; 6], pod_eth0);
-    let mut round = 0u64;
-    while out.frames() < target {
-        let start = out.now;
-        // net1: the pod resolves its RDMA peer (answered) and runs RDMA traffic.
-        let ask = ArpRepr::ethernet(ArpOp::Request, POD_NET1_MAC, pod_net1, [0; 6], peer_net1);
+/// net1: the pod resolves its RDMA peer (and, the first round, the node's RDMA
+/// address), both answered, and runs a few RDMA messages.
+fn net1_round(
+    out: &mut Out,
+    rng: &mut Rng,
+    rdma: &mut Conn,
+    round: u64,
+    start: u64,
+) -> io::Result<()> {
+    let (node_mac, peer_mac) = (
+        mac_for(IpAddr::V4(NODE_RDMA)),
+        mac_for(IpAddr::V4(PEER_NET1)),
+    );
+    let (pod_net1, peer_net1, node_rdma) = (POD_NET1, PEER_NET1, NODE_RDMA);
+    let ask = ArpRepr::ethernet(ArpOp::Request, POD_NET1_MAC, pod_net1, [0; 6], peer_net1);
+    out.arp(
+        start + 1_000,
+        POD_NET1_MAC,
+        BROADCAST,
+        &net1(OUTGOING),
+        &ask,
+        false,
+    )?;
+    let reply = ArpRepr::ethernet(ArpOp::Reply, peer_mac, peer_net1, POD_NET1_MAC, pod_net1);
+    out.arp(
+        start + 61_000,
+        peer_mac,
+        POD_NET1_MAC,
+        &net1(TO_US),
+        &reply,
+        false,
+    )?;
+    if round == 0 {
+        // ... and the node's RDMA address, also answered on net1.
+        let ask = ArpRepr::ethernet(ArpOp::Request, POD_NET1_MAC, pod_net1, [0; 6], node_rdma);
         out.arp(
-            start + 1_000,
+            start + 90_000,
             POD_NET1_MAC,
             BROADCAST,
             &net1(OUTGOING),
             &ask,
             false,
         )?;
-        let reply = ArpRepr::ethernet(ArpOp::Reply, peer_mac, peer_net1, POD_NET1_MAC, pod_net1);
+        let reply = ArpRepr::ethernet(ArpOp::Reply, node_mac, node_rdma, POD_NET1_MAC, pod_net1);
         out.arp(
-            start + 61_000,
-            peer_mac,
+            start + 140_000,
+            node_mac,
             POD_NET1_MAC,
             &net1(TO_US),
             &reply,
             false,
         )?;
-        if round == 0 {
-            // ... and the node's RDMA address, also answered on net1.
-            let ask = ArpRepr::ethernet(ArpOp::Request, POD_NET1_MAC, pod_net1, [0; 6], node_rdma);
-            out.arp(
-                start + 90_000,
-                POD_NET1_MAC,
-                BROADCAST,
-                &net1(OUTGOING),
-                &ask,
-                false,
-            )?;
-            let reply =
-                ArpRepr::ethernet(ArpOp::Reply, node_mac, node_rdma, POD_NET1_MAC, pod_net1);
-            out.arp(
-                start + 140_000,
-                node_mac,
-                POD_NET1_MAC,
-                &net1(TO_US),
-                &reply,
-                false,
-            )?;
-        }
-        out.now = start + 200_000;
-        for k in 0..rng.range(4, 8) {
-            let op = if round == 0 && k == 0 {
-                Op::Write {
-                    len: 3 * rdma.pmtu,
-                    imm: None,
-                }
-            } else {
-                random_op(rng, &rdma)
-            };
-            rdma.exchange(out, rng, op, Fault::None)?;
-            out.now += rng.range(2_000, 20_000);
-        }
-        rdma.finish(out)?;
-        // eth0: traffic for the pod (a kubelet probe, a peer's packets the node forwards)
-        // makes the node resolve the pod: three broadcasts one second apart, twice. None
-        // is answered. (Only documentation addresses appear here, so the pod's own ARP
-        // for Calico's 169.254.1.1 gateway, answered by proxy ARP, is left out.)
-        let mut t = out.now.max(start + SECOND / 2);
-        for _attempt in 0..2 {
-            for _ in 0..3 {
-                let jitter = rng.below(2_000_000);
-                out.arp(
-                    t + jitter,
-                    CALI_MAC,
-                    BROADCAST,
-                    &eth0(BROADCAST_IN),
-                    &who_has_pod,
-                    false,
-                )?;
-                out.obs.arp_unanswered += 1;
-                t += SECOND;
-            }
-            t += rng.range(1, 3) * SECOND;
-        }
-        out.now = t + rng.range(2, 6) * SECOND;
-        round += 1;
     }
-    out.fact("rounds", round);
+    out.now = start + 200_000;
+    for k in 0..rng.range(4, 8) {
+        let op = if round == 0 && k == 0 {
+            Op::Write {
+                len: 3 * rdma.pmtu,
+                imm: None,
+            }
+        } else {
+            random_op(rng, rdma)
+        };
+        rdma.exchange(out, rng, op, Fault::None)?;
+        out.now += rng.range(2_000, 20_000);
+    }
+    rdma.finish(out)?;
+    Ok(())
+}
+
+/// eth0: traffic for the pod (a kubelet probe, a peer's packets the node forwards)
+/// makes the node resolve the pod: three broadcasts one second apart, twice. None is
+/// answered. (Only documentation addresses appear here, so the pod's own ARP for
+/// Calico's 169.254.1.1 gateway, answered by proxy ARP, is left out.)
+fn eth0_unanswered(out: &mut Out, rng: &mut Rng, start: u64) -> io::Result<()> {
+    let who_has_pod = ArpRepr::ethernet(ArpOp::Request, CALI_MAC, NODE_RDMA, [0; 6], POD_ETH0);
+    let mut t = out.now.max(start + SECOND / 2);
+    for _attempt in 0..2 {
+        for _ in 0..3 {
+            let jitter = rng.below(2_000_000);
+            out.arp(
+                t + jitter,
+                CALI_MAC,
+                BROADCAST,
+                &eth0(BROADCAST_IN),
+                &who_has_pod,
+                false,
+            )?;
+            out.obs.arp_unanswered += 1;
+            t += SECOND;
+        }
+        t += rng.range(1, 3) * SECOND;
+    }
+    out.now = t + rng.range(2, 6) * SECOND;
     Ok(())
 }

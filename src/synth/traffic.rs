@@ -11,7 +11,7 @@
 
 use super::frame::{mac_for, Encap, Link, Path};
 use super::out::Out;
-use super::rc::{Conn, Fault, Op};
+use super::rc::{Conn, Ends, Fault, Op};
 use super::rng::Rng;
 use dissectors::Ecn;
 use std::io;
@@ -61,7 +61,13 @@ pub fn conn_at(
     let rport = 0xc000 | ((qb ^ (qa << 3)) & 0x3fff) as u16;
     let req = path(a, b, sport);
     let resp = req.reversed(rport);
-    Conn::new(req, resp, qa, qb, first_psn, pmtu, rng)
+    let ends = Ends {
+        req,
+        resp,
+        req_qpn: qa,
+        resp_qpn: qb,
+    };
+    Conn::new(ends, first_psn, pmtu, rng)
 }
 
 /// The first messages of every QP: each opcode the scenario should show at least once,

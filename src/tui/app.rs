@@ -3,65 +3,19 @@
 //! must carry out (tell the feeder to pause, step or write a flow; quit). No terminal, no
 //! clock, no I/O here, so every transition is a unit test.
 
+use crate::analysis::flow::FlowKey;
 use crate::analysis::{Event, FlowSummary, Report};
+use dissectors::Psn;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+
+mod snapshot;
+pub use snapshot::{Drops, FeedState, HwCounter, Snapshot, Trend};
 
 /// Samples kept per flow for the trend sparklines.
 pub const TREND_LEN: usize = 60;
 /// Events kept by the UI (the analyzer caps its own log as well).
 pub const MAX_EVENTS: usize = 100_000;
-
-/// Drop counters of the capture path, summed over the sources.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Drops {
-    pub kernel: u64,
-    pub iface: u64,
-    pub rocetap: u64,
-}
-
-impl Drops {
-    pub fn any(&self) -> bool {
-        self.kernel + self.iface + self.rocetap > 0
-    }
-}
-
-/// One RDMA hardware counter with its change per second.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HwCounter {
-    /// `mlx5_0/1`
-    pub port: String,
-    pub name: String,
-    pub value: u64,
-    pub per_s: Option<f64>,
-}
-
-/// What the feeder is doing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FeedState {
-    Running,
-    Paused,
-    /// Every frame of the files was read (replay) or every source ended (live).
-    Ended,
-    /// The feeder stopped on an error (shown in the header).
-    Failed(String),
-}
-
-/// What the feeder sends a few times a second.
-#[derive(Clone, Debug)]
-pub struct Snapshot {
-    pub report: Report,
-    /// Index in the analyzer's event log of `report.events[0]`.
-    pub events_from: usize,
-    /// `report` is the finished report: its events are the complete, final list.
-    pub complete: bool,
-    pub frames_read: u64,
-    pub drops: Drops,
-    pub hw: Vec<HwCounter>,
-    pub state: FeedState,
-    /// Nanoseconds since the feeder started (its monotonic clock).
-    pub wall_ns: u64,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sort {
@@ -128,14 +82,6 @@ pub enum Action {
     Written(Result<(String, u64), String>),
 }
 
-/// A flow's identity as the feeder's frame rings know it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlowKeyText {
-    pub src: String,
-    pub dst: String,
-    pub qp: String,
-}
-
 /// What the run loop must do after a transition.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
@@ -146,28 +92,8 @@ pub enum Effect {
     /// Write the frames of these flows (the selected one and its peer) as flow `id`.
     Write {
         id: u32,
-        keys: Vec<FlowKeyText>,
+        keys: Vec<FlowKey>,
     },
-}
-
-/// Per-flow history for the sparklines.
-#[derive(Clone, Debug, Default)]
-pub struct Trend {
-    /// Mb/s per sample interval.
-    pub mbps: VecDeque<u64>,
-    /// PSNs advanced per sample interval.
-    pub psn_step: VecDeque<u64>,
-    /// Gb/s and packets/s over the latest interval.
-    pub now: Option<(f64, f64)>,
-    /// (time, bytes, packets, last PSN) at the latest sample.
-    last: Option<(u64, u64, u64, Option<u32>)>,
-}
-
-fn push(q: &mut VecDeque<u64>, v: u64) {
-    if q.len() == TREND_LEN {
-        q.pop_front();
-    }
-    q.push_back(v);
 }
 
 pub struct App {
@@ -297,12 +223,7 @@ impl App {
             }
             Sort::Name => v.sort_by(|&a, &b| {
                 let (a, b) = (&flows[a], &flows[b]);
-                (a.src.as_str(), a.dst.as_str(), a.qp.as_str(), a.id).cmp(&(
-                    b.src.as_str(),
-                    b.dst.as_str(),
-                    b.qp.as_str(),
-                    b.id,
-                ))
+                (a.key(), a.id).cmp(&(b.key(), b.id))
             }),
         }
         v
@@ -365,7 +286,24 @@ impl App {
         }
     }
 
+    /// One state transition: the action applied, and what the run loop must do.
     pub fn apply(&mut self, a: Action) -> Effect {
+        if self.editing.is_some() {
+            return self.apply_editing(a);
+        }
+        if self.help {
+            return self.apply_help(a);
+        }
+        match a {
+            Action::TogglePause => self.toggle_pause(),
+            Action::Step => self.step(),
+            Action::WriteFlow => self.write_flow(),
+            a => self.apply_view(a),
+        }
+    }
+
+    /// While the filter is typed: every key edits it.
+    fn apply_editing(&mut self, a: Action) -> Effect {
         if let Some(text) = self.editing.as_mut() {
             match a {
                 Action::FilterChar(c) => {
@@ -389,18 +327,24 @@ impl App {
                 Action::Quit => return Effect::Quit,
                 _ => {}
             }
-            return Effect::None;
         }
-        if self.help {
-            match a {
-                Action::Quit => return Effect::Quit,
-                Action::Snapshot(s) => self.snapshot(s),
-                Action::Written(r) => self.written(r),
-                Action::ToggleHelp | Action::Back | Action::Enter => self.help = false,
-                _ => {}
-            }
-            return Effect::None;
+        Effect::None
+    }
+
+    /// While the help overlay is up: it closes, or the app quits.
+    fn apply_help(&mut self, a: Action) -> Effect {
+        match a {
+            Action::Quit => return Effect::Quit,
+            Action::Snapshot(s) => self.snapshot(s),
+            Action::Written(r) => self.written(r),
+            Action::ToggleHelp | Action::Back | Action::Enter => self.help = false,
+            _ => {}
         }
+        Effect::None
+    }
+
+    /// Navigation, views, sort and filter.
+    fn apply_view(&mut self, a: Action) -> Effect {
         match a {
             Action::Quit => return Effect::Quit,
             Action::Up => self.move_by(-1),
@@ -438,56 +382,7 @@ impl App {
             | Action::FilterBackspace
             | Action::FilterDone
             | Action::FilterCancel => {}
-            Action::TogglePause => {
-                if self.feed == FeedState::Ended {
-                    self.status = Some("the replay has ended".into());
-                    return Effect::None;
-                }
-                self.paused = !self.paused;
-                if !self.paused {
-                    if let Some(s) = self.held.take() {
-                        self.snapshot(s);
-                    }
-                }
-                return match self.mode {
-                    Mode::Replay => Effect::Pause(self.paused),
-                    // Live capture goes on; only the display is frozen.
-                    Mode::Live => Effect::None,
-                };
-            }
-            Action::Step => {
-                return match self.mode {
-                    Mode::Replay if self.feed != FeedState::Ended => {
-                        self.paused = true;
-                        Effect::Step
-                    }
-                    Mode::Replay => {
-                        self.status = Some("the replay has ended".into());
-                        Effect::None
-                    }
-                    Mode::Live => {
-                        self.status = Some("single-step works in replay (-r) only".into());
-                        Effect::None
-                    }
-                };
-            }
-            Action::WriteFlow => {
-                let id = match self.view {
-                    View::Detail(id) => Some(id),
-                    _ => self.selected_flow(),
-                };
-                let Some(f) = id.and_then(|id| self.flow(id)) else {
-                    self.status = Some("no flow selected".into());
-                    return Effect::None;
-                };
-                let mut keys = vec![key_of(f)];
-                if let Some(p) = f.peer.and_then(|p| self.flow(p)) {
-                    keys.push(key_of(p));
-                }
-                let id = f.id;
-                self.status = Some(format!("writing flow #{id}..."));
-                return Effect::Write { id, keys };
-            }
+            Action::TogglePause | Action::Step | Action::WriteFlow => {}
             Action::ToggleEvents => {
                 self.view = if self.view == View::Events {
                     View::Flows
@@ -503,86 +398,67 @@ impl App {
         Effect::None
     }
 
+    /// `p`: a replay pauses; a live capture goes on and only the display freezes.
+    fn toggle_pause(&mut self) -> Effect {
+        if self.feed == FeedState::Ended {
+            self.status = Some("the replay has ended".into());
+            return Effect::None;
+        }
+        self.paused = !self.paused;
+        if !self.paused {
+            if let Some(s) = self.held.take() {
+                self.snapshot(s);
+            }
+        }
+        match self.mode {
+            Mode::Replay => Effect::Pause(self.paused),
+            // Live capture goes on; only the display is frozen.
+            Mode::Live => Effect::None,
+        }
+    }
+
+    /// `.`: one frame of a replay.
+    fn step(&mut self) -> Effect {
+        match self.mode {
+            Mode::Replay if self.feed != FeedState::Ended => {
+                self.paused = true;
+                Effect::Step
+            }
+            Mode::Replay => {
+                self.status = Some("the replay has ended".into());
+                Effect::None
+            }
+            Mode::Live => {
+                self.status = Some("single-step works in replay (-r) only".into());
+                Effect::None
+            }
+        }
+    }
+
+    /// `w`: the selected flow (or the one in detail) and its peer, to a pcapng.
+    fn write_flow(&mut self) -> Effect {
+        let id = match self.view {
+            View::Detail(id) => Some(id),
+            _ => self.selected_flow(),
+        };
+        let Some(f) = id.and_then(|id| self.flow(id)) else {
+            self.status = Some("no flow selected".into());
+            return Effect::None;
+        };
+        let mut keys = vec![key_of(f)];
+        if let Some(p) = f.peer.and_then(|p| self.flow(p)) {
+            keys.push(key_of(p));
+        }
+        let id = f.id;
+        self.status = Some(format!("writing flow #{id}..."));
+        Effect::Write { id, keys }
+    }
+
     fn written(&mut self, r: Result<(String, u64), String>) {
         self.status = Some(match r {
             Ok((path, n)) => format!("wrote {n} frames to {path}"),
             Err(e) => format!("write failed: {e}"),
         });
-    }
-
-    fn snapshot(&mut self, s: Box<Snapshot>) {
-        if self.paused && self.mode == Mode::Live {
-            self.held = Some(s);
-            return;
-        }
-        let s = *s;
-        let r = s.report;
-        if s.complete {
-            self.events = r.events.clone();
-        } else {
-            self.events.truncate(s.events_from);
-            self.events.extend(r.events.iter().cloned());
-        }
-        if self.events.len() > MAX_EVENTS {
-            let cut = self.events.len() - MAX_EVENTS;
-            self.events.drain(..cut);
-        }
-        self.last_event.clear();
-        for (i, e) in self.events.iter().enumerate() {
-            if let Some(id) = e.flow {
-                self.last_event.insert(id, i);
-            }
-        }
-        // The clock of the rates: capture time in replay (so a paused or fast replay
-        // shows the recorded rates), the feeder's wall clock live (so idle flows fall to 0).
-        let now = match self.mode {
-            Mode::Replay => r.last_ts_ns,
-            Mode::Live => s.wall_ns,
-        };
-        for f in &r.flows {
-            let t = self.trends.entry(f.id).or_default();
-            match t.last {
-                Some((ts, _, _, _)) if now <= ts => {}
-                Some((ts, bytes, packets, psn)) => {
-                    let dt = now - ts;
-                    let db = f.bytes.saturating_sub(bytes);
-                    let dp = f.packets.saturating_sub(packets);
-                    push(&mut t.mbps, db * 8_000 / dt);
-                    let step = match (psn, f.last_psn) {
-                        (Some(a), Some(b)) => u64::from(b.wrapping_sub(a) & 0xff_ffff),
-                        _ => 0,
-                    };
-                    push(&mut t.psn_step, step);
-                    t.now = Some((db as f64 * 8.0 / dt as f64, dp as f64 * 1e9 / dt as f64));
-                    t.last = Some((now, f.bytes, f.packets, f.last_psn));
-                }
-                None => t.last = Some((now, f.bytes, f.packets, f.last_psn)),
-            }
-        }
-        match self.last_frames {
-            Some((frames, ts)) if now > ts => {
-                self.frame_rate =
-                    r.totals.frames.saturating_sub(frames) as f64 * 1e9 / (now - ts) as f64;
-            }
-            _ => {}
-        }
-        if self.last_frames.is_none_or(|(_, ts)| now > ts) {
-            self.last_frames = Some((r.totals.frames, now));
-        }
-        if s.complete && r.derived.duration_s > 0.0 {
-            // The whole run's average (a replay at full speed sends only this one).
-            self.frame_rate = r.totals.frames as f64 / r.derived.duration_s;
-        }
-        self.frames_read = s.frames_read;
-        self.drops = s.drops;
-        self.hw = s.hw;
-        self.feed = s.state;
-        if self.feed == FeedState::Ended {
-            self.paused = false;
-        }
-        self.report = Some(r);
-        self.generation += 1;
-        self.clamp();
     }
 
     /// The ICRC verdict of the capture path, in a few words.
@@ -600,38 +476,21 @@ impl App {
     }
 }
 
-fn key_of(f: &FlowSummary) -> FlowKeyText {
-    FlowKeyText {
-        src: f.src.clone(),
-        dst: f.dst.clone(),
-        qp: f.qp.clone(),
-    }
+fn key_of(f: &FlowSummary) -> FlowKey {
+    f.key()
 }
 
 fn matches_filter(f: &FlowSummary, needle: &str) -> bool {
-    f.src.to_lowercase().contains(needle)
-        || f.dst.to_lowercase().contains(needle)
-        || f.qp.to_lowercase().contains(needle)
-        || format!("#{}", f.id) == needle
-}
-
-/// NAKs of every code.
-pub fn naks(f: &FlowSummary) -> u64 {
-    let c = &f.c;
-    c.nak_psn_seq
-        + c.nak_invalid_request
-        + c.nak_remote_access
-        + c.nak_remote_operational
-        + c.nak_invalid_rd_request
-        + c.nak_reserved
+    let has = |v: &dyn std::fmt::Display| v.to_string().to_lowercase().contains(needle);
+    has(&f.src) || has(&f.dst) || has(&f.qp) || format!("#{}", f.id) == needle
 }
 
 /// Everything that went wrong on a flow, as one number to sort by.
 pub fn problems(f: &FlowSummary) -> u64 {
-    let c = &f.c;
+    let c = &f.counters;
     c.psn_gap_events
         + c.retransmitted_packets
-        + naks(f)
+        + f.counters.naks()
         + c.rnr_nak
         + c.timeout_retransmissions
         + c.ce_marked
@@ -640,230 +499,4 @@ pub fn problems(f: &FlowSummary) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tui::render::tests::app_of;
-
-    #[test]
-    fn navigation_detail_and_back() {
-        let mut app = app_of("congestion.pcap", 16, Mode::Replay);
-        assert_eq!(app.rows().len(), 8);
-        // Sorted by rate: the first row is the fastest flow.
-        let rates: Vec<f64> = app.rows().iter().map(|f| f.gbps).collect();
-        assert!(rates.windows(2).all(|w| w[0] >= w[1]), "{rates:?}");
-        assert_eq!(app.apply(Action::Up), Effect::None);
-        assert_eq!(app.selected, 0);
-        for _ in 0..20 {
-            app.apply(Action::Down);
-        }
-        assert_eq!(app.selected, 7, "clamped to the last row");
-        app.apply(Action::Top);
-        assert_eq!(app.selected, 0);
-        app.apply(Action::Down);
-        let id = app.rows()[1].id;
-        app.apply(Action::Enter);
-        assert_eq!(app.view, View::Detail(id));
-        app.apply(Action::Back);
-        assert_eq!(app.view, View::Flows);
-        assert_eq!(app.selected, 1, "the selection survives the detail");
-        assert_eq!(app.apply(Action::Quit), Effect::Quit);
-    }
-
-    #[test]
-    fn sort_cycles_and_orders() {
-        let mut app = app_of("loss-upstream.pcap", 16, Mode::Replay);
-        app.apply(Action::CycleSort);
-        assert_eq!(app.sort, Sort::Problems);
-        let p: Vec<u64> = app.rows().iter().map(|f| problems(f)).collect();
-        assert!(p.windows(2).all(|w| w[0] >= w[1]), "{p:?}");
-        assert!(p[0] > 0);
-        app.apply(Action::CycleSort);
-        assert_eq!(app.sort, Sort::Name);
-        let names: Vec<String> = app.rows().iter().map(|f| f.src.clone()).collect();
-        let mut sorted = names.clone();
-        sorted.sort();
-        assert_eq!(names, sorted);
-        app.apply(Action::CycleSort);
-        assert_eq!(app.sort, Sort::Rate);
-    }
-
-    #[test]
-    fn filter_typing_keeps_and_clears() {
-        let mut app = app_of("congestion.pcap", 16, Mode::Replay);
-        app.apply(Action::StartFilter);
-        assert!(app.editing.is_some());
-        // While typing, command letters are text: `q` does not quit.
-        for c in "0x0001".chars() {
-            assert_eq!(app.apply(Action::FilterChar(c)), Effect::None);
-        }
-        assert_eq!(app.rows().len(), 3, "QPs 0x000101, 0x000103, 0x000104");
-        app.apply(Action::FilterBackspace);
-        assert_eq!(app.filter, "0x000");
-        for c in "103".chars() {
-            app.apply(Action::FilterChar(c));
-        }
-        assert_eq!(app.rows().len(), 1);
-        assert_eq!(app.rows()[0].qp, "0x000103");
-        app.apply(Action::FilterDone);
-        assert!(app.editing.is_none());
-        assert_eq!(app.filter, "0x000103");
-        // Esc on the flows view clears a kept filter.
-        app.apply(Action::Back);
-        assert_eq!(app.rows().len(), 8);
-        // Esc while typing drops the filter.
-        app.apply(Action::StartFilter);
-        app.apply(Action::FilterChar('2'));
-        app.apply(Action::FilterCancel);
-        assert!(app.filter.is_empty() && app.editing.is_none());
-        // An IP filter.
-        app.apply(Action::StartFilter);
-        for c in "203.0.113.6".chars() {
-            app.apply(Action::FilterChar(c));
-        }
-        assert_eq!(app.rows().len(), 2);
-    }
-
-    #[test]
-    fn pause_step_write_effects() {
-        let mut app = App::new("replay x".into(), Mode::Replay);
-        assert_eq!(app.apply(Action::TogglePause), Effect::Pause(true));
-        assert!(app.paused);
-        assert_eq!(app.apply(Action::TogglePause), Effect::Pause(false));
-        assert_eq!(app.apply(Action::Step), Effect::Step);
-        assert!(app.paused, "a step leaves the replay paused");
-        assert_eq!(app.apply(Action::WriteFlow), Effect::None);
-        assert_eq!(app.status.as_deref(), Some("no flow selected"));
-
-        let mut app = app_of("congestion.pcap", 16, Mode::Replay);
-        assert_eq!(
-            app.apply(Action::Step),
-            Effect::None,
-            "the replay has ended"
-        );
-        let f = app.rows()[0].clone();
-        let peer = app.flow(f.peer.unwrap()).unwrap().clone();
-        match app.apply(Action::WriteFlow) {
-            Effect::Write { id, keys } => {
-                assert_eq!(id, f.id);
-                assert_eq!(keys.len(), 2);
-                assert_eq!(keys[0].qp, f.qp);
-                assert_eq!(keys[1].qp, peer.qp);
-            }
-            e => panic!("{e:?}"),
-        }
-        app.apply(Action::Written(Ok(("x.pcapng".into(), 12))));
-        assert_eq!(app.status.as_deref(), Some("wrote 12 frames to x.pcapng"));
-    }
-
-    #[test]
-    fn live_pause_freezes_the_display_only() {
-        let mut app = app_of("congestion.pcap", 16, Mode::Live);
-        app.feed = FeedState::Running;
-        assert_eq!(app.apply(Action::TogglePause), Effect::None);
-        let before = app.report.as_ref().unwrap().totals.frames;
-        let mut r = app.report.clone().unwrap();
-        r.totals.frames += 100;
-        r.events.clear();
-        let s = Snapshot {
-            report: r,
-            events_from: app.events.len(),
-            complete: false,
-            frames_read: 0,
-            drops: Drops::default(),
-            hw: Vec::new(),
-            state: FeedState::Running,
-            wall_ns: 1,
-        };
-        app.apply(Action::Snapshot(Box::new(s)));
-        assert_eq!(app.report.as_ref().unwrap().totals.frames, before);
-        app.apply(Action::TogglePause);
-        assert_eq!(app.report.as_ref().unwrap().totals.frames, before + 100);
-        assert_eq!(app.apply(Action::Step), Effect::None);
-        assert!(app.status.as_deref().unwrap().contains("replay"));
-    }
-
-    #[test]
-    fn snapshots_accumulate_events_like_the_final_report() {
-        // Fed 5 frames at a time, the events assembled from snapshots before the final
-        // report are a prefix of the finished report's events.
-        let app = app_of("loss-upstream.pcap", 5, Mode::Replay);
-        let r = app.report.as_ref().unwrap();
-        assert_eq!(app.events.len(), r.events.len());
-        assert!(app
-            .events
-            .iter()
-            .any(|e| e.kind == crate::analysis::EventKind::Nak));
-        assert!(
-            app.trends.values().any(|t| t.mbps.len() > 3),
-            "trends recorded"
-        );
-    }
-
-    #[test]
-    fn help_and_events_views() {
-        let mut app = app_of("rnr.pcap", 16, Mode::Replay);
-        app.apply(Action::ToggleHelp);
-        assert!(app.help);
-        // Keys other than quit / close are ignored under the help.
-        app.apply(Action::Down);
-        assert_eq!(app.selected, 0);
-        app.apply(Action::Back);
-        assert!(!app.help);
-        app.apply(Action::ToggleEvents);
-        assert_eq!(app.view, View::Events);
-        app.apply(Action::Down);
-        assert_eq!(app.scroll, 1);
-        app.apply(Action::ToggleEvents);
-        assert_eq!(app.view, View::Flows);
-    }
-
-    #[test]
-    fn rates_are_averages_when_ended_and_fall_to_zero_when_idle_live() {
-        let app = app_of("congestion.pcap", 16, Mode::Replay);
-        for f in app.rows() {
-            assert_eq!(app.rates(f), (f.gbps, f.pps));
-        }
-        let mut live = app_of("congestion.pcap", 16, Mode::Live);
-        let mut r = live.report.clone().unwrap();
-        r.events.clear();
-        for wall in [10_000_000_000u64, 11_000_000_000] {
-            live.apply(Action::Snapshot(Box::new(Snapshot {
-                report: r.clone(),
-                events_from: live.events.len(),
-                complete: false,
-                frames_read: 0,
-                drops: Drops::default(),
-                hw: Vec::new(),
-                state: FeedState::Running,
-                wall_ns: wall,
-            })));
-        }
-        assert_eq!(live.frame_rate, 0.0);
-        for f in live.rows() {
-            assert_eq!(live.rates(f), (0.0, 0.0), "flow {} is idle", f.id);
-            assert_eq!(live.trends[&f.id].mbps.back(), Some(&0));
-        }
-        // Ties in rate keep the id order.
-        let ids: Vec<u32> = live.rows().iter().map(|f| f.id).collect();
-        assert_eq!(ids, (0..8).collect::<Vec<u32>>());
-        r.flows[3].bytes += 125_000_000;
-        r.flows[3].packets += 1000;
-        live.apply(Action::Snapshot(Box::new(Snapshot {
-            report: r,
-            events_from: live.events.len(),
-            complete: false,
-            frames_read: 0,
-            drops: Drops::default(),
-            hw: Vec::new(),
-            state: FeedState::Running,
-            wall_ns: 12_000_000_000,
-        })));
-        let top = live.rows()[0];
-        assert_eq!(top.id, 3);
-        assert_eq!(
-            live.rates(top),
-            (1.0, 1000.0),
-            "125 MB and 1000 packets in 1 s"
-        );
-    }
-}
+mod tests;

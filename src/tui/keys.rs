@@ -4,21 +4,144 @@
 use super::app::Action;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-/// Every key the UI knows, for the help overlay: (keys, what they do).
-pub const HELP: &[(&str, &str)] = &[
-    ("q  Ctrl-C", "quit"),
-    ("↑ ↓  j k", "move the selection / scroll"),
-    ("PgUp PgDn", "move by 10"),
-    ("Home End  g G", "first / last"),
-    ("Enter", "detail of the selected flow"),
-    ("Esc", "back (from detail, events, help; clears the filter)"),
-    ("s", "cycle the sort: rate, problems, name"),
-    ("/", "filter by text (IP, QP, #id); Enter keeps, Esc clears"),
-    ("p", "pause / resume (live: freezes the display)"),
-    (".", "replay: step one frame (pauses)"),
-    ("w", "write the selected flow and its peer to a pcapng"),
-    ("e", "all events, newest first"),
-    ("?  h", "this help"),
+/// One line of the key map: the keys as the help overlay names them, as the footer
+/// names them, what they do, and the action of each key.
+pub struct Binding {
+    /// `q  Ctrl-C`, `↑ ↓  j k`: the help overlay's column.
+    pub keys: &'static str,
+    /// `q`, `↑↓`: the footer's key.
+    pub key: &'static str,
+    /// What they do, for the help overlay.
+    pub what: &'static str,
+    map: &'static [(KeyCode, Action)],
+}
+
+pub const QUIT: Binding = Binding {
+    keys: "q  Ctrl-C",
+    key: "q",
+    what: "quit",
+    map: &[(KeyCode::Char('q'), Action::Quit)],
+};
+pub const MOVE: Binding = Binding {
+    keys: "↑ ↓  j k",
+    key: "↑↓",
+    what: "move the selection / scroll",
+    map: &[
+        (KeyCode::Up, Action::Up),
+        (KeyCode::Char('k'), Action::Up),
+        (KeyCode::Down, Action::Down),
+        (KeyCode::Char('j'), Action::Down),
+    ],
+};
+pub const PAGE: Binding = Binding {
+    keys: "PgUp PgDn",
+    key: "PgUp",
+    what: "move by 10",
+    map: &[
+        (KeyCode::PageUp, Action::PageUp),
+        (KeyCode::PageDown, Action::PageDown),
+    ],
+};
+pub const ENDS: Binding = Binding {
+    keys: "Home End  g G",
+    key: "Home",
+    what: "first / last",
+    map: &[
+        (KeyCode::Home, Action::Top),
+        (KeyCode::Char('g'), Action::Top),
+        (KeyCode::End, Action::Bottom),
+        (KeyCode::Char('G'), Action::Bottom),
+    ],
+};
+pub const DETAIL: Binding = Binding {
+    keys: "Enter",
+    key: "Enter",
+    what: "detail of the selected flow",
+    map: &[(KeyCode::Enter, Action::Enter)],
+};
+pub const BACK: Binding = Binding {
+    keys: "Esc",
+    key: "Esc",
+    what: "back (from detail, events, help; clears the filter)",
+    map: &[(KeyCode::Esc, Action::Back)],
+};
+pub const SORT: Binding = Binding {
+    keys: "s",
+    key: "s",
+    what: "cycle the sort: rate, problems, name",
+    map: &[(KeyCode::Char('s'), Action::CycleSort)],
+};
+pub const FILTER: Binding = Binding {
+    keys: "/",
+    key: "/",
+    what: "filter by text (IP, QP, #id); Enter keeps, Esc clears",
+    map: &[(KeyCode::Char('/'), Action::StartFilter)],
+};
+pub const PAUSE: Binding = Binding {
+    keys: "p",
+    key: "p",
+    what: "pause / resume (live: freezes the display)",
+    map: &[
+        (KeyCode::Char('p'), Action::TogglePause),
+        (KeyCode::Char(' '), Action::TogglePause),
+    ],
+};
+pub const STEP: Binding = Binding {
+    keys: ".",
+    key: ".",
+    what: "replay: step one frame (pauses)",
+    map: &[(KeyCode::Char('.'), Action::Step)],
+};
+pub const WRITE: Binding = Binding {
+    keys: "w",
+    key: "w",
+    what: "write the selected flow and its peer to a pcapng",
+    map: &[(KeyCode::Char('w'), Action::WriteFlow)],
+};
+pub const EVENTS: Binding = Binding {
+    keys: "e",
+    key: "e",
+    what: "all events, newest first",
+    map: &[(KeyCode::Char('e'), Action::ToggleEvents)],
+};
+pub const HELP_KEY: Binding = Binding {
+    keys: "?  h",
+    key: "?",
+    what: "this help",
+    map: &[
+        (KeyCode::Char('?'), Action::ToggleHelp),
+        (KeyCode::Char('h'), Action::ToggleHelp),
+    ],
+};
+
+/// Every key the UI knows, in the help overlay's order: the one definition the key map,
+/// the help overlay and the footer read.
+pub const HELP: &[Binding] = &[
+    QUIT, MOVE, PAGE, ENDS, DETAIL, BACK, SORT, FILTER, PAUSE, STEP, WRITE, EVENTS, HELP_KEY,
+];
+
+/// The footer under the flows table: (binding, its word there).
+pub const FOOTER_FLOWS: &[(&Binding, &str)] = &[
+    (&QUIT, "quit"),
+    (&DETAIL, "detail"),
+    (&SORT, "sort"),
+    (&FILTER, "filter"),
+    (&PAUSE, "pause"),
+    (&STEP, "step"),
+    (&WRITE, "write"),
+    (&EVENTS, "events"),
+    (&HELP_KEY, "help"),
+];
+
+/// The footer under the detail and events views.
+pub const FOOTER_OTHER: &[(&Binding, &str)] = &[
+    (&QUIT, "quit"),
+    (&BACK, "back"),
+    (&MOVE, "scroll"),
+    (&PAUSE, "pause"),
+    (&WRITE, "write"),
+    (&EVENTS, "events"),
+    (&HELP_KEY, "help"),
 ];
 
 pub fn action(k: KeyEvent, editing: bool) -> Option<Action> {
@@ -37,25 +160,10 @@ pub fn action(k: KeyEvent, editing: bool) -> Option<Action> {
             _ => None,
         };
     }
-    Some(match k.code {
-        KeyCode::Char('q') => Action::Quit,
-        KeyCode::Up | KeyCode::Char('k') => Action::Up,
-        KeyCode::Down | KeyCode::Char('j') => Action::Down,
-        KeyCode::PageUp => Action::PageUp,
-        KeyCode::PageDown => Action::PageDown,
-        KeyCode::Home | KeyCode::Char('g') => Action::Top,
-        KeyCode::End | KeyCode::Char('G') => Action::Bottom,
-        KeyCode::Enter => Action::Enter,
-        KeyCode::Esc => Action::Back,
-        KeyCode::Char('s') => Action::CycleSort,
-        KeyCode::Char('/') => Action::StartFilter,
-        KeyCode::Char('p') | KeyCode::Char(' ') => Action::TogglePause,
-        KeyCode::Char('.') => Action::Step,
-        KeyCode::Char('w') => Action::WriteFlow,
-        KeyCode::Char('e') => Action::ToggleEvents,
-        KeyCode::Char('?') | KeyCode::Char('h') => Action::ToggleHelp,
-        _ => return None,
-    })
+    HELP.iter()
+        .flat_map(|b| b.map)
+        .find(|(code, _)| *code == k.code)
+        .map(|(_, a)| a.clone())
 }
 
 #[cfg(test)]
@@ -92,5 +200,18 @@ mod tests {
             Some(Action::Quit)
         ));
         assert!(action(key(KeyCode::Char('x')), false).is_none());
+    }
+
+    #[test]
+    fn every_key_is_in_the_readme() {
+        let readme = include_str!("../../README.md");
+        for b in HELP {
+            assert!(
+                readme.contains(&format!("`{}`", b.key)),
+                "README does not name the key `{}` ({})",
+                b.key,
+                b.what
+            );
+        }
     }
 }

@@ -119,6 +119,8 @@ fn hosts_list(hs: &[Host]) -> String {
         .join(", ")
 }
 
+/// The words of every rule: one arm per `Rule`, kept as one table (longer than the
+/// usual function on purpose: each arm is the whole text of one finding, side by side).
 fn words(l: &Lint) -> Words {
     let who = l.object.as_ref().map(obj).unwrap_or_default();
     match &l.rule {

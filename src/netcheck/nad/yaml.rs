@@ -248,11 +248,7 @@ fn finish_map(entries: Vec<(String, Pos, Node)>) -> Result<Vec<(String, Pos, Nod
 /// Every document of `text`, in order; empty documents are left out.
 pub fn load(text: &str) -> Result<Vec<Node>, YamlError> {
     let mut parser = Parser::new_from_str(text);
-    let mut docs = Vec::new();
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, Node> = HashMap::new();
-    let mut total = 0usize;
-    let mut root: Option<Node> = None;
+    let mut l = Loader::default();
     loop {
         let (ev, mark) = parser.next_token().map_err(|e| YamlError {
             pos: Some(pos(e.marker())),
@@ -263,124 +259,168 @@ pub fn load(text: &str) -> Result<Vec<Node>, YamlError> {
             Event::StreamEnd => break,
             Event::StreamStart | Event::Nothing => None,
             Event::DocumentStart => {
-                anchors.clear();
+                l.anchors.clear();
                 None
             }
             Event::DocumentEnd => {
-                if let Some(r) = root.take() {
-                    if !r.is_null() {
-                        docs.push(r);
-                    }
-                }
+                l.end_document();
                 None
             }
-            Event::Alias(id) => {
-                let n = anchors
-                    .get(&id)
-                    .ok_or_else(|| err(p, "an alias to an unknown anchor"))?;
-                total = total.saturating_add(n.size);
-                if total > MAX_NODES {
-                    return Err(err(
-                        p,
-                        format!(
-                            "more than {MAX_NODES} values after expanding aliases (an alias bomb?)"
-                        ),
-                    ));
-                }
-                let mut n = n.clone();
-                n.pos = p;
-                Some((n, 0))
-            }
+            Event::Alias(id) => Some((l.alias(id, p)?, 0)),
             Event::Scalar(s, style, anchor, tag) => {
-                total += 1;
-                if total > MAX_NODES {
-                    return Err(err(p, format!("more than {MAX_NODES} values")));
-                }
                 let is_str_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
-                let (value, st) = match style {
-                    TScalarStyle::Plain if !is_str_tag => (resolve(&s), Style::Plain),
-                    TScalarStyle::Plain => (Value::Str(s), Style::Plain),
-                    TScalarStyle::Literal => (Value::Str(s), Style::Literal),
-                    TScalarStyle::Folded => (Value::Str(s), Style::Folded),
-                    _ => (Value::Str(s), Style::Quoted),
-                };
-                Some((
-                    Node {
-                        pos: p,
-                        style: st,
-                        value,
-                        size: 1,
-                    },
-                    anchor,
-                ))
+                Some((l.scalar(s, style, is_str_tag, p)?, anchor))
             }
-            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
-                total += 1;
-                if total > MAX_NODES {
-                    return Err(err(p, format!("more than {MAX_NODES} values")));
-                }
-                if stack.len() >= MAX_DEPTH {
-                    return Err(err(p, format!("nested deeper than {MAX_DEPTH} levels")));
-                }
-                stack.push(if matches!(ev, Event::SequenceStart(..)) {
-                    Frame::Seq {
-                        pos: p,
-                        anchor,
-                        items: Vec::new(),
-                        size: 1,
-                    }
-                } else {
-                    Frame::Map {
-                        pos: p,
-                        anchor,
-                        entries: Vec::new(),
-                        key: None,
-                        size: 1,
-                    }
-                });
+            Event::SequenceStart(anchor, _) => {
+                l.open(true, anchor, p)?;
                 None
             }
-            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
-                Some(Frame::Seq {
-                    pos,
-                    anchor,
-                    items,
-                    size,
-                }) => Some((
-                    Node {
-                        pos,
-                        style: Style::Collection,
-                        value: Value::Seq(items),
-                        size,
-                    },
-                    anchor,
-                )),
-                Some(Frame::Map {
-                    pos,
-                    anchor,
-                    entries,
-                    size,
-                    ..
-                }) => Some((
-                    Node {
-                        pos,
-                        style: Style::Collection,
-                        value: Value::Map(finish_map(entries)?),
-                        size,
-                    },
-                    anchor,
-                )),
-                None => return Err(err(p, "unbalanced document")),
-            },
+            Event::MappingStart(anchor, _) => {
+                l.open(false, anchor, p)?;
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => Some(l.close(p)?),
         };
-        let Some((node, anchor)) = done else {
-            continue;
-        };
-        if anchor != 0 {
-            anchors.insert(anchor, node.clone());
+        if let Some((node, anchor)) = done {
+            l.attach(node, anchor)?;
         }
-        match stack.last_mut() {
-            None => root = Some(node),
+    }
+    l.end_document();
+    Ok(l.docs)
+}
+
+/// The state of [`load`]: the open collections, the anchors of this document, the
+/// values counted so far (aliases expanded) and the documents done.
+#[derive(Default)]
+struct Loader {
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Node>,
+    total: usize,
+    root: Option<Node>,
+    docs: Vec<Node>,
+}
+
+impl Loader {
+    fn count(&mut self, n: usize, p: Pos, what: &str) -> Result<(), YamlError> {
+        self.total = self.total.saturating_add(n);
+        if self.total > MAX_NODES {
+            return Err(err(p, format!("more than {MAX_NODES} values{what}")));
+        }
+        Ok(())
+    }
+
+    fn end_document(&mut self) {
+        if let Some(r) = self.root.take() {
+            if !r.is_null() {
+                self.docs.push(r);
+            }
+        }
+    }
+
+    /// A copy of the anchored node, counted again (an alias bomb is stopped here).
+    fn alias(&mut self, id: usize, p: Pos) -> Result<Node, YamlError> {
+        let n = self
+            .anchors
+            .get(&id)
+            .ok_or_else(|| err(p, "an alias to an unknown anchor"))?;
+        let size = n.size;
+        let mut n = n.clone();
+        self.count(size, p, " after expanding aliases (an alias bomb?)")?;
+        n.pos = p;
+        Ok(n)
+    }
+
+    fn scalar(
+        &mut self,
+        s: String,
+        style: TScalarStyle,
+        is_str_tag: bool,
+        p: Pos,
+    ) -> Result<Node, YamlError> {
+        self.count(1, p, "")?;
+        let (value, st) = match style {
+            TScalarStyle::Plain if !is_str_tag => (resolve(&s), Style::Plain),
+            TScalarStyle::Plain => (Value::Str(s), Style::Plain),
+            TScalarStyle::Literal => (Value::Str(s), Style::Literal),
+            TScalarStyle::Folded => (Value::Str(s), Style::Folded),
+            _ => (Value::Str(s), Style::Quoted),
+        };
+        Ok(Node {
+            pos: p,
+            style: st,
+            value,
+            size: 1,
+        })
+    }
+
+    /// A sequence (`seq`) or mapping starts.
+    fn open(&mut self, seq: bool, anchor: usize, p: Pos) -> Result<(), YamlError> {
+        self.count(1, p, "")?;
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(err(p, format!("nested deeper than {MAX_DEPTH} levels")));
+        }
+        self.stack.push(if seq {
+            Frame::Seq {
+                pos: p,
+                anchor,
+                items: Vec::new(),
+                size: 1,
+            }
+        } else {
+            Frame::Map {
+                pos: p,
+                anchor,
+                entries: Vec::new(),
+                key: None,
+                size: 1,
+            }
+        });
+        Ok(())
+    }
+
+    /// The innermost collection ends: its node and anchor.
+    fn close(&mut self, p: Pos) -> Result<(Node, usize), YamlError> {
+        match self.stack.pop() {
+            Some(Frame::Seq {
+                pos,
+                anchor,
+                items,
+                size,
+            }) => Ok((
+                Node {
+                    pos,
+                    style: Style::Collection,
+                    value: Value::Seq(items),
+                    size,
+                },
+                anchor,
+            )),
+            Some(Frame::Map {
+                pos,
+                anchor,
+                entries,
+                size,
+                ..
+            }) => Ok((
+                Node {
+                    pos,
+                    style: Style::Collection,
+                    value: Value::Map(finish_map(entries)?),
+                    size,
+                },
+                anchor,
+            )),
+            None => Err(err(p, "unbalanced document")),
+        }
+    }
+
+    /// A finished node goes under its anchor and into its parent (or becomes the root).
+    fn attach(&mut self, node: Node, anchor: usize) -> Result<(), YamlError> {
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
             Some(Frame::Seq { items, size, .. }) => {
                 *size = size.saturating_add(node.size);
                 items.push(node);
@@ -395,13 +435,8 @@ pub fn load(text: &str) -> Result<Vec<Node>, YamlError> {
                 }
             }
         }
+        Ok(())
     }
-    if let Some(r) = root.take() {
-        if !r.is_null() {
-            docs.push(r);
-        }
-    }
-    Ok(docs)
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 
 use super::{dur, si, spark, title};
 use crate::analysis::report::Latency;
+use crate::analysis::FlowSummary;
+use crate::report::findings::{flow_label, flow_short};
 use crate::tui::app::{App, TREND_LEN};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -37,123 +39,160 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App, id: u32) {
         f.render_widget(p, area);
         return;
     };
-    let b = Style::default().add_modifier(Modifier::BOLD);
-    let red = Style::default().fg(Color::Red);
-    let c = &fl.c;
-    let peer = match fl.peer.and_then(|p| app.flow(p)) {
-        Some(p) => format!("paired with #{} {}→{} {}", p.id, p.src, p.dst, p.qp),
-        None => "no paired direction seen".into(),
-    };
     let trend = app.trends.get(&id);
     let w = (area.width as usize).saturating_sub(30).clamp(8, TREND_LEN);
-    let rate_spark = trend.map_or(String::new(), |t| spark(t.mbps.iter().copied(), w));
-    let psn_spark = trend.map_or(String::new(), |t| spark(t.psn_step.iter().copied(), w));
-    let max_mbps = trend
-        .and_then(|t| t.mbps.iter().max().copied())
-        .unwrap_or(0);
-    let max_psn = trend
-        .and_then(|t| t.psn_step.iter().max().copied())
-        .unwrap_or(0);
-    let trouble = |v: u64| if v > 0 { red } else { Style::default() };
-    let naks = crate::tui::app::naks(fl);
-    if area.width < 120 {
-        let med = |l: &Latency| l.median_ns.map_or("-".into(), dur);
-        let p99 = |l: &Latency| l.p99_ns.map_or("-".into(), dur);
-        let mut trouble = Vec::new();
-        if c.psn_gap_events > 0 {
-            trouble.push(format!(
-                "gaps {} ({} PSNs; {} recovered, {} unrecovered, {} capture loss)",
-                c.psn_gap_events,
-                c.missing_psns,
-                c.recovered_gap_events,
-                c.unrecovered_gap_events,
-                c.capture_loss_gap_events
-            ));
-        }
-        if c.retransmitted_packets > 0 {
-            trouble.push(format!(
-                "resent {} in {} episodes (NAK {} RNR {} timeout {} READ {} ?{}) NAK→resend p50 {}",
-                c.retransmitted_packets,
-                c.retransmission_episodes,
-                c.nak_retransmissions,
-                c.rnr_retransmissions,
-                c.timeout_retransmissions,
-                c.read_retransmissions,
-                c.unknown_retransmissions,
-                med(&fl.nak_to_resend)
-            ));
-        }
-        if naks + c.rnr_nak > 0 {
-            trouble.push(format!(
-                "NAKs {naks}: PSN seq {} inv req {} access {} op {} RD {} · RNR NAKs {} wait p50 {}",
-                c.nak_psn_seq,
-                c.nak_invalid_request,
-                c.nak_remote_access,
-                c.nak_remote_operational,
-                c.nak_invalid_rd_request,
-                c.rnr_nak,
-                med(&fl.rnr_wait)
-            ));
-        }
-        if trouble.is_empty() {
-            trouble.push("no gaps, resends, NAKs or RNR NAKs".into());
-        }
-        let mut lines = vec![
-            Line::from(vec![
-                Span::styled(format!("#{} {}→{} {}", fl.id, fl.src, fl.dst, fl.qp), b),
-                Span::raw(format!(
-                    " {} {}",
-                    fl.transport,
-                    fl.peer.map_or("unpaired".into(), |p| format!("↔#{p}"))
-                )),
-            ]),
-            Line::from(format!(
-                "{} pkts {}B · {:.3} Gb/s · {} pkt/s · PMTU {} · DSCP {} PCP {}",
-                fl.packets,
-                si(fl.bytes as f64),
-                fl.gbps,
-                si(fl.pps),
-                opt(fl.pmtu),
-                opt(fl.dscp),
-                opt(fl.pcp)
-            )),
-            Line::from(format!(
-                "PSN {}→{} · ACK p50 {} p99 {} · timeout wait p50 {}",
-                opt(fl.first_psn),
-                opt(fl.last_psn),
-                med(&fl.ack_latency),
-                p99(&fl.ack_latency),
-                med(&fl.timeout_observed)
-            )),
-        ];
-        let tstyle = if problems_of(fl) {
-            red
-        } else {
-            Style::default()
-        };
-        lines.extend(
-            trouble
-                .into_iter()
-                .map(|t| Line::from(Span::styled(t, tstyle))),
-        );
-        lines.push(Line::from(format!(
-            "CE {} · CNP rx {} tx {} · CE→CNP p50 {} · Gb/s before/after CNP {}/{}",
-            c.ce_marked,
-            c.cnp_received,
-            c.cnp_sent,
-            med(&fl.ce_to_cnp),
-            fl.gbps_before_first_cnp
-                .map_or("-".into(), |g| format!("{g:.2}")),
-            fl.gbps_after_last_cnp
-                .map_or("-".into(), |g| format!("{g:.2}"))
-        )));
-        lines.push(Line::from(format!("rate Mb/s {rate_spark} max {max_mbps}")));
-        lines.push(Line::from(format!("PSN/step  {psn_spark} max {max_psn}")));
-        return finish(f, area, app, id, lines);
+    let sparks = Sparks {
+        rate: trend.map_or(String::new(), |t| spark(t.mbps.iter().copied(), w)),
+        psn: trend.map_or(String::new(), |t| spark(t.psn_step.iter().copied(), w)),
+        max_mbps: trend
+            .and_then(|t| t.mbps.iter().max().copied())
+            .unwrap_or(0),
+        max_psn: trend
+            .and_then(|t| t.psn_step.iter().max().copied())
+            .unwrap_or(0),
+    };
+    let lines = if area.width < 120 {
+        narrow_lines(fl, &sparks)
+    } else {
+        wide_lines(app, fl, &sparks)
+    };
+    finish(f, area, app, id, lines);
+}
+
+/// The rate and PSN-progress sparklines of a flow, with their maxima.
+struct Sparks {
+    rate: String,
+    psn: String,
+    max_mbps: u64,
+    max_psn: u64,
+}
+
+const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
+const RED: Style = Style::new().fg(Color::Red);
+
+/// Under 120 columns: medians only, the trouble lines only when there is trouble.
+fn narrow_lines<'a>(fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>> {
+    let (b, red, c) = (BOLD, RED, &fl.counters);
+    let naks = fl.counters.naks();
+    let Sparks {
+        rate: rate_spark,
+        psn: psn_spark,
+        max_mbps,
+        max_psn,
+    } = sparks;
+    let med = |l: &Latency| l.median_ns.map_or("-".into(), dur);
+    let p99 = |l: &Latency| l.p99_ns.map_or("-".into(), dur);
+    let mut trouble = Vec::new();
+    if c.psn_gap_events > 0 {
+        trouble.push(format!(
+            "gaps {} ({} PSNs; {} recovered, {} unrecovered, {} capture loss)",
+            c.psn_gap_events,
+            c.missing_psns,
+            c.recovered_gap_events,
+            c.unrecovered_gap_events,
+            c.capture_loss_gap_events
+        ));
     }
-    let lines = vec![
+    if c.retransmitted_packets > 0 {
+        trouble.push(format!(
+            "resent {} in {} episodes (NAK {} RNR {} timeout {} READ {} ?{}) NAK→resend p50 {}",
+            c.retransmitted_packets,
+            c.retransmission_episodes,
+            c.nak_retransmissions,
+            c.rnr_retransmissions,
+            c.timeout_retransmissions,
+            c.read_retransmissions,
+            c.unknown_retransmissions,
+            med(&fl.nak_to_resend)
+        ));
+    }
+    if naks + c.rnr_nak > 0 {
+        trouble.push(format!(
+            "NAKs {naks}: PSN seq {} inv req {} access {} op {} RD {} · RNR NAKs {} wait p50 {}",
+            c.nak_psn_seq,
+            c.nak_invalid_request,
+            c.nak_remote_access,
+            c.nak_remote_operational,
+            c.nak_invalid_rd_request,
+            c.rnr_nak,
+            med(&fl.rnr_wait)
+        ));
+    }
+    if trouble.is_empty() {
+        trouble.push("no gaps, resends, NAKs or RNR NAKs".into());
+    }
+    let mut lines = vec![
         Line::from(vec![
-            Span::styled(format!("#{} {}", fl.id, fl.label()), b),
+            Span::styled(format!("#{} {}", fl.id, flow_short(fl)), b),
+            Span::raw(format!(
+                " {} {}",
+                fl.transport,
+                fl.peer.map_or("unpaired".into(), |p| format!("↔#{p}"))
+            )),
+        ]),
+        Line::from(format!(
+            "{} pkts {}B · {:.3} Gb/s · {} pkt/s · PMTU {} · DSCP {} PCP {}",
+            fl.packets,
+            si(fl.bytes as f64),
+            fl.gbps,
+            si(fl.pps),
+            opt(fl.pmtu),
+            opt(fl.dscp),
+            opt(fl.pcp)
+        )),
+        Line::from(format!(
+            "PSN {}→{} · ACK p50 {} p99 {} · timeout wait p50 {}",
+            opt(fl.first_psn),
+            opt(fl.last_psn),
+            med(&fl.ack_latency),
+            p99(&fl.ack_latency),
+            med(&fl.timeout_observed)
+        )),
+    ];
+    let tstyle = if problems_of(fl) {
+        red
+    } else {
+        Style::default()
+    };
+    lines.extend(
+        trouble
+            .into_iter()
+            .map(|t| Line::from(Span::styled(t, tstyle))),
+    );
+    lines.push(Line::from(format!(
+        "CE {} · CNP rx {} tx {} · CE→CNP p50 {} · Gb/s before/after CNP {}/{}",
+        c.ce_marked,
+        c.cnp_received,
+        c.cnp_sent,
+        med(&fl.ce_to_cnp),
+        fl.gbps_before_first_cnp
+            .map_or("-".into(), |g| format!("{g:.2}")),
+        fl.gbps_after_last_cnp
+            .map_or("-".into(), |g| format!("{g:.2}"))
+    )));
+    lines.push(Line::from(format!("rate Mb/s {rate_spark} max {max_mbps}")));
+    lines.push(Line::from(format!("PSN/step  {psn_spark} max {max_psn}")));
+    lines
+}
+
+/// 120 columns and more: every counter, latencies as min / median / p99 / max.
+fn wide_lines<'a>(app: &App, fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>> {
+    let (b, red, c) = (BOLD, RED, &fl.counters);
+    let naks = fl.counters.naks();
+    let trouble = |v: u64| if v > 0 { red } else { Style::default() };
+    let peer = match fl.peer.and_then(|p| app.flow(p)) {
+        Some(p) => format!("paired with #{} {}", p.id, flow_short(p)),
+        None => "no paired direction seen".into(),
+    };
+    let Sparks {
+        rate: rate_spark,
+        psn: psn_spark,
+        max_mbps,
+        max_psn,
+    } = sparks;
+    vec![
+        Line::from(vec![
+            Span::styled(format!("#{} {}", fl.id, flow_label(fl)), b),
             Span::raw(format!("  {} {}  {peer}", fl.transport, fl.encap)),
         ]),
         Line::from(format!(
@@ -239,12 +278,15 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App, id: u32) {
         )),
         Line::from(format!("rate Mb/s  {rate_spark} max {max_mbps}")),
         Line::from(format!("PSN/step   {psn_spark} max {max_psn}")),
-    ];
-    finish(f, area, app, id, lines);
+    ]
 }
 
-fn problems_of(fl: &crate::analysis::FlowSummary) -> bool {
-    fl.c.psn_gap_events + fl.c.retransmitted_packets + crate::tui::app::naks(fl) + fl.c.rnr_nak > 0
+fn problems_of(fl: &FlowSummary) -> bool {
+    fl.counters.psn_gap_events
+        + fl.counters.retransmitted_packets
+        + fl.counters.naks()
+        + fl.counters.rnr_nak
+        > 0
 }
 
 /// The flow's text on top, its event log under it.

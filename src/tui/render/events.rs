@@ -4,7 +4,8 @@
 
 use super::{rel, title};
 use crate::analysis::{Event, EventKind};
-use crate::report::analyze::detail;
+use crate::report::events::{detail, kind_name};
+use crate::report::findings::flow_short;
 use crate::tui::app::App;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -23,34 +24,15 @@ fn kind_style(k: EventKind) -> Style {
     }
 }
 
-pub fn kind_name(k: EventKind) -> &'static str {
-    match k {
-        EventKind::PsnGap => "gap",
-        EventKind::GapRecovered => "recovered",
-        EventKind::GapUnrecovered => "unrecovered",
-        EventKind::Nak => "NAK",
-        EventKind::RnrNak => "RNR NAK",
-        EventKind::Retransmission => "resend",
-        EventKind::ReadRerequest => "READ again",
-        EventKind::Duplicate => "duplicate",
-        EventKind::Reordered => "reordered",
-        EventKind::CnpWithoutCe => "CNP w/o CE",
-        EventKind::ArpCrossSubnet => "ARP x-subnet",
-        EventKind::ArpUnanswered => "ARP no reply",
-        EventKind::ArpReplyPathMismatch => "reply path",
-        EventKind::ArpDuplicateAddress => "dup address",
-    }
-}
-
 /// One event as a line: time, flow, kind, PSNs, plain words.
 /// With `short`, the flow is named by its id only (80 columns, and the detail view where
 /// the flow is named above).
 pub fn line<'a>(app: &App, e: &Event, first: u64, short: bool) -> Line<'a> {
     let flow = match e.flow {
         Some(id) if short => format!("#{id:<3}"),
-        Some(id) => app.flow(id).map_or(format!("#{id}"), |f| {
-            format!("#{id} {}→{} {}", f.src, f.dst, f.qp)
-        }),
+        Some(id) => app
+            .flow(id)
+            .map_or(format!("#{id}"), |f| format!("#{id} {}", flow_short(f))),
         None => "link".into(),
     };
     let fw = if short { 4 } else { 38 };

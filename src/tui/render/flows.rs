@@ -4,8 +4,9 @@
 
 use super::{n0, si, spark, title};
 use crate::analysis::FlowSummary;
-use crate::report::analyze::detail;
-use crate::tui::app::{naks, problems, App};
+use crate::report::events::detail;
+use crate::report::findings::flow_short;
+use crate::tui::app::{problems, App};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -56,38 +57,8 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
         ));
     }
     let block = Block::bordered().title(Line::from(t));
-    // 80 columns: the trouble counters share one column listing those not zero.
-    let head: Vec<&str> = if wide {
-        vec![
-            "#",
-            "flow (src→dst DestQP)",
-            "tr",
-            "peer",
-            "Gb/s",
-            "pkt/s",
-            "trend",
-            "gap",
-            "rtx",
-            "NAK",
-            "RNR",
-            "TO",
-            "CE",
-            "CNP",
-            "opcode mix",
-            "last event",
-        ]
-    } else {
-        vec![
-            "#",
-            "flow (src→dst DestQP)",
-            "Gb/s",
-            "pkt/s",
-            "trend",
-            "trouble",
-        ]
-    };
-    let header =
-        Row::new(head).style(Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED));
+    let header = Row::new(columns(wide))
+        .style(Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED));
     let first = app.report.as_ref().and_then(|r| r.first_ts_ns).unwrap_or(0);
     // Only the rows on screen are built (a live capture may hold thousands of flows).
     let visible = area.height.saturating_sub(3).max(1) as usize;
@@ -96,98 +67,9 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
         .iter()
         .skip(offset)
         .take(visible)
-        .map(|fl| {
-            let trend = app.trends.get(&fl.id).map_or_else(
-                || spark(std::iter::empty::<u64>(), 5),
-                |t| spark(t.mbps.iter().copied(), 5),
-            );
-            let c = &fl.c;
-            let counts = [
-                ("gap", c.psn_gap_events, true),
-                ("rtx", c.retransmitted_packets, true),
-                ("NAK", naks(fl), true),
-                ("RNR", c.rnr_nak, false),
-                ("TO", c.timeout_retransmissions, true),
-                ("CE", c.ce_marked, false),
-                ("CNP", c.cnp_sent + c.cnp_received, false),
-            ];
-            let style = |v: u64, bad: bool| match (v, bad) {
-                (0, _) => Style::default(),
-                (_, true) => Style::default().fg(Color::Red),
-                (_, false) => Style::default().fg(Color::Yellow),
-            };
-            let (gbps, pps) = app.rates(fl);
-            let gbps = if gbps >= 10.0 {
-                format!("{gbps:.2}")
-            } else {
-                format!("{gbps:.3}")
-            };
-            let mut cells: Vec<Cell> = vec![
-                Cell::from(fl.id.to_string()),
-                Cell::from(format!("{}→{} {}", fl.src, fl.dst, fl.qp)),
-            ];
-            if wide {
-                cells.push(Cell::from(fl.transport));
-                cells.push(Cell::from(fl.peer.map_or("-".into(), |p| format!("↔{p}"))));
-            }
-            cells.push(Cell::from(gbps));
-            cells.push(Cell::from(si(pps)));
-            cells.push(Cell::from(trend));
-            if wide {
-                for (_, v, bad) in counts {
-                    cells.push(Cell::from(Span::styled(n0(v), style(v, bad))));
-                }
-                cells.push(Cell::from(opmix(fl)));
-                cells.push(Cell::from(app.last_event(fl.id).map_or(
-                    String::new(),
-                    |e| {
-                        format!(
-                            "{} {} {}",
-                            super::rel(e.t_ns, first),
-                            super::events::kind_name(e.kind),
-                            detail(e)
-                        )
-                    },
-                )));
-            } else {
-                let spans: Vec<Span> = counts
-                    .iter()
-                    .filter(|(_, v, _)| *v > 0)
-                    .map(|(k, v, bad)| Span::styled(format!("{k}{} ", n0(*v)), style(*v, *bad)))
-                    .collect();
-                cells.push(Cell::from(Line::from(spans)));
-            }
-            let row = Row::new(cells);
-            if problems(fl) > 0 {
-                row.style(Style::default().add_modifier(Modifier::BOLD))
-            } else {
-                row
-            }
-        })
+        .map(|fl| row(app, fl, wide, first))
         .collect();
-    let widths: Vec<Constraint> = if wide {
-        let mut w = vec![
-            Constraint::Length(3),
-            Constraint::Length(36),
-            Constraint::Length(3),
-            Constraint::Length(4),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(5),
-        ];
-        w.extend([Constraint::Length(4); 7]);
-        w.extend([Constraint::Length(30), Constraint::Fill(1)]);
-        w
-    } else {
-        vec![
-            Constraint::Length(3),
-            Constraint::Length(36),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(5),
-            Constraint::Fill(1),
-        ]
-    };
+    let widths = widths(wide);
     let table = Table::new(body, widths)
         .header(header)
         .block(block)
@@ -215,5 +97,132 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
         if area.height > 3 {
             f.render_widget(ratatui::widgets::Paragraph::new(msg), inner);
         }
+    }
+}
+
+/// The column titles. At 80 columns the trouble counters share one column listing
+/// those not zero.
+fn columns(wide: bool) -> Vec<&'static str> {
+    if wide {
+        vec![
+            "#",
+            "flow (src→dst DestQP)",
+            "tr",
+            "peer",
+            "Gb/s",
+            "pkt/s",
+            "trend",
+            "gap",
+            "rtx",
+            "NAK",
+            "RNR",
+            "TO",
+            "CE",
+            "CNP",
+            "opcode mix",
+            "last event",
+        ]
+    } else {
+        vec![
+            "#",
+            "flow (src→dst DestQP)",
+            "Gb/s",
+            "pkt/s",
+            "trend",
+            "trouble",
+        ]
+    }
+}
+
+fn widths(wide: bool) -> Vec<Constraint> {
+    if wide {
+        let mut w = vec![
+            Constraint::Length(3),
+            Constraint::Length(36),
+            Constraint::Length(3),
+            Constraint::Length(4),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(5),
+        ];
+        w.extend([Constraint::Length(4); 7]);
+        w.extend([Constraint::Length(30), Constraint::Fill(1)]);
+        w
+    } else {
+        vec![
+            Constraint::Length(3),
+            Constraint::Length(36),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(5),
+            Constraint::Fill(1),
+        ]
+    }
+}
+
+/// One flow's row (bold when it has problems).
+fn row<'a>(app: &'a App, fl: &'a FlowSummary, wide: bool, first: u64) -> Row<'a> {
+    let trend = app.trends.get(&fl.id).map_or_else(
+        || spark(std::iter::empty::<u64>(), 5),
+        |t| spark(t.mbps.iter().copied(), 5),
+    );
+    let c = &fl.counters;
+    let counts = [
+        ("gap", c.psn_gap_events, true),
+        ("rtx", c.retransmitted_packets, true),
+        ("NAK", fl.counters.naks(), true),
+        ("RNR", c.rnr_nak, false),
+        ("TO", c.timeout_retransmissions, true),
+        ("CE", c.ce_marked, false),
+        ("CNP", c.cnp_sent + c.cnp_received, false),
+    ];
+    let style = |v: u64, bad: bool| match (v, bad) {
+        (0, _) => Style::default(),
+        (_, true) => Style::default().fg(Color::Red),
+        (_, false) => Style::default().fg(Color::Yellow),
+    };
+    let (gbps, pps) = app.rates(fl);
+    let gbps = if gbps >= 10.0 {
+        format!("{gbps:.2}")
+    } else {
+        format!("{gbps:.3}")
+    };
+    let mut cells: Vec<Cell> = vec![Cell::from(fl.id.to_string()), Cell::from(flow_short(fl))];
+    if wide {
+        cells.push(Cell::from(fl.transport));
+        cells.push(Cell::from(fl.peer.map_or("-".into(), |p| format!("↔{p}"))));
+    }
+    cells.push(Cell::from(gbps));
+    cells.push(Cell::from(si(pps)));
+    cells.push(Cell::from(trend));
+    if wide {
+        for (_, v, bad) in counts {
+            cells.push(Cell::from(Span::styled(n0(v), style(v, bad))));
+        }
+        cells.push(Cell::from(opmix(fl)));
+        cells.push(Cell::from(app.last_event(fl.id).map_or(
+            String::new(),
+            |e| {
+                format!(
+                    "{} {} {}",
+                    super::rel(e.t_ns, first),
+                    crate::report::events::kind_name(e.kind),
+                    detail(e)
+                )
+            },
+        )));
+    } else {
+        let spans: Vec<Span> = counts
+            .iter()
+            .filter(|(_, v, _)| *v > 0)
+            .map(|(k, v, bad)| Span::styled(format!("{k}{} ", n0(*v)), style(*v, *bad)))
+            .collect();
+        cells.push(Cell::from(Line::from(spans)));
+    }
+    let row = Row::new(cells);
+    if problems(fl) > 0 {
+        row.style(Style::default().add_modifier(Modifier::BOLD))
+    } else {
+        row
     }
 }

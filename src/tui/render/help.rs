@@ -19,13 +19,13 @@ pub fn render(f: &mut Frame<'_>, area: Rect) {
     };
     let mut lines: Vec<Line> = HELP
         .iter()
-        .map(|(k, what)| {
+        .map(|b| {
             Line::from(vec![
                 Span::styled(
-                    format!(" {k:<15}"),
+                    format!(" {:<15}", b.keys),
                     Style::default().add_modifier(Modifier::BOLD),
                 ),
-                Span::raw(*what),
+                Span::raw(b.what),
             ])
         })
         .collect();

@@ -15,6 +15,7 @@ mod hw;
 pub(crate) mod tests;
 
 use super::app::{App, View};
+use super::keys::{FOOTER_FLOWS, FOOTER_OTHER};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -98,30 +99,12 @@ fn footer(f: &mut Frame<'_>, area: Rect, app: &App) {
         ])
     } else {
         let mut v = Vec::new();
-        let hints: &[(&str, &str)] = match app.view {
-            View::Flows => &[
-                ("q", "quit"),
-                ("Enter", "detail"),
-                ("s", "sort"),
-                ("/", "filter"),
-                ("p", "pause"),
-                (".", "step"),
-                ("w", "write"),
-                ("e", "events"),
-                ("?", "help"),
-            ],
-            _ => &[
-                ("q", "quit"),
-                ("Esc", "back"),
-                ("↑↓", "scroll"),
-                ("p", "pause"),
-                ("w", "write"),
-                ("e", "events"),
-                ("?", "help"),
-            ],
+        let hints = match app.view {
+            View::Flows => FOOTER_FLOWS,
+            _ => FOOTER_OTHER,
         };
-        for (k, what) in hints {
-            v.push(Span::styled(*k, key));
+        for (b, what) in hints {
+            v.push(Span::styled(b.key, key));
             v.push(Span::raw(format!(" {what} ")));
         }
         Line::from(v)

@@ -157,8 +157,8 @@ fn help_overlay() {
     app.apply(Action::ToggleHelp);
     for (w, h) in SIZES {
         let s = golden("help", &app, w, h);
-        for (k, _) in crate::tui::keys::HELP {
-            assert!(s.contains(k), "{k} missing:\n{s}");
+        for b in crate::tui::keys::HELP {
+            assert!(s.contains(b.keys), "{} missing:\n{s}", b.keys);
         }
     }
 }
@@ -257,7 +257,7 @@ fn the_selected_row_stays_on_screen() {
         for f in &base {
             let mut g = f.clone();
             g.id = f.id + 8 * k;
-            g.qp = format!("0x{:06x}", 0x100000 * k + f.id);
+            g.qp = dissectors::Qpn(0x100000 * k + f.id);
             r.flows.push(g);
         }
     }
@@ -267,7 +267,7 @@ fn the_selected_row_stays_on_screen() {
     app.apply(Action::Bottom);
     assert_eq!(app.selected, 39);
     let want = app.rows()[39];
-    let label = format!("{}→{} {}", want.src, want.dst, want.qp);
+    let label = crate::report::findings::flow_short(want);
     let t = draw(&app, 80, 24);
     let s = text(&t);
     let y = s
@@ -299,8 +299,13 @@ fn tui_scale_bench_16384_flows() {
         let mut g = template.flows[(id as usize) % template.flows.len()].clone();
         g.id = id;
         g.peer = Some(id ^ 1);
-        g.qp = format!("0x{:06x}", 0x100 + id);
-        g.dst = format!("198.18.{}.{}", 1 + id / 2 / 254, 1 + id / 2 % 254);
+        g.qp = dissectors::Qpn(0x100 + id);
+        g.dst = dissectors::Addr::Ip(std::net::IpAddr::from([
+            198,
+            18,
+            (1 + id / 2 / 254) as u8,
+            (1 + id / 2 % 254) as u8,
+        ]));
         g.bytes += u64::from(id) * 1000;
         g.packets += u64::from(id);
         r.flows.push(g);

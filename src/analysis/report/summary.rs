@@ -1,0 +1,177 @@
+//! One flow's summary from its live state, and the run's totals summed from the
+//! summaries (done when a flow is retired, so the totals stay exact even when its
+//! summary is not kept). The NAK sum over every code is written once, here.
+
+use super::{FlowSummary, Latency, Totals};
+use crate::analysis::flow::{Delays, Flow, FlowCounters, N_OPS};
+use crate::analysis::hist::LogHist;
+use dissectors::{Operation, RoceVersion, Transport};
+use std::collections::BTreeMap;
+
+impl FlowCounters {
+    /// NAKs of every code (RNR NAKs not included).
+    pub fn naks(&self) -> u64 {
+        self.nak_psn_seq
+            + self.nak_invalid_request
+            + self.nak_remote_access
+            + self.nak_remote_operational
+            + self.nak_invalid_rd_request
+            + self.nak_reserved
+    }
+}
+
+impl Totals {
+    /// NAKs of every code (RNR NAKs not included).
+    pub fn naks(&self) -> u64 {
+        self.nak_psn_seq
+            + self.nak_invalid_request
+            + self.nak_remote_access
+            + self.nak_remote_operational
+            + self.nak_invalid_rd_request
+            + self.nak_reserved
+    }
+}
+
+impl Latency {
+    fn of(h: &LogHist) -> Self {
+        match h.summary() {
+            None => Latency::default(),
+            Some(s) => Latency {
+                count: s.count,
+                min_ns: Some(s.min_ns),
+                median_ns: Some(s.median_ns),
+                p99_ns: Some(s.p99_ns),
+                max_ns: Some(s.max_ns),
+            },
+        }
+    }
+}
+
+/// Operation for each index of `Flow::ops` (the enum's declaration order).
+const OPS: [Operation; N_OPS] = Operation::ALL;
+
+fn gbps(bytes: u64, ns: u64) -> Option<f64> {
+    (ns > 0).then(|| bytes as f64 * 8.0 / ns as f64)
+}
+
+pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
+    let none = Delays::default();
+    let delays = f.delays.as_deref().unwrap_or(&none);
+    let dur = f.last_ts.saturating_sub(f.first_ts);
+    let secs = dur as f64 / 1e9;
+    let mut opcodes = BTreeMap::new();
+    for (i, &n) in f.ops.iter().enumerate() {
+        if n > 0 {
+            opcodes.insert(OPS[i].name(), n);
+        }
+    }
+    if f.other_ops > 0 {
+        opcodes.insert("other", f.other_ops);
+    }
+    let timers = f.rnr_timers.as_deref();
+    let rnr_timers = (0..32u8)
+        .filter_map(|t| timers.map(|x| (t, x[usize::from(t)])))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    FlowSummary {
+        id: f.id,
+        src: f.key.src,
+        dst: f.key.dst,
+        qp: f.key.qp,
+        peer: f.peer_id,
+        transport: f.transport.unwrap_or(Transport::Cnp).name(),
+        encap: match f.version {
+            RoceVersion::V2 => "RoCEv2",
+            RoceVersion::V1 => "RoCEv1",
+            RoceVersion::Ib => "IB",
+        },
+        first_ts_ns: f.first_ts,
+        last_ts_ns: f.last_ts,
+        duration_s: secs,
+        packets: f.packets,
+        bytes: f.bytes,
+        messages: f.messages,
+        gbps: gbps(f.bytes, dur).unwrap_or(0.0),
+        pps: if secs > 0.0 {
+            f.packets as f64 / secs
+        } else {
+            0.0
+        },
+        pmtu: (f.pmtu > 0).then_some(f.pmtu),
+        dscp: f.dscp,
+        pcp: f.pcp,
+        vlan: f.vlan,
+        first_psn: f.first_psn,
+        last_psn: f.last_psn,
+        ecn_not_ect: f.ecn[0],
+        ecn_ect1: f.ecn[1],
+        ecn_ect0: f.ecn[2],
+        ecn_ce: f.ecn[3],
+        icrc_ok: f.icrc[0],
+        icrc_bad: f.icrc[1],
+        icrc_unchecked: f.icrc[2],
+        counters: f.counters,
+        cnp_per_s: if secs > 0.0 {
+            f.counters.cnp_received as f64 / secs
+        } else {
+            0.0
+        },
+        gbps_before_first_cnp: f
+            .first_cnp
+            .and_then(|(t, b)| gbps(b, t.saturating_sub(f.first_ts))),
+        gbps_after_last_cnp: f
+            .last_cnp
+            .and_then(|(t, b)| gbps(f.bytes - b, f.last_ts.saturating_sub(t))),
+        rnr_requested_us_mean: (delays.rnr_wait.count() > 0)
+            .then(|| f.rnr_requested_us / delays.rnr_wait.count() as f64),
+        ack_latency: Latency::of(&f.ack_latency),
+        nak_to_resend: Latency::of(&delays.nak_to_resend),
+        rnr_wait: Latency::of(&delays.rnr_wait),
+        timeout_observed: Latency::of(&delays.timeout_observed),
+        ce_to_cnp: Latency::of(&delays.ce_to_cnp),
+        opcodes,
+        rnr_timers,
+    }
+}
+
+/// Adds a flow's counters to the run's totals (done when the flow is retired, so the
+/// totals stay exact even when its summary is not kept).
+pub(in crate::analysis) fn add_flow(t: &mut Totals, f: &FlowSummary) {
+    t.flows += 1;
+    let c = &f.counters;
+    t.nak_psn_seq += c.nak_psn_seq;
+    t.nak_invalid_request += c.nak_invalid_request;
+    t.nak_remote_access += c.nak_remote_access;
+    t.nak_remote_operational += c.nak_remote_operational;
+    t.nak_invalid_rd_request += c.nak_invalid_rd_request;
+    t.nak_reserved += c.nak_reserved;
+    t.rnr_nak += c.rnr_nak;
+    t.psn_gap_events += c.psn_gap_events;
+    t.missing_psns += c.missing_psns;
+    t.recovered_gap_events += c.recovered_gap_events;
+    t.unrecovered_gap_events += c.unrecovered_gap_events;
+    t.capture_loss_gap_events += c.capture_loss_gap_events;
+    t.retransmitted_packets += c.retransmitted_packets;
+    t.retransmission_episodes += c.retransmission_episodes;
+    t.nak_retransmission_episodes += c.nak_retransmission_episodes;
+    t.rnr_retransmission_episodes += c.rnr_retransmission_episodes;
+    t.timeout_retransmission_episodes += c.timeout_retransmission_episodes;
+    t.read_retransmission_episodes += c.read_retransmission_episodes;
+    t.duplicate_packets += c.duplicate_packets;
+    t.reordered_packets += c.reordered_packets;
+    t.nak_retransmissions += c.nak_retransmissions;
+    t.rnr_retransmissions += c.rnr_retransmissions;
+    t.timeout_retransmissions += c.timeout_retransmissions;
+    t.read_retransmissions += c.read_retransmissions;
+    t.unknown_retransmissions += c.unknown_retransmissions;
+    t.reads += c.reads;
+    t.read_rerequests += c.read_rerequests;
+    t.read_missing_responses += c.read_missing_responses;
+    t.read_responses_resent += c.read_responses_resent;
+    t.ce_without_cnp += c.ce_without_cnp;
+    t.cnp_without_ce += c.cnp_without_ce;
+    t.icrc_ok += f.icrc_ok;
+    t.icrc_bad += f.icrc_bad;
+    t.icrc_unchecked += f.icrc_unchecked;
+    t.pfc_stalls += c.pfc_stalls;
+}

@@ -1,0 +1,73 @@
+//! RDMA `hw_counters` from sysfs, read once a second with per-second deltas.
+
+use super::*;
+
+/// Reads the hw_counters of the RDMA devices behind the live sources.
+pub struct HwReader {
+    ports: Vec<(String, PathBuf)>,
+    last: HashMap<(usize, String), u64>,
+    last_at: Option<Instant>,
+}
+
+impl HwReader {
+    /// The counter directories of `names` (RDMA devices, `dev:port`, or netdevs of an
+    /// RDMA device); empty when none is an RDMA device.
+    pub fn new(root: &Path, names: &[String]) -> Self {
+        let mut ports = Vec::new();
+        for n in names {
+            let (dev, port) = match rdma::parse_name(root, n) {
+                Some(x) => x,
+                None => match rdma::list(root).into_iter().find(|d| d.netdevs.contains(n)) {
+                    Some(d) => (d.name, None),
+                    None => continue,
+                },
+            };
+            let Some(info) = rdma::device(root, &dev) else {
+                continue;
+            };
+            for p in info.ports {
+                if port.is_some_and(|x| x != p.number) {
+                    continue;
+                }
+                let dir = rdma::counters_dir(root, &dev, p.number);
+                let label = format!("{dev}/{}", p.number);
+                if dir.is_dir() && !ports.iter().any(|(l, _)| *l == label) {
+                    ports.push((label, dir));
+                }
+            }
+        }
+        HwReader {
+            ports,
+            last: HashMap::new(),
+            last_at: None,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
+    }
+
+    pub fn read(&mut self, now: Instant) -> Vec<HwCounter> {
+        let secs = self
+            .last_at
+            .map(|t| now.saturating_duration_since(t).as_secs_f64());
+        let mut out = Vec::new();
+        for (i, (label, dir)) in self.ports.iter().enumerate() {
+            for (name, value) in rdma::read_counters(dir) {
+                let prev = self.last.insert((i, name.clone()), value);
+                let per_s = match (prev, secs) {
+                    (Some(p), Some(s)) if s > 0.0 => Some(value.saturating_sub(p) as f64 / s),
+                    _ => None,
+                };
+                out.push(HwCounter {
+                    port: label.clone(),
+                    name,
+                    value,
+                    per_s,
+                });
+            }
+        }
+        self.last_at = Some(now);
+        out
+    }
+}
