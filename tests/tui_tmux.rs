@@ -164,7 +164,10 @@ fn top_congestion_detail_shows_ce_and_cnps() {
         "{scr}"
     );
     s.keys(&["Enter"]);
-    let scr = s.wait("the detail", 10, |t| t.contains("Flow #0"));
+    // The whole detail, not the first lines of a redraw caught half-way (seen under load).
+    let scr = s.wait("the detail", 10, |t| {
+        t.contains("Flow #0") && t.contains("rate before first CNP")
+    });
     assert!(scr.contains("CE 15 · CNP sent 0 received 4"), "{scr}");
     assert!(
         scr.contains("rate before first CNP 74.24 Gb/s · after last CNP 2.76 Gb/s"),
@@ -223,7 +226,9 @@ fn top_replays_selects_details_writes_and_quits() {
     assert!(scr.contains("/0x000102"), "{scr}");
     s.keys(&["Enter"]);
     s.keys(&["Enter"]);
-    let scr = s.wait("the detail", 10, |t| t.contains("Flow #1"));
+    let scr = s.wait("the detail", 10, |t| {
+        t.contains("Flow #1") && t.contains("trigger NAK")
+    });
     assert!(scr.contains("gaps 2 (2 PSNs missing; 2 recovered"), "{scr}");
     assert!(
         scr.contains("resent 6 packets in 2 episodes: NAK 6"),
