@@ -13,13 +13,20 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let link = LinkType::from_linktype(LINKS[usize::from(sel & 0x0f) % LINKS.len()]);
-    let orig = if sel & 0x10 != 0 { frame.len() as u32 + 100 } else { frame.len() as u32 };
+    let orig = if sel & 0x10 != 0 {
+        frame.len() as u32 + 100
+    } else {
+        frame.len() as u32
+    };
     let cfg = Config {
         roce_port: 4791,
         check_icrc: sel & 0x20 == 0,
     };
     let d = decode(link, frame, orig, &cfg);
-    assert!(d.stop.offset as usize <= frame.len(), "stop offset outside the frame");
+    assert!(
+        d.stop.offset as usize <= frame.len(),
+        "stop offset outside the frame"
+    );
     if let Some(r) = d.roce {
         assert!(r.bth_offset as usize + 12 <= frame.len());
     }
