@@ -16,6 +16,7 @@ mod account;
 mod congestion;
 pub mod events;
 pub mod flow;
+mod gaps;
 pub mod hist;
 mod net;
 mod pairing;
@@ -30,8 +31,8 @@ mod tests;
 use account::{account, nak_value};
 use dissectors::{Addr, AethKind, Decoded, Ecn, NakCode, Operation, Roce, StopKind, Transport};
 use flow::{Cause, Flow, Pending};
+use gaps::acked;
 pub use report::{Event, EventKind, FlowSummary, Report, Totals};
-use requester::acked;
 use rustc_hash::FxHashMap;
 use table::{send_tag, two_flows, Packed, RecentSend, CACHE_WAYS, NO_SLOT};
 

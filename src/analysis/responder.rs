@@ -3,10 +3,9 @@
 //! and acts on by asking again), and responses sent again.
 
 use super::flow::{Cause, Episode, Flow, Pending, Read, Trigger, READ_SLOTS};
+use super::gaps::{fill_gaps, open_gap};
 use super::report::{Event, EventKind};
-use super::requester::{
-    count_retransmission, end_episode, fill_gaps, open_gap, push_pending, RUN_SLACK,
-};
+use super::requester::{count_retransmission, end_episode, push_pending, RUN_SLACK};
 use super::ring::Ring;
 use super::EventLog;
 use dissectors::{Operation, Psn};

@@ -4,7 +4,8 @@
 //! response finds the request stream it answers in one probe.
 
 use super::flow::{self, Flow, FlowKey, Gap};
-use super::requester::{end_episode, unrecovered};
+use super::gaps::unrecovered;
+use super::requester::end_episode;
 use super::{report, Analyzer, EventLog};
 use dissectors::{Addr, Decoded, Psn, Roce};
 
