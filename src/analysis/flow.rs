@@ -14,8 +14,11 @@ use dissectors::{Addr, Psn, Qpn, RoceVersion, Transport};
 /// Identifies a flow: network source and destination and the BTH DestQP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
+    /// Network source address (IP, or GID/LID for RoCE v1 and native IB).
     pub src: Addr,
+    /// Network destination address.
     pub dst: Addr,
+    /// The BTH DestQP: the queue pair the packets are addressed to.
     pub qp: Qpn,
 }
 
@@ -36,6 +39,7 @@ pub enum Trigger {
 }
 
 impl Trigger {
+    /// The trigger as worded in text reports (`NAK`, `RNR NAK`, `timeout`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Trigger::Nak => "NAK",
@@ -49,7 +53,7 @@ impl Trigger {
 
 /// PSNs a stream skipped: `[start, start + len)`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Gap {
+pub(crate) struct Gap {
     pub start: Psn,
     pub len: u32,
     pub t_ns: u64,
@@ -72,7 +76,7 @@ impl Gap {
 
 /// One RDMA READ as its request announced it.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Read {
+pub(crate) struct Read {
     pub start: Psn,
     /// PSNs the READ consumes (ceil(len / PMTU)); 0 while the PMTU is unknown.
     pub n: u32,
@@ -102,13 +106,13 @@ impl Read {
 }
 
 /// PSNs a READ of `len` bytes consumes at a given PMTU (a zero-length READ uses one).
-pub fn span_for(len: u32, pmtu: u32) -> u32 {
+pub(crate) fn span_for(len: u32, pmtu: u32) -> u32 {
     len.div_ceil(pmtu).max(1)
 }
 
 /// What can make the requester rewind, besides its timer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cause {
+pub(crate) enum Cause {
     /// A NAK (PSN sequence error).
     Nak,
     /// An RNR NAK with its timer code.
@@ -120,7 +124,7 @@ pub enum Cause {
 /// A NAK, RNR NAK or READ response gap the requester has not acted on yet: the PSN it
 /// names (the first one missing) and when it passed the tap.
 #[derive(Clone, Copy, Debug)]
-pub struct Pending {
+pub(crate) struct Pending {
     pub psn: Psn,
     pub t_ns: u64,
     pub cause: Cause,
@@ -129,7 +133,7 @@ pub struct Pending {
 /// A request packet behind the stream that did not continue a run, held until the next
 /// packet says whether it started a rewind.
 #[derive(Clone, Copy, Debug)]
-pub struct Stray {
+pub(crate) struct Stray {
     pub psn: Psn,
     /// The PSN after it (its span for a READ).
     pub end: Psn,
@@ -144,7 +148,7 @@ pub struct Stray {
 
 /// A run of retransmitted packets with one trigger.
 #[derive(Clone, Copy, Debug)]
-pub struct Episode {
+pub(crate) struct Episode {
     pub trigger: Trigger,
     pub last: Psn,
     /// Index of its event, to fill in the packet count when it ends.
@@ -152,20 +156,20 @@ pub struct Episode {
     pub packets: u32,
 }
 
-pub const GAP_SLOTS: usize = 32;
+pub(crate) const GAP_SLOTS: usize = 32;
 /// READs followed per flow: as many as a requester keeps outstanding (rxe allows 128).
-pub const READ_SLOTS: usize = 128;
+pub(crate) const READ_SLOTS: usize = 128;
 /// NAKs / RNR NAKs / READ response gaps waiting for the rewind they cause.
-pub const PENDING_SLOTS: usize = 8;
-pub const ACKREQ_SLOTS: usize = 16;
-pub const SENT_SLOTS: usize = 32;
+pub(crate) const PENDING_SLOTS: usize = 8;
+pub(crate) const ACKREQ_SLOTS: usize = 16;
+pub(crate) const SENT_SLOTS: usize = 32;
 
 /// What this side sent as requester. Laid out in declaration order (`repr(C)`): what
 /// every request and every ACK touches comes first, so a packet of a flow that is not in
 /// the cache costs few cache lines, then the rings (each with its head in front).
 #[derive(Clone, Debug, Default)]
 #[repr(C)]
-pub struct ReqStream {
+pub(crate) struct ReqStream {
     pub started: bool,
     /// The sender varies the IPv4 identification: a copy keeps it, a resend does not.
     pub idents_vary: bool,
@@ -221,7 +225,7 @@ impl ReqStream {
 
 /// What this side sent as responder.
 #[derive(Clone, Debug, Default)]
-pub struct RespStream {
+pub(crate) struct RespStream {
     pub gaps: LazyRing<Gap, GAP_SLOTS>,
     pub episode: Option<Episode>,
     /// The PSN after the last READ response sent again: where a resent run goes on.
@@ -231,55 +235,92 @@ pub struct RespStream {
 /// Counters per flow, as they appear in reports.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct FlowCounters {
+    /// Times the request stream's PSN (or a READ's response PSNs) jumped past the next
+    /// expected one.
     pub psn_gap_events: u64,
+    /// PSNs skipped by those jumps.
     pub missing_psns: u64,
+    /// Gaps whose first missing PSN later passed the tap in a resend.
     pub recovered_gap_events: u64,
+    /// Gaps never filled by the time the flow ended.
     pub unrecovered_gap_events: u64,
+    /// Of the unrecovered gaps, those no NAK named or that the responder acknowledged
+    /// anyway: most likely packets the capture missed.
     pub capture_loss_gap_events: u64,
+    /// Packets sent again, whatever the trigger (the sum of the five `*_retransmissions`
+    /// below).
     pub retransmitted_packets: u64,
     /// Retries the requester started (rewinds), by what started them.
     pub retransmission_episodes: u64,
+    /// Episodes started by a NAK (PSN sequence error).
     pub nak_retransmission_episodes: u64,
+    /// Episodes started by an RNR NAK.
     pub rnr_retransmission_episodes: u64,
+    /// Episodes started by the requester's timer (no NAK, the original was seen).
     pub timeout_retransmission_episodes: u64,
+    /// READ Requests asked again because READ responses were missing.
     pub read_retransmission_episodes: u64,
     /// Request packets seen again that the requester did not resend: copies made by
     /// the network.
     pub duplicate_packets: u64,
     /// Originals that passed the tap after later PSNs (reordering), not resends.
     pub reordered_packets: u64,
+    /// Packets resent after a NAK.
     pub nak_retransmissions: u64,
+    /// Packets resent after an RNR NAK.
     pub rnr_retransmissions: u64,
+    /// Packets resent with no NAK although the original passed the tap (the requester's
+    /// timer).
     pub timeout_retransmissions: u64,
+    /// READ responses sent again for a re-issued READ Request.
     pub read_retransmissions: u64,
+    /// Packets resent with no NAK seen and the original never seen either.
     pub unknown_retransmissions: u64,
+    /// NAKs this side sent with AETH NAK code 0 (PSN sequence error).
     pub nak_psn_seq: u64,
+    /// NAKs with AETH NAK code 1 (invalid request).
     pub nak_invalid_request: u64,
+    /// NAKs with AETH NAK code 2 (remote access error).
     pub nak_remote_access: u64,
+    /// NAKs with AETH NAK code 3 (remote operational error).
     pub nak_remote_operational: u64,
+    /// NAKs with AETH NAK code 4 (invalid RD request).
     pub nak_invalid_rd_request: u64,
+    /// NAKs with a reserved AETH NAK code (5 and up).
     pub nak_reserved: u64,
+    /// RNR NAKs this side sent (AETH syndrome 0x20-0x3F).
     pub rnr_nak: u64,
+    /// RDMA READ Requests sent (new ones, not re-issued).
     pub reads: u64,
+    /// READ Requests re-issued for the rest of a READ (PSN inside the original's range).
     pub read_rerequests: u64,
     /// READ responses sent again (after a re-issued READ or a resent READ Request),
     /// including the ones that fill a response gap.
     pub read_responses_resent: u64,
     /// READ response PSNs that never passed the tap the first time (response gaps).
     pub read_missing_responses: u64,
+    /// Packets of this flow with ECN = CE.
     pub ce_marked: u64,
+    /// CNPs this flow carried (sent by this side against the other direction's CE marks).
     pub cnp_sent: u64,
+    /// CNPs that answered this flow's traffic (received by this flow's sender).
     pub cnp_received: u64,
+    /// CE marks after the flow's last CNP, never answered by one (counted when the flow
+    /// ends).
     pub ce_without_cnp: u64,
+    /// CNPs received when no CE mark had come since the previous one.
     pub cnp_without_ce: u64,
+    /// Times a packet of this flow came after a PFC pause of its priority began and after
+    /// the flow's previous packet: the flow was stalled.
     pub pfc_stalls: u64,
+    /// Those stalls' length summed, ns (pause start -> the flow's next packet).
     pub pfc_stall_ns: u64,
 }
 
 /// The delays only a flow with trouble has: NAK -> resend, RNR NAK -> resend, the
 /// requester's timeouts, CE mark -> CNP.
 #[derive(Clone, Debug, Default)]
-pub struct Delays {
+pub(crate) struct Delays {
     pub nak_to_resend: LogHist,
     pub rnr_wait: LogHist,
     pub timeout_observed: LogHist,
@@ -287,7 +328,7 @@ pub struct Delays {
 }
 
 /// Number of distinct BTH operations counted in the opcode mix.
-pub const N_OPS: usize = dissectors::Operation::ALL.len();
+pub(crate) const N_OPS: usize = dissectors::Operation::ALL.len();
 
 /// Everything the analyzer keeps about one live flow. Laid out in declaration order
 /// (`repr(C)`): the fields every packet updates first, then the request stream (whose
@@ -296,7 +337,7 @@ pub const N_OPS: usize = dissectors::Operation::ALL.len();
 /// cache, and the cost of a packet is the number of cache lines it touches.
 #[derive(Clone, Debug)]
 #[repr(C)]
-pub struct Flow {
+pub(crate) struct Flow {
     pub last_ts: u64,
     pub packets: u64,
     pub bytes: u64,

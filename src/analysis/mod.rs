@@ -11,13 +11,14 @@
 //! longer than [`Config::idle_timeout_ns`] of capture time are folded into compact
 //! [`FlowSummary`]s, so memory follows the number of live QPs, not the packet count.
 //! PSNs are compared with 24-bit serial arithmetic everywhere; wraparound is ordinary.
+#![warn(missing_docs)]
 
 mod account;
 mod congestion;
 pub mod events;
 pub mod flow;
 mod gaps;
-pub mod hist;
+pub(crate) mod hist;
 mod net;
 mod pairing;
 pub mod report;
@@ -70,7 +71,7 @@ const SWEEP_EVERY: u64 = 1 << 14;
 
 /// The recorded events, capped.
 #[derive(Debug, Default)]
-pub struct EventLog {
+pub(crate) struct EventLog {
     pub events: Vec<Event>,
     pub dropped: u64,
     cap: usize,
@@ -92,7 +93,7 @@ impl EventLog {
 
 /// Counters that are not per flow.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Global {
+pub(crate) struct Global {
     pub frames: u64,
     pub roce_packets: u64,
     pub ce_marked: u64,
@@ -107,6 +108,9 @@ pub struct Global {
     pub last_ts: u64,
 }
 
+/// The analyzer: feed it every frame in capture order with [`Analyzer::ingest`], then take
+/// the [`Report`] with [`Analyzer::finish`] (or a [`Analyzer::snapshot`] while it runs).
+/// Deterministic: the same frames give the same report.
 pub struct Analyzer {
     cfg: Config,
     index: FxHashMap<Packed, u32>,
@@ -139,6 +143,7 @@ pub struct Analyzer {
 }
 
 impl Analyzer {
+    /// An analyzer with no flows yet, using `cfg`.
     pub fn new(cfg: Config) -> Self {
         Analyzer {
             cfg,

@@ -25,20 +25,37 @@ pub(super) use summary::{add_flow, summarize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
+    /// A request stream's (or a READ's responses') PSN jumped past the next expected one
+    /// (`psn`: first missing PSN, `count`: PSNs skipped).
     PsnGap,
+    /// A gap's first missing PSN later passed the tap in a resend (`psn`: the gap's start).
     GapRecovered,
+    /// A gap never filled by the end of the flow (`capture_loss`: whether the capture most
+    /// likely missed the packets rather than the network losing them).
     GapUnrecovered,
+    /// A NAK from the responder (`code`: the AETH NAK code, `psn`: the PSN it names).
     Nak,
+    /// An RNR NAK from the responder (`code`: the RNR timer code).
     RnrNak,
+    /// The requester started a retry: `trigger` says why, `psn`..`psn_end` the PSNs resent,
+    /// `count` the packets of the run, `latency_ns` the time since what triggered it.
     Retransmission,
+    /// A READ Request re-issued for the rest of an earlier READ (its PSN inside the
+    /// original's range).
     ReadRerequest,
     /// A request packet seen again that the requester did not send again (a copy the
     /// network made).
     Duplicate,
     /// An original that passed the tap after later PSNs: it fills its gap, no resend.
     Reordered,
+    /// A CNP that found no CE-marked traffic to answer (none since the flow's last CNP, or
+    /// no flow in the reverse direction marked at all).
     CnpWithoutCe,
+    /// The first request of an ARP ask whose sender and target are in different subnets
+    /// (`arp`: sender, target; `iface`: where it was seen).
     ArpCrossSubnet,
+    /// An ARP ask no reply on its interface answered, at its first request (`arp`:
+    /// sender, target; `count`: requests, retries included).
     ArpUnanswered,
     /// An address's traffic to a peer leaves another interface than the one the peer's
     /// requests came in on (`arp`: address, peer; `iface`: where it leaves).
@@ -47,41 +64,61 @@ pub enum EventKind {
     ArpDuplicateAddress,
 }
 
+/// One entry of the event list: something that happened at one moment, on one flow or on
+/// the link. Which optional fields are set depends on `kind`; unset ones are left out of
+/// the JSON.
 #[derive(Clone, Debug, Serialize)]
 pub struct Event {
+    /// Capture timestamp of the event, ns since the Unix epoch (for a gap: when it opened).
     pub t_ns: u64,
+    /// Id of the flow it happened on ([`FlowSummary::id`]); `None` for link-level events
+    /// (ARP).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow: Option<u32>,
+    /// What happened.
     pub kind: EventKind,
+    /// The PSN the event is about (first missing PSN of a gap, PSN a NAK names, first PSN
+    /// resent); `None` for events without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub psn: Option<u32>,
+    /// Last PSN of a retransmission run, filled in when the run ends; `None` otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub psn_end: Option<u32>,
     /// Missing PSNs of a gap, packets of a retransmission run, ARP requests.
     pub count: u64,
+    /// What started a retransmission; `None` for other kinds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trigger: Option<Trigger>,
+    /// For a retransmission, ns from what triggered it (NAK, RNR NAK, or the original send
+    /// for a timeout) to the first resend; `None` when not known or not applicable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<u64>,
     /// NAK code (0 PSN sequence error ... 4 invalid RD request) or RNR timer code.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<u8>,
+    /// For an unrecovered gap, `true` when no NAK named it or the responder acknowledged it
+    /// anyway (the capture missed the packets), `false` when the network lost them; `None`
+    /// for other kinds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture_loss: Option<bool>,
     /// ARP sender and target address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arp: Option<(Ipv4Addr, Ipv4Addr)>,
+    /// Interface index an ARP event was seen on (for a reply-path mismatch: where the
+    /// traffic leaves); `None` for flow events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iface: Option<u32>,
 }
 
 impl Event {
+    /// An event of `kind` on flow `flow` at `t_ns`, every optional field unset.
     pub fn new(t_ns: u64, flow: u32, kind: EventKind) -> Self {
         Event {
             flow: Some(flow),
             ..Event::link(t_ns, kind)
         }
     }
+    /// A link-level event (no flow) of `kind` at `t_ns`, every optional field unset.
     pub fn link(t_ns: u64, kind: EventKind) -> Self {
         Event {
             t_ns,
@@ -98,6 +135,7 @@ impl Event {
             iface: None,
         }
     }
+    /// Sets the event's PSN (builder style).
     pub fn psn(mut self, p: dissectors::Psn) -> Self {
         self.psn = Some(p.0);
         self
@@ -113,13 +151,19 @@ pub struct Totals {
     pub roce_packets: u64,
     /// Flows (src, dst, DestQP) seen, live or expired.
     pub flows: u64,
+    /// RC connections: pairs of flows found to be the two directions of one connection.
     pub connections: u64,
     /// NAKs with syndrome 0x60 (PSN sequence error); the others by code below.
     pub nak_psn_seq: u64,
+    /// NAKs with AETH NAK code 1 (invalid request).
     pub nak_invalid_request: u64,
+    /// NAKs with AETH NAK code 2 (remote access error).
     pub nak_remote_access: u64,
+    /// NAKs with AETH NAK code 3 (remote operational error).
     pub nak_remote_operational: u64,
+    /// NAKs with AETH NAK code 4 (invalid RD request).
     pub nak_invalid_rd_request: u64,
+    /// NAKs with a reserved AETH NAK code (5 and up).
     pub nak_reserved: u64,
     /// RNR NAKs (syndrome 0x20-0x3F).
     pub rnr_nak: u64,
@@ -143,9 +187,14 @@ pub struct Totals {
     /// by what started them: a NAK, an RNR NAK, the requester's timer, READ responses
     /// missing.
     pub retransmission_episodes: u64,
+    /// Retransmission episodes started by a NAK (PSN sequence error).
     pub nak_retransmission_episodes: u64,
+    /// Retransmission episodes started by an RNR NAK.
     pub rnr_retransmission_episodes: u64,
+    /// Retransmission episodes started by the requester's timer (no NAK, the original was
+    /// seen).
     pub timeout_retransmission_episodes: u64,
+    /// READ Requests asked again because READ responses were missing.
     pub read_retransmission_episodes: u64,
     /// Request packets seen again that nothing asked for, within moments of the first
     /// (the same IPv4 identification): copies made by the network, not resends.
@@ -153,32 +202,49 @@ pub struct Totals {
     /// Originals that passed the tap after later PSNs and filled their gap with no
     /// rewind: reordering, not loss.
     pub reordered_packets: u64,
+    /// Packets resent after a NAK.
     pub nak_retransmissions: u64,
+    /// Packets resent after an RNR NAK.
     pub rnr_retransmissions: u64,
     /// Packets resent with no NAK although the original passed the tap.
     pub timeout_retransmissions: u64,
+    /// READ responses sent again for a re-issued READ Request.
     pub read_retransmissions: u64,
+    /// Packets resent with no NAK seen and the original never seen either.
     pub unknown_retransmissions: u64,
+    /// RDMA READ Requests seen (new ones, not re-issued).
     pub reads: u64,
     /// READ Requests re-issued for the rest of a READ (PSN inside the original's range).
     pub read_rerequests: u64,
+    /// READ response PSNs that never passed the tap the first time (response gaps).
     pub read_missing_responses: u64,
+    /// READ responses sent again (after a re-issued or resent READ Request), including the
+    /// ones that fill a response gap.
     pub read_responses_resent: u64,
     /// Packets with ECN = CE (IP or GRH traffic class).
     pub ce_marked: u64,
+    /// Packets with ECN = Not-ECT (00).
     pub ecn_not_ect: u64,
+    /// Packets with ECN = ECT(0) (10).
     pub ecn_ect0: u64,
+    /// Packets with ECN = ECT(1) (01).
     pub ecn_ect1: u64,
     /// CNPs (opcode 0x81).
     pub cnp: u64,
     /// CE marks after a flow's last CNP, never answered.
     pub ce_without_cnp: u64,
+    /// CNPs that answered no CE mark: the flows' counts plus CNPs with no CE-marked flow in
+    /// the reverse direction at all.
     pub cnp_without_ce: u64,
+    /// RoCE packets whose ICRC was computed and matched.
     pub icrc_ok: u64,
+    /// RoCE packets whose ICRC was computed and did not match.
     pub icrc_bad: u64,
     /// RoCE packets whose ICRC was cut by the snaplen or not computed.
     pub icrc_unchecked: u64,
+    /// Frames a dissector rejected as malformed (a header field with an impossible value).
     pub malformed: u64,
+    /// Frames cut short before a header they announce was complete.
     pub truncated: u64,
     /// Frames of protocols the decoder does not go into (TCP, IPv6 ND, ...).
     pub unsupported: u64,
@@ -186,8 +252,12 @@ pub struct Totals {
     pub pfc_pause_frames: u64,
     /// PFC frames that only resume priorities (every enabled quanta 0, XON).
     pub pfc_resume_frames: u64,
+    /// Times a flow's priority was paused by PFC after its previous packet and its next
+    /// packet came after the pause started: stalls of live traffic.
     pub pfc_stalls: u64,
+    /// ARP requests seen, retries included, over every interface.
     pub arp_requests: u64,
+    /// ARP replies seen, over every interface.
     pub arp_replies: u64,
     /// ARP request packets (retries included) that no reply on their interface answered.
     pub arp_unanswered: u64,
@@ -204,6 +274,8 @@ pub struct Totals {
     pub arp_duplicate_address: u64,
     /// ARP asks, address pairs and claims not followed because a table was full.
     pub arp_state_dropped: u64,
+    /// Events that happened but were not stored because the event list was full
+    /// (`max_events`).
     pub events_dropped: u64,
     /// Inputs that end in the middle of a record (a capture killed mid-write, a full
     /// disk, a partial copy): every complete frame before the cut was analyzed.
@@ -216,72 +288,132 @@ pub struct Totals {
 /// Rates derived from the totals (usable in `--fail-on` rules).
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Derived {
+    /// Capture time from the first to the last frame, in seconds (0 for fewer than two
+    /// timestamps).
     pub duration_s: f64,
+    /// CNPs per second of capture time (0 when the duration is 0).
     pub cnp_per_s: f64,
+    /// CE-marked packets per second of capture time (0 when the duration is 0).
     pub ce_per_s: f64,
+    /// NAKs (every code, RNR NAKs not included) per second of capture time.
     pub nak_per_s: f64,
+    /// NAKs of every code, RNR NAKs not included.
     pub naks: u64,
+    /// Retransmitted packets divided by RoCE packets (0 when there were none).
     pub retransmit_ratio: f64,
+    /// CE-marked packets divided by RoCE packets (0 when there were none).
     pub ce_ratio: f64,
 }
 
 /// min / median / p99 / max of a latency, every key always present (CSV columns).
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Latency {
+    /// Samples recorded.
     pub count: u64,
+    /// Smallest sample, ns; `None` (every field below too) when there are no samples.
     pub min_ns: Option<u64>,
+    /// Median sample, ns (approximate: the log histogram's bucket); `None` without samples.
     pub median_ns: Option<u64>,
+    /// 99th percentile, ns (approximate, as the median); `None` without samples.
     pub p99_ns: Option<u64>,
+    /// Largest sample, ns; `None` without samples.
     pub max_ns: Option<u64>,
 }
 
 /// Everything reported about one flow; all it keeps once the flow is gone.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowSummary {
+    /// The flow's id, unique in the run and in order of first appearance; events and
+    /// connections name flows by it.
     pub id: u32,
+    /// Network source address (IP, or GID/LID for RoCE v1 and native IB).
     #[serde(serialize_with = "display")]
     pub src: Addr,
+    /// Network destination address.
     #[serde(serialize_with = "display")]
     pub dst: Addr,
     /// The BTH DestQP.
     #[serde(serialize_with = "display")]
     pub qp: Qpn,
+    /// Id of the peer flow (the other direction of the RC connection); `None` when
+    /// unpaired.
     pub peer: Option<u32>,
+    /// Transport of its packets by name (RC, UC, RD, UD, XRC, or CNP for a flow that only
+    /// carried CNPs).
     pub transport: &'static str,
+    /// Encapsulation: `RoCEv2`, `RoCEv1` or `IB`.
     pub encap: &'static str,
+    /// Timestamp of its first packet, ns since the Unix epoch.
     pub first_ts_ns: u64,
+    /// Timestamp of its last packet, ns since the Unix epoch.
     pub last_ts_ns: u64,
+    /// `last_ts_ns - first_ts_ns`, in seconds.
     pub duration_s: f64,
+    /// RoCE packets of the flow.
     pub packets: u64,
+    /// Bytes of those frames on the wire (original length, not the captured part).
     pub bytes: u64,
+    /// Messages completed by the request stream (packets ending a message; every UD
+    /// datagram).
     pub messages: u64,
+    /// Throughput over the flow's duration in Gbit/s (0 when the duration is 0).
     pub gbps: f64,
+    /// Packets per second over the flow's duration (0 when the duration is 0).
     pub pps: f64,
+    /// Path MTU in bytes: the largest power-of-two payload (256-4096) of a First or Middle
+    /// SEND / WRITE / READ response packet, taken from the peer when this direction carried
+    /// none; `None` when unknown.
     pub pmtu: Option<u32>,
+    /// DSCP of its first IP packet; `None` without an IP header.
     pub dscp: Option<u8>,
+    /// 802.1Q priority of its first packet; `None` when untagged.
     pub pcp: Option<u8>,
+    /// VLAN id of its first packet's outer tag; `None` when untagged.
     pub vlan: Option<u16>,
+    /// PSN of its first packet; `None` before any BTH packet.
     #[serde(serialize_with = "psn")]
     pub first_psn: Option<Psn>,
+    /// PSN of its last packet; `None` before any BTH packet.
     #[serde(serialize_with = "psn")]
     pub last_psn: Option<Psn>,
+    /// Packets with ECN = Not-ECT (00).
     pub ecn_not_ect: u64,
+    /// Packets with ECN = ECT(1) (01).
     pub ecn_ect1: u64,
+    /// Packets with ECN = ECT(0) (10).
     pub ecn_ect0: u64,
+    /// Packets with ECN = CE (11).
     pub ecn_ce: u64,
+    /// Packets whose ICRC was computed and matched.
     pub icrc_ok: u64,
+    /// Packets whose ICRC was computed and did not match.
     pub icrc_bad: u64,
+    /// Packets whose ICRC was not checked (cut by the snaplen, absent, or the frame
+    /// malformed).
     pub icrc_unchecked: u64,
+    /// The recovery and congestion counters, flattened into the summary's keys.
     #[serde(flatten)]
     pub counters: super::flow::FlowCounters,
+    /// CNPs received by this flow's sender per second of the flow's duration.
     pub cnp_per_s: f64,
+    /// Throughput in Gbit/s from the first packet to the first CNP received; `None` without
+    /// a CNP or when that span is 0.
     pub gbps_before_first_cnp: Option<f64>,
+    /// Throughput in Gbit/s from the last CNP received to the last packet; `None` without a
+    /// CNP or when that span is 0.
     pub gbps_after_last_cnp: Option<f64>,
+    /// Mean RNR delay the responder asked for, in µs, over the RNR waits measured; `None`
+    /// without any.
     pub rnr_requested_us_mean: Option<f64>,
+    /// Request with AckReq -> the ACK covering it.
     pub ack_latency: Latency,
+    /// NAK -> the first resent packet.
     pub nak_to_resend: Latency,
+    /// RNR NAK -> the first resent packet.
     pub rnr_wait: Latency,
+    /// Original send -> resend, for retries started by the requester's timer.
     pub timeout_observed: Latency,
+    /// First CE mark since the last CNP -> the CNP answering it.
     pub ce_to_cnp: Latency,
     /// Operation name -> packets.
     pub opcodes: BTreeMap<&'static str, u64>,
@@ -320,12 +452,15 @@ fn psn<S: Serializer>(v: &Option<Psn>, s: S) -> Result<S::Ok, S::Error> {
     v.map(|p| p.0).serialize(s)
 }
 
+/// A paired RC connection: the two flows that are its two directions.
 #[derive(Clone, Debug, Serialize)]
 pub struct Connection {
     /// The two flows (one per direction) of an RC connection.
     pub flows: [u32; 2],
+    /// One end's address (the source of `flows[0]`).
     #[serde(serialize_with = "display")]
     pub a: Addr,
+    /// The other end's address (the destination of `flows[0]`).
     #[serde(serialize_with = "display")]
     pub b: Addr,
     /// DestQP of each flow: the QP at the other end.
@@ -333,36 +468,57 @@ pub struct Connection {
     pub qps: [Qpn; 2],
 }
 
+/// PFC pauses one sender sent for one priority.
 #[derive(Clone, Debug, Serialize)]
 pub struct PfcPrio {
+    /// The priority (0-7).
     pub priority: u8,
+    /// Frames that named it (enabled in a PFC frame, or any MAC control PAUSE), pausing
+    /// or resuming.
     pub frames: u64,
+    /// Pause quanta those frames asked for, summed (one quantum is 512 bit times).
     pub quanta: u64,
+    /// Those quanta as time at the configured link speed, ns.
     pub pause_ns: u64,
 }
 
+/// PFC / MAC control PAUSE frames one sender (source MAC) sent.
 #[derive(Clone, Debug, Serialize)]
 pub struct PfcSummary {
     /// The sender's MAC (`02:00:c6:12:00:02` in JSON).
     #[serde(serialize_with = "mac")]
     pub src_mac: [u8; 6],
+    /// Its PAUSE / PFC frames, pausing or resuming, every priority together.
     pub frames: u64,
+    /// One entry per priority its frames named, ascending.
     pub per_priority: Vec<PfcPrio>,
 }
 
+/// What the analyzer hands back at the end of a run (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// Timestamp of the first frame, ns since the Unix epoch; `None` when no frame was
+    /// read.
     pub first_ts_ns: Option<u64>,
+    /// Timestamp of the last frame, ns since the Unix epoch (0 when no frame was read).
     pub last_ts_ns: u64,
+    /// Whole-run counters.
     pub totals: Totals,
+    /// Rates and ratios derived from the totals.
     pub derived: Derived,
+    /// One summary per flow kept (up to `max_flow_summaries`), by id.
     pub flows: Vec<FlowSummary>,
+    /// Paired RC connections.
     pub connections: Vec<Connection>,
+    /// The problems found, worst first.
     pub findings: Vec<Finding>,
+    /// PFC pauses per sender.
     pub pfc: Vec<PfcSummary>,
+    /// ARP traffic per interface.
     pub arp: Vec<ArpSummary>,
     /// ARP / reply-path symptoms, worst first.
     pub arp_symptoms: Vec<ArpSymptom>,
+    /// Events in time order (up to `max_events`; `totals.events_dropped` counts the rest).
     pub events: Vec<Event>,
 }
 

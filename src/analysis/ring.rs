@@ -46,11 +46,13 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
         }
     }
 
+    /// Records held.
     #[inline]
     pub fn len(&self) -> usize {
         self.len as usize
     }
 
+    /// Whether no record is held.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -64,6 +66,7 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
         &mut self.buf[at]
     }
 
+    /// The i-th record, oldest first (`i` must be below [`Ring::len`]).
     #[inline]
     pub fn get(&self, i: usize) -> &T {
         debug_assert!(i < self.len());
@@ -107,26 +110,31 @@ impl<T: Copy + Default, const N: usize> LazyRing<T, N> {
         self.0.get_or_insert_with(Box::default).push(v)
     }
 
+    /// Records held (0 before the first push).
     #[inline]
     pub fn len(&self) -> usize {
         self.0.as_ref().map_or(0, |r| r.len())
     }
 
+    /// Whether no record is held.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The i-th record, oldest first (`i` must be below [`LazyRing::len`]).
     #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
         self.0.as_mut().expect("index below len()").get_mut(i)
     }
 
+    /// The i-th record, oldest first (`i` must be below [`LazyRing::len`]).
     #[inline]
     pub fn get(&self, i: usize) -> &T {
         self.0.as_ref().expect("index below len()").get(i)
     }
 
+    /// Drops the oldest records while `pred` holds for them, handing each to `out`.
     #[inline]
     pub fn pop_front_while(&mut self, pred: impl FnMut(&T) -> bool, out: impl FnMut(T)) {
         if let Some(r) = self.0.as_mut() {
@@ -134,6 +142,7 @@ impl<T: Copy + Default, const N: usize> LazyRing<T, N> {
         }
     }
 
+    /// Removes every record, handing each to `out`, oldest first.
     #[inline]
     pub fn drain(&mut self, out: impl FnMut(T)) {
         if let Some(r) = self.0.as_mut() {

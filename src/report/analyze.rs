@@ -20,8 +20,11 @@ use std::io::{self, Write};
 /// What was read.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Input {
+    /// The inputs' names as given (`-` for stdin).
     pub files: Vec<String>,
+    /// Frames read, over every input.
     pub frames: u64,
+    /// Captured bytes of those frames (what the snaplen kept, not the wire length).
     pub bytes: u64,
     /// Inputs that end in the middle of a record, with the complete frames read.
     pub cut_short: Vec<crate::capture::input::CutShort>,
@@ -52,10 +55,15 @@ pub fn num(v: f64) -> String {
 /// How the text report looks: in color or not, and with each finding's evidence (`-v`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Look {
+    /// Color or not.
     pub paint: Paint,
+    /// Print each finding's evidence (`-v`).
     pub verbose: bool,
 }
 
+/// Writes the `analyze` report of `r` to `out`: the text report, the JSON document
+/// (`rocetap.analyze/1`, with the event list when `events` is set) or the per-flow CSV,
+/// each with the `--fail-on` verdicts where the format has room for them.
 pub fn write_report(
     out: &mut impl Write,
     format: AnalyzeFormat,

@@ -13,20 +13,27 @@ use std::net::IpAddr;
 /// A field value.
 #[derive(Clone, Copy, Debug)]
 pub enum Value {
+    /// An unsigned integer, printed in decimal.
     Int(u64),
     /// Hex with the given number of digits.
     Hex(u64, usize),
+    /// A flag, printed `1` / `0` (a JSON boolean).
     Bool(bool),
+    /// A fixed word (an opcode name, a protocol, ...).
     Str(&'static str),
+    /// An IPv4 or IPv6 address.
     Ip(IpAddr),
+    /// A MAC address, printed `aa:bb:cc:dd:ee:ff`.
     Mac([u8; 6]),
     /// Nanoseconds since the epoch, printed as seconds with 9 decimals.
     Time(u64),
     /// Signed nanoseconds, printed as seconds with 9 decimals.
     RelTime(i64),
+    /// A 128-bit GID, printed as an IPv6 address.
     Gid([u8; 16]),
     /// PFC per-priority quanta, printed `q0,q1,...,q7`.
     Quanta([u16; 8]),
+    /// Where and why the dissectors stopped, printed as its `Display` text.
     Stop(dissectors::Stop),
 }
 
@@ -76,9 +83,13 @@ impl Value {
 
 /// Everything a field extractor can see about one frame.
 pub struct Ctx<'a> {
+    /// The frame's number in the input, from 1.
     pub number: u64,
+    /// The frame as read (timestamp, captured bytes, link type).
     pub frame: &'a Frame<'a>,
+    /// Timestamp of the input's first frame, ns (for relative times).
     pub first_ts: u64,
+    /// What the dissectors made of the frame.
     pub d: &'a Decoded,
 }
 

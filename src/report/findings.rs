@@ -408,7 +408,9 @@ pub fn symptom_message(s: &ArpSymptom) -> String {
 
 /// A finding as the JSON document holds it: its values and its sentence.
 pub struct FindingJson<'a> {
+    /// The finding's values.
     pub finding: &'a Finding,
+    /// The report it came from (for flow names and evidence in the sentence).
     pub report: &'a Report,
 }
 

@@ -1,6 +1,7 @@
 //! Output: per-frame fields and summaries for `decode`, and (from the analyzer on) the
 //! analysis reports. Nothing here reads packets or touches the terminal (whether text
 //! gets color is a `bool` the command layer decides; see `style`).
+#![warn(missing_docs)]
 
 pub mod analyze;
 mod csv;

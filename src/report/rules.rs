@@ -13,13 +13,20 @@ use nom::sequence::{delimited, pair};
 use nom::{IResult, Parser};
 use std::fmt;
 
+/// The comparison of a rule, as written between its name and its number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
+    /// `>`
     Gt,
+    /// `>=`
     Ge,
+    /// `<`
     Lt,
+    /// `<=`
     Le,
+    /// `==` (exact float equality; the report's counters are integers).
     Eq,
+    /// `!=`
     Ne,
 }
 
@@ -34,6 +41,7 @@ impl Op {
             Op::Ne => "!=",
         }
     }
+    /// Whether `a OP b` holds (`a` the report's value, `b` the rule's number).
     pub fn holds(self, a: f64, b: f64) -> bool {
         match self {
             Op::Gt => a > b,
@@ -46,10 +54,14 @@ impl Op {
     }
 }
 
+/// One `--fail-on` rule, `NAME OP NUMBER`: the run fails when it holds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rule {
+    /// A key of the report's `totals` or `derived` (checked before evaluation).
     pub name: String,
+    /// The comparison.
     pub op: Op,
+    /// The number compared with.
     pub value: f64,
 }
 
@@ -103,7 +115,9 @@ pub fn parse(s: &str) -> Result<Rule, String> {
 /// A rule checked against a value.
 #[derive(Debug)]
 pub struct Verdict<'a> {
+    /// The rule checked.
     pub rule: &'a Rule,
+    /// The report's value for the rule's name.
     pub actual: f64,
     /// The rule's condition is true: the run fails.
     pub failed: bool,

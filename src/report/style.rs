@@ -40,10 +40,12 @@ const RESET: &str = "\x1b[0m";
 /// Whether output gets color; `Paint::default()` is off.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Paint {
+    /// Color escapes are written.
     pub on: bool,
 }
 
 impl Paint {
+    /// Color on when `on` is set (see `decide` for how the command chooses).
     pub fn new(on: bool) -> Self {
         Paint { on }
     }

@@ -23,6 +23,7 @@ use std::net::IpAddr;
 
 /// Destination MAC of 802.1Qbb / 802.3x MAC control frames.
 pub const MAC_CONTROL_DST: [u8; 6] = [0x01, 0x80, 0xc2, 0x00, 0x00, 0x01];
+/// The Ethernet broadcast address (ARP requests).
 pub const BROADCAST: [u8; 6] = [0xff; 6];
 /// Ethernet frames shorter than this (without FCS) are padded on the wire.
 pub const MIN_ETHERNET: usize = 60;
@@ -30,20 +31,26 @@ pub const MIN_ETHERNET: usize = 60;
 /// An 802.1Q tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Vlan {
+    /// VLAN id (12 bits).
     pub vid: u16,
+    /// 802.1p priority (3 bits), the PFC priority of the traffic.
     pub pcp: u8,
 }
 
 /// The link-layer framing of a capture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Link {
+    /// Ethernet II, with an optional 802.1Q tag.
     Ethernet {
+        /// The tag, or `None` for untagged frames.
         vlan: Option<Vlan>,
     },
     /// Linux cooked capture v2 (`tcpdump -i any`): interface index and packet type
     /// (0 to us, 1 broadcast, 2 multicast, 3 to someone else, 4 sent by us).
     Sll2 {
+        /// Interface index recorded in the SLL2 header.
         ifindex: u32,
+        /// Packet type recorded in the SLL2 header (see above).
         pkt_type: u8,
     },
 }
@@ -51,23 +58,37 @@ pub enum Link {
 /// RoCE v2 (UDP source port) or RoCE v1 (GRH).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encap {
-    V2 { sport: u16 },
+    /// RoCE v2: IP/UDP to port 4791.
+    V2 {
+        /// The UDP source port (the flow's entropy for ECMP).
+        sport: u16,
+    },
+    /// RoCE v1: a GRH straight after the link header (ethertype 0x8915).
     V1,
 }
 
 /// One direction between two RoCE endpoints: everything below the BTH.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Path {
+    /// Source MAC.
     pub src_mac: [u8; 6],
+    /// Destination MAC.
     pub dst_mac: [u8; 6],
+    /// Link-layer framing.
     pub link: Link,
+    /// Source address (IPv4 or IPv6; the GID for RoCE v1).
     pub src: IpAddr,
+    /// Destination address.
     pub dst: IpAddr,
+    /// RoCE v2 or v1.
     pub encap: Encap,
+    /// DSCP of the IP header / GRH traffic class (6 bits).
     pub dscp: u8,
     /// ECN of ordinary packets on this path (a CE mark overrides it per packet).
     pub ecn: Ecn,
+    /// IP TTL / hop limit (GRH hop limit for RoCE v1).
     pub ttl: u8,
+    /// IPv6 / GRH flow label (20 bits; unused for IPv4).
     pub flow_label: u32,
 }
 
@@ -92,16 +113,27 @@ impl Path {
 /// payload (its length and fill byte; pad and ICRC are added by the builder).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pkt {
+    /// The base transport header (opcode, PSN, DestQP, ...).
     pub bth: BthRepr,
+    /// DETH, for UD packets.
     pub deth: Option<DethRepr>,
+    /// XRCETH, for XRC packets.
     pub xrceth: Option<XrcethRepr>,
+    /// RETH, for the first packet of a WRITE and READ Requests.
     pub reth: Option<RethRepr>,
+    /// AtomicETH, for atomic requests.
     pub atomic_eth: Option<AtomicEthRepr>,
+    /// AETH, for ACKs, NAKs and READ responses that carry one.
     pub aeth: Option<AethRepr>,
+    /// AtomicAckETH, for atomic ACKs.
     pub atomic_ack_eth: Option<AtomicAckEthRepr>,
+    /// Immediate data, for the `with Immediate` opcodes.
     pub immdt: Option<ImmDtRepr>,
+    /// IETH, for the `with Invalidate` opcodes.
     pub ieth: Option<IethRepr>,
+    /// Payload bytes (pad not included).
     pub payload_len: u32,
+    /// The byte the payload is filled with.
     pub fill: u8,
 }
 
@@ -187,10 +219,15 @@ pub fn gid(a: IpAddr) -> [u8; 16] {
 /// Where the parts of a built RoCE frame lie.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
+    /// Length of the whole frame, bytes.
     pub len: usize,
+    /// Offset of the network header (IP, or the GRH for RoCE v1).
     pub net: usize,
+    /// Offset of the BTH.
     pub bth: usize,
+    /// Offset of the payload.
     pub payload: usize,
+    /// Offset of the 4-byte ICRC.
     pub icrc: usize,
 }
 

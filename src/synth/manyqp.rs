@@ -23,6 +23,7 @@ use std::net::IpAddr;
 
 /// Defaults of the sample-sized trace (`rocetap synth many-qp -o FILE`).
 pub const QPS: u32 = 64;
+/// Peers when `--peers` is not given.
 pub const PEERS: u32 = 4;
 /// WRITE size when `--msg-size` is not given: one small packet (NCCL's LL protocol
 /// sizes), which keeps the sample small; bigger messages take PMTU-sized packets.
@@ -45,6 +46,8 @@ pub fn peer_addr(i: u32) -> IpAddr {
     }
 }
 
+/// Generates the `many-qp` trace into `out` until about `target` frames are written, using
+/// the scenario options in `out.knobs`.
 pub fn many_qp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
     let k = out.knobs;
     let qps = k.qps.unwrap_or(QPS);

@@ -13,6 +13,7 @@
 //! loss/recovery), `fabric` (ECN/CNP congestion, PFC), `encap` (mixed
 //! encapsulations), `sbr` (the pod ARP failure), `malformed` and [`manyqp`]
 //! (thousands of queue pairs, for scale).
+#![warn(missing_docs)]
 
 mod encap;
 mod fabric;
@@ -39,10 +40,13 @@ type Generate = fn(&mut Out, &mut Rng, u64) -> io::Result<()>;
 
 /// One entry of `rocetap synth --list`.
 pub struct Scenario {
+    /// The scenario's name, as given to `rocetap synth NAME`.
     pub name: &'static str,
+    /// One line on what the trace shows, for `--list`.
     pub about: &'static str,
     /// Frames written when `--packets` is not given (the samples use this).
     pub default_packets: u64,
+    /// Link type of the frames written (Ethernet or Linux cooked capture).
     pub link: LinkType,
     /// Interface name recorded in pcapng output.
     pub ifname: &'static str,
@@ -54,9 +58,13 @@ pub struct Scenario {
 /// Scenario options from the command line; `None` is the scenario's default.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Knobs {
+    /// `--qps`: queue pairs (RC connections) to generate.
     pub qps: Option<u32>,
+    /// `--peers`: hosts the queue pairs are spread over.
     pub peers: Option<u32>,
+    /// `--loss`: packets lost upstream of the tap, per thousand.
     pub loss_permille: Option<u32>,
+    /// `--msg-size`: bytes per message.
     pub msg_size: Option<u32>,
 }
 
@@ -224,6 +232,7 @@ pub const SCENARIOS: &[Scenario] = &[
     },
 ];
 
+/// The scenario called `name`, if there is one.
 pub fn find(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.name == name)
 }
@@ -257,10 +266,15 @@ struct Truth<'a> {
 
 /// Settings of one generation.
 pub struct Params {
+    /// Seed of the random generator: the same seed gives the same bytes.
     pub seed: u64,
+    /// Frames to write (`--packets`; about this many, the scenario default when not given).
     pub packets: u64,
+    /// Snaplen to cut frames to and record; `None` writes whole frames and records 65535.
     pub snaplen: Option<u32>,
+    /// Write pcapng instead of pcap.
     pub pcapng: bool,
+    /// Scenario options from the command line.
     pub knobs: Knobs,
 }
 

@@ -17,14 +17,21 @@ pub const TREND_LEN: usize = 60;
 /// Events kept by the UI (the analyzer caps its own log as well).
 pub const MAX_EVENTS: usize = 100_000;
 
+/// How the flows table is ordered (`s` cycles through them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sort {
+    /// Fastest first (the latest interval's Gb/s while the feed runs, the average once it
+    /// ended), ties by flow id.
     Rate,
+    /// Most trouble first (gaps, resends, NAKs, RNR NAKs, timeouts, CE marks and CNPs
+    /// summed, see [`problems`]), ties by flow id.
     Problems,
+    /// By flow key (source, destination, DestQP), then id.
     Name,
 }
 
 impl Sort {
+    /// The name shown in the header: `rate`, `problems`, `name`.
     pub fn name(self) -> &'static str {
         match self {
             Sort::Rate => "rate",
@@ -41,42 +48,71 @@ impl Sort {
     }
 }
 
+/// The screen being shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
+    /// The flows table.
     Flows,
     /// The flow with this id.
     Detail(u32),
+    /// The event list of the whole run.
     Events,
 }
 
+/// Where the frames come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// Replaying a file (`-r`): pause and single-step work, the feed ends.
     Replay,
+    /// A live capture on an interface: pausing holds snapshots, the feed never ends by
+    /// itself.
     Live,
 }
 
+/// What a key press (or the feeder) asks of the [`App`]; applied by [`App::apply`].
 #[derive(Clone, Debug)]
 pub enum Action {
+    /// Leave the UI.
     Quit,
+    /// Move the selection (or scroll) up one row.
     Up,
+    /// Move the selection (or scroll) down one row.
     Down,
+    /// Move up 10 rows.
     PageUp,
+    /// Move down 10 rows.
     PageDown,
+    /// Go to the first row.
     Top,
+    /// Go to the last row.
     Bottom,
+    /// Open the selected flow's detail (or close the help overlay).
     Enter,
+    /// Go back to the previous view (or close the help overlay).
     Back,
+    /// Next sort order ([`Sort`]).
     CycleSort,
+    /// Start typing a filter (`/`).
     StartFilter,
+    /// A character typed into the filter.
     FilterChar(char),
+    /// Delete the filter's last character.
     FilterBackspace,
+    /// Keep the filter typed and stop editing.
     FilterDone,
+    /// Drop the filter being typed and stop editing.
     FilterCancel,
+    /// Pause or resume the feed.
     TogglePause,
+    /// Replay: read one more frame, then pause.
     Step,
+    /// Write the selected flow's frames (and its peer's) to a file.
     WriteFlow,
+    /// Show or leave the event list.
     ToggleEvents,
+    /// Show or hide the help overlay.
     ToggleHelp,
+    /// A new snapshot from the feeder.
     Snapshot(Box<Snapshot>),
     /// The feeder wrote a flow's frames (path and frame count) or failed (message).
     Written(Result<(String, u64), String>),
@@ -85,28 +121,44 @@ pub enum Action {
 /// What the run loop must do after a transition.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
+    /// Nothing to do.
     None,
+    /// Leave the UI.
     Quit,
+    /// Pause (`true`) or resume (`false`) the feeder.
     Pause(bool),
+    /// Ask the feeder for one more frame (replay).
     Step,
     /// Write the frames of these flows (the selected one and its peer) as flow `id`.
     Write {
+        /// The flow id the file is named after.
         id: u32,
+        /// Keys of the flows whose frames go into the file.
         keys: Vec<FlowKey>,
     },
 }
 
+/// The UI's whole state: the latest snapshot's data and what the user is looking at. Keys
+/// become [`Action`]s, [`App::apply`] changes the state, and the render functions only read
+/// it.
 pub struct App {
     /// What is being shown: `replay congestion.pcap x1` / `live eth2`.
     pub source: String,
+    /// Replay or live.
     pub mode: Mode,
+    /// The latest report from the feeder; `None` before the first snapshot.
     pub report: Option<Report>,
     /// Every event so far, oldest first.
     pub events: Vec<Event>,
+    /// Frames read so far by the feeder.
     pub frames_read: u64,
+    /// Packets lost before they reached rocetap, by where.
     pub drops: Drops,
+    /// NIC hardware counters, latest reading (empty when none are readable).
     pub hw: Vec<HwCounter>,
+    /// Whether the feeder runs, is paused or has ended.
     pub feed: FeedState,
+    /// Recent throughput samples per flow id, for the sparklines.
     pub trends: HashMap<u32, Trend>,
     /// Index in `events` of each flow's latest event.
     last_event: HashMap<u32, usize>,
@@ -114,9 +166,13 @@ pub struct App {
     /// time live); the whole run's average once a replay has ended.
     pub frame_rate: f64,
     last_frames: Option<(u64, u64)>,
+    /// The screen shown.
     pub view: View,
+    /// The help overlay is shown.
     pub help: bool,
+    /// The flows table's order.
     pub sort: Sort,
+    /// The filter applied to the flows table (case-insensitive substring; empty for none).
     pub filter: String,
     /// The filter being typed, while `/` is active.
     pub editing: Option<String>,
@@ -126,7 +182,10 @@ pub struct App {
     pub scroll: usize,
     /// Live mode paused: snapshots are held here and shown on resume.
     held: Option<Box<Snapshot>>,
+    /// The feeder is paused (replay) or snapshots are being held (live).
     pub paused: bool,
+    /// A one-line message for the footer (the last action's result); `None` when there is
+    /// none.
     pub status: Option<String>,
     /// Snapshots applied: the table's order is computed once per snapshot (and per
     /// sort or filter change), not once per redraw or key press.
@@ -146,6 +205,7 @@ struct OrderKey {
 }
 
 impl App {
+    /// A UI with no data yet, showing `source` in the header.
     pub fn new(source: String, mode: Mode) -> Self {
         App {
             source,
@@ -238,6 +298,7 @@ impl App {
         }
     }
 
+    /// The summary of flow `id` in the latest report; `None` when there is none.
     pub fn flow(&self, id: u32) -> Option<&FlowSummary> {
         self.report.as_ref()?.flows.iter().find(|f| f.id == id)
     }

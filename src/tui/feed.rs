@@ -35,9 +35,13 @@ mod rings;
 pub use hw::HwReader;
 pub use rings::Rings;
 
+/// Shortest time between two snapshots sent to the UI.
 pub const SNAPSHOT_EVERY: Duration = Duration::from_millis(200);
+/// Most frames kept per flow for `w` (the oldest go first).
 pub const RING_FRAMES: usize = 2048;
+/// Most captured bytes kept per flow for `w` (2 MiB).
 pub const RING_BYTES: usize = 2 << 20;
+/// Most flows that get a frame ring; later flows' frames are not kept.
 pub const RING_FLOWS: usize = 128;
 
 /// Replay speed.
@@ -45,10 +49,13 @@ pub const RING_FLOWS: usize = 128;
 pub enum Speed {
     /// Times the recorded speed.
     Factor(f64),
+    /// As fast as the frames can be read and analyzed, no pacing.
     Max,
 }
 
 impl Speed {
+    /// Parses `--speed`: `realtime`, `max`, or a positive multiple such as `0.5`, `10` or
+    /// `10x`; the error is the one-line message for the user.
     pub fn parse(s: &str) -> Result<Speed, String> {
         match s {
             "max" => Ok(Speed::Max),
@@ -66,9 +73,19 @@ impl Speed {
 /// What the UI asks of the feeder.
 #[derive(Debug)]
 pub enum Control {
+    /// Pause (`true`) or resume (`false`) reading.
     Pause(bool),
+    /// Read one more frame, then stay paused (replay).
     Step,
-    Write { id: u32, keys: Vec<FlowKey> },
+    /// Write the frames kept for some flows to a pcapng; the result comes back as
+    /// [`Action::Written`].
+    Write {
+        /// The flow id the file is named after.
+        id: u32,
+        /// Keys of the flows whose frames go into the file.
+        keys: Vec<FlowKey>,
+    },
+    /// Stop reading and end the thread.
     Quit,
 }
 

@@ -16,12 +16,14 @@ pub struct Binding {
     map: &'static [(KeyCode, Action)],
 }
 
+/// `q`, Ctrl-C: quit.
 pub const QUIT: Binding = Binding {
     keys: "q  Ctrl-C",
     key: "q",
     what: "quit",
     map: &[(KeyCode::Char('q'), Action::Quit)],
 };
+/// Arrows and `j` / `k`: move the selection or scroll by one row.
 pub const MOVE: Binding = Binding {
     keys: "↑ ↓  j k",
     key: "↑↓",
@@ -33,6 +35,7 @@ pub const MOVE: Binding = Binding {
         (KeyCode::Char('j'), Action::Down),
     ],
 };
+/// PgUp / PgDn: move by 10 rows.
 pub const PAGE: Binding = Binding {
     keys: "PgUp PgDn",
     key: "PgUp",
@@ -42,6 +45,7 @@ pub const PAGE: Binding = Binding {
         (KeyCode::PageDown, Action::PageDown),
     ],
 };
+/// Home / End and `g` / `G`: first / last row.
 pub const ENDS: Binding = Binding {
     keys: "Home End  g G",
     key: "Home",
@@ -53,30 +57,35 @@ pub const ENDS: Binding = Binding {
         (KeyCode::Char('G'), Action::Bottom),
     ],
 };
+/// Enter: open the selected flow's detail.
 pub const DETAIL: Binding = Binding {
     keys: "Enter",
     key: "Enter",
     what: "detail of the selected flow",
     map: &[(KeyCode::Enter, Action::Enter)],
 };
+/// Esc: back from the detail, events or help; clears the filter.
 pub const BACK: Binding = Binding {
     keys: "Esc",
     key: "Esc",
     what: "back (from detail, events, help; clears the filter)",
     map: &[(KeyCode::Esc, Action::Back)],
 };
+/// `s`: cycle the sort.
 pub const SORT: Binding = Binding {
     keys: "s",
     key: "s",
     what: "cycle the sort: rate, problems, name",
     map: &[(KeyCode::Char('s'), Action::CycleSort)],
 };
+/// `/`: type a filter.
 pub const FILTER: Binding = Binding {
     keys: "/",
     key: "/",
     what: "filter by text (IP, QP, #id); Enter keeps, Esc clears",
     map: &[(KeyCode::Char('/'), Action::StartFilter)],
 };
+/// `p`: pause / resume.
 pub const PAUSE: Binding = Binding {
     keys: "p",
     key: "p",
@@ -86,24 +95,28 @@ pub const PAUSE: Binding = Binding {
         (KeyCode::Char(' '), Action::TogglePause),
     ],
 };
+/// `.`: step one frame in replay.
 pub const STEP: Binding = Binding {
     keys: ".",
     key: ".",
     what: "replay: step one frame (pauses)",
     map: &[(KeyCode::Char('.'), Action::Step)],
 };
+/// `w`: write the selected flow and its peer to a pcapng.
 pub const WRITE: Binding = Binding {
     keys: "w",
     key: "w",
     what: "write the selected flow and its peer to a pcapng",
     map: &[(KeyCode::Char('w'), Action::WriteFlow)],
 };
+/// `e`: the event list.
 pub const EVENTS: Binding = Binding {
     keys: "e",
     key: "e",
     what: "all events, newest first",
     map: &[(KeyCode::Char('e'), Action::ToggleEvents)],
 };
+/// `?`, `h`: the help overlay.
 pub const HELP_KEY: Binding = Binding {
     keys: "?  h",
     key: "?",
@@ -144,6 +157,9 @@ pub const FOOTER_OTHER: &[(&Binding, &str)] = &[
     (&HELP_KEY, "help"),
 ];
 
+/// The action of key `k`, or `None` for a key that does nothing (and for key releases).
+/// While `editing` a filter, printable keys are filter text and only Enter, Esc and
+/// Backspace act (Ctrl-C always quits).
 pub fn action(k: KeyEvent, editing: bool) -> Option<Action> {
     if k.kind == KeyEventKind::Release {
         return None;

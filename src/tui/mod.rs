@@ -9,6 +9,7 @@
 //! `Restore`'s `Drop`, panics through the hook ratatui installs in `try_init`.
 //! Everything that can fail with a one-line error (arguments, files, devices,
 //! privileges) is checked before the screen is taken over.
+#![warn(missing_docs)]
 
 pub mod app;
 pub mod feed;

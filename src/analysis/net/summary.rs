@@ -16,13 +16,22 @@ const MAX_SYMPTOMS: usize = 64;
 /// ARP on one interface.
 #[derive(Clone, Debug)]
 pub struct ArpSummary {
+    /// The interface index the frames were read on.
     pub iface: u32,
+    /// The interface's name (as the capture named it), or its index as text when unnamed.
     pub name: String,
+    /// ARP requests (retries included), gratuitous ones and probes from 0.0.0.0 not
+    /// counted.
     pub requests: u64,
+    /// ARP replies.
     pub replies: u64,
+    /// Gratuitous ARP requests and probes (sender 0.0.0.0).
     pub gratuitous: u64,
+    /// ARP request packets (retries included) that no reply on this interface answered.
     pub unanswered: u64,
+    /// Asks (sender, target) across subnets, counted once per ask at its first request.
     pub cross_subnet_requests: u64,
+    /// Of those, the asks never answered (or retried 3+ times after their last answer).
     pub cross_subnet_unanswered: u64,
     /// The asks on this interface that no reply answered, oldest first.
     pub unanswered_asks: Vec<UnansweredAsk>,
@@ -31,8 +40,11 @@ pub struct ArpSummary {
 /// `who-has target tell sender`, asked `requests` times and never answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnansweredAsk {
+    /// The address asked for.
     pub target: Ipv4Addr,
+    /// The address asking.
     pub sender: Ipv4Addr,
+    /// Requests sent for it, retries included.
     pub requests: u64,
 }
 
@@ -61,6 +73,8 @@ impl ArpSymptomKind {
         }
     }
 
+    /// How bad a symptom of this kind is: cross-subnet unanswered and reply-path mismatch
+    /// are errors, a duplicate address a warning, an answered cross-subnet ask context.
     pub fn severity(self) -> Severity {
         match self {
             ArpSymptomKind::CrossSubnetUnanswered | ArpSymptomKind::ReplyPathMismatch => {
@@ -75,10 +89,13 @@ impl ArpSymptomKind {
 /// What became of an ask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AskAnswer {
+    /// No reply came.
     Never,
+    /// A reply came, and no request after it went unanswered.
     Answered,
     /// Answered, then asked `pending` more times with no reply.
     AnsweredThenSilent {
+        /// Requests after the last reply.
         pending: u64,
     },
 }
@@ -88,21 +105,28 @@ pub enum AskAnswer {
 pub enum ArpProblem {
     /// `peer` asked for `addr` across subnets `requests` times.
     CrossSubnetUnanswered {
+        /// Requests of the ask, retries included.
         requests: u64,
+        /// What became of it.
         answer: AskAnswer,
     },
+    /// `peer` asked for `addr` across subnets and was answered (context, not a problem).
     CrossSubnet {
+        /// Requests of the ask, retries included.
         requests: u64,
     },
     /// `addr` took `came_in` (ARP requests answered, IP packets received) from `peer` on
     /// `other_iface` and sent nothing back there; its traffic to `peer` leaves `out_ifaces`
     /// (the first is the symptom's `iface`).
     ReplyPathMismatch {
+        /// What came in on the other interface.
         came_in: Traffic,
+        /// Names of the interfaces its traffic to the peer leaves by.
         out_ifaces: Vec<String>,
     },
     /// The MAC that claimed `addr` first, then the other.
     DuplicateAddress {
+        /// First claimant, then the other.
         macs: [[u8; 6]; 2],
     },
 }
@@ -110,7 +134,9 @@ pub enum ArpProblem {
 /// ARP and plain IP packets counted for one direction of a pair on one interface.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
+    /// ARP packets.
     pub arp: u32,
+    /// IPv4 packets other than ARP.
     pub ip: u32,
 }
 
@@ -127,37 +153,63 @@ pub struct ArpEvidence {
 pub enum ArpSeen {
     /// `who-has target tell sender`, asked `requests` times, and what answered it.
     Asks {
+        /// The address asked for.
         target: Ipv4Addr,
+        /// The address asking.
         sender: Ipv4Addr,
+        /// Requests, retries included.
         requests: u64,
+        /// What became of the ask.
         answer: AskAnswer,
     },
-    /// The first request of an ask.
-    FirstAsk { target: Ipv4Addr, sender: Ipv4Addr },
-    /// The last request of an ask.
-    LastAsk { target: Ipv4Addr, sender: Ipv4Addr },
+    /// The first request of an ask (`who-has target tell sender`).
+    FirstAsk {
+        /// The address asked for.
+        target: Ipv4Addr,
+        /// The address asking.
+        sender: Ipv4Addr,
+    },
+    /// The last request of an ask (`who-has target tell sender`).
+    LastAsk {
+        /// The address asked for.
+        target: Ipv4Addr,
+        /// The address asking.
+        sender: Ipv4Addr,
+    },
     /// `target is-at mac`, to `to`.
     Reply {
+        /// The address answered for.
         target: Ipv4Addr,
+        /// The MAC it is at.
         mac: [u8; 6],
+        /// Who the reply went to.
         to: Ipv4Addr,
     },
     /// `addr` took `traffic` from `peer` here, and nothing from it to `peer` left here.
     CameIn {
+        /// The address whose traffic this is.
         addr: Ipv4Addr,
+        /// The other end.
         peer: Ipv4Addr,
+        /// ARP and IP packets counted.
         traffic: Traffic,
     },
     /// `addr` sent `traffic` to `peer` here, and nothing from `peer` came in here.
     WentOut {
+        /// The address whose traffic this is.
         addr: Ipv4Addr,
+        /// The other end.
         peer: Ipv4Addr,
+        /// ARP and IP packets counted.
         traffic: Traffic,
     },
     /// `ip is-at first`, then `ip is-at other`.
     Claimed {
+        /// The claimed address.
         ip: Ipv4Addr,
+        /// The first MAC that claimed it.
         first: [u8; 6],
+        /// The second MAC that claimed it.
         other: [u8; 6],
     },
 }
@@ -165,6 +217,7 @@ pub enum ArpSeen {
 /// A capture-side ARP / reply-path symptom with its evidence.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArpSymptom {
+    /// The symptom's own facts, by kind.
     pub problem: ArpProblem,
     /// Where it shows (for a reply-path mismatch: where the traffic leaves).
     pub iface: String,
@@ -174,12 +227,17 @@ pub struct ArpSymptom {
     pub addr: Ipv4Addr,
     /// The asking host / the peer (the address itself for a duplicate).
     pub peer: Ipv4Addr,
+    /// When it first showed, capture time in ns.
     pub t_ns: u64,
+    /// How many times it showed (ARP requests unanswered, requests of the ask, or 1 per
+    /// pair or claim).
     pub count: u64,
+    /// The observations behind it, in the order they support the claim.
     pub evidence: Vec<ArpEvidence>,
 }
 
 impl ArpSymptom {
+    /// The symptom's kind, from its problem.
     pub fn kind(&self) -> ArpSymptomKind {
         match self.problem {
             ArpProblem::CrossSubnetUnanswered { .. } => ArpSymptomKind::CrossSubnetUnanswered,
@@ -189,6 +247,7 @@ impl ArpSymptom {
         }
     }
 
+    /// How bad it is (its kind's severity).
     pub fn severity(&self) -> Severity {
         self.kind().severity()
     }

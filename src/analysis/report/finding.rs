@@ -15,7 +15,11 @@ use serde::Serialize;
 pub enum Severity {
     /// Context; does not make netcheck exit 1.
     Info,
+    /// Worth a look, not by itself failing traffic (ICRCs rewritten by the capture path,
+    /// PFC pauses, READ re-requests, malformed frames, ...); makes netcheck exit 1.
     Warning,
+    /// Loss or failure the traffic suffered (NAK resends, timeouts, unrecovered gaps, bad
+    /// ICRCs, ...); makes netcheck exit 1.
     Error,
 }
 
@@ -37,7 +41,9 @@ const WORST_SHOWN: usize = 3;
 /// (flow id, count), worst first, and how many more flows have some.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Worst {
+    /// (flow id, count) of the worst flows, most first, at most `WORST_SHOWN` (3).
     pub top: Vec<(u32, u64)>,
+    /// How many more flows, beyond `top`, have a non-zero count.
     pub more: usize,
 }
 
@@ -58,14 +64,20 @@ impl Worst {
 /// A NAK code other than PSN sequence error: the QP goes to the error state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NakError {
+    /// AETH NAK code 1: invalid request.
     InvalidRequest,
+    /// AETH NAK code 2: remote access error (bad R_Key, address or permissions).
     RemoteAccess,
+    /// AETH NAK code 3: remote operational error.
     RemoteOperational,
+    /// AETH NAK code 4: invalid RD request.
     InvalidRdRequest,
+    /// A reserved AETH NAK code (5 and up).
     Reserved,
 }
 
 impl NakError {
+    /// Every error code, in AETH code order.
     pub const ALL: [NakError; 5] = [
         NakError::InvalidRequest,
         NakError::RemoteAccess,
@@ -126,10 +138,15 @@ pub struct RateChange {
 /// CE marks and CNPs; the largest per-flow median CE→CNP latency; sender rates.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Congestion {
+    /// Packets marked ECN = CE ([`Totals::ce_marked`]).
     pub ce_marked: u64,
+    /// CNPs ([`Totals::cnp`]).
     pub cnp: u64,
+    /// CE marks no CNP answered ([`Totals::ce_without_cnp`]).
     pub ce_without_cnp: u64,
+    /// CNPs that answered no CE mark ([`Totals::cnp_without_ce`]).
     pub cnp_without_ce: u64,
+    /// The largest per-flow median CE -> CNP delay, ns; `None` when no flow measured one.
     pub ce_to_cnp_ns: Option<u64>,
     /// The first flows with a rate before their first CNP and after their last.
     pub rates: Vec<RateChange>,
@@ -141,89 +158,122 @@ pub enum FindingKind {
     /// NAKs (PSN sequence error) and the go-back-N resends they caused; the largest
     /// per-flow median NAK→resend latency.
     NakPsnSeq {
+        /// NAKs with code 0 (PSN sequence error).
         naks: u64,
+        /// Packets resent after a NAK.
         retransmitted: u64,
+        /// The largest per-flow median NAK -> resend delay, ns; `None` when none was
+        /// measured.
         nak_to_resend_ns: Option<u64>,
     },
     /// Resends after a transport timeout with no NAK (tail loss); the largest per-flow
     /// median observed timeout.
     TimeoutRetransmissions {
+        /// Packets resent by the requester's timer.
         packets: u64,
+        /// The largest per-flow median observed timeout, ns; `None` when none was measured.
         observed_ns: Option<u64>,
     },
     /// Gaps NAKed (or not capture loss) whose resend was never captured.
     UnrecoveredGaps {
+        /// Gaps never filled ([`Totals::unrecovered_gap_events`] minus capture loss).
         gaps: u64,
     },
     /// NAKs with an error code.
     NakError {
+        /// Which error code.
         code: NakError,
+        /// NAKs with that code.
         naks: u64,
     },
     /// Every checked ICRC fails: the capture path rewrites it.
     IcrcNotPreserved {
+        /// ICRCs that did not match.
         bad: u64,
+        /// ICRCs computed (matched or not).
         checked: u64,
     },
     /// Some ICRCs fail.
     IcrcBad {
+        /// ICRCs that did not match.
         bad: u64,
+        /// ICRCs computed (matched or not).
         checked: u64,
     },
     /// Gaps never filled with no NAK: the capture missed them.
     CaptureLoss {
+        /// Unfilled gaps counted as capture loss.
         gaps: u64,
+        /// PSNs those gaps skipped.
         missing_psns: u64,
     },
     /// RNR NAKs, the packets resent after the wait, and the waits of the first flows.
     RnrNak {
+        /// RNR NAKs.
         naks: u64,
+        /// Packets resent after an RNR NAK.
         resent: u64,
+        /// The first flows' requested and actual RNR waits.
         waits: Vec<RnrWait>,
     },
     /// READ Requests asked again and the responses sent again.
     ReadRerequests {
+        /// READ Requests re-issued.
         rerequests: u64,
+        /// READ responses sent again.
         resent: u64,
     },
     /// Packets sent again with no NAK seen and no original captured.
     UnknownRetransmissions {
+        /// Packets resent with no NAK seen and no original captured.
         packets: u64,
     },
     /// Copies made by the network.
     DuplicatePackets {
+        /// Request packets the network duplicated.
         packets: u64,
     },
     /// Originals overtaken on the way.
     ReorderedPackets {
+        /// Originals that arrived after later PSNs.
         packets: u64,
     },
     /// PFC / PAUSE frames (per sender and priority: `Report::pfc`) and flow stalls.
     PfcPause {
+        /// PAUSE / PFC frames that paused at least one priority.
         frames: u64,
+        /// Times a flow's traffic was stalled by a pause ([`Totals::pfc_stalls`]).
         stalls: u64,
     },
     /// ARP / reply-path symptoms of one kind (`Report::arp_symptoms`, the first in full).
     Arp {
+        /// Which symptom.
         kind: ArpSymptomKind,
+        /// How many times it was seen (the matching `arp_*` total).
         total: u64,
     },
     /// ARP requests nobody answered (the asks: `Report::arp`).
     ArpUnanswered {
+        /// ARP request packets no reply answered.
         requests: u64,
     },
     /// CE marks and CNPs.
     Congestion(Congestion),
+    /// Frames a dissector rejected as malformed.
     Malformed {
+        /// How many ([`Totals::malformed`]).
         frames: u64,
     },
     /// Frames cut by the snaplen.
     Truncated {
+        /// How many ([`Totals::truncated`]).
         frames: u64,
     },
     /// An input that ends in the middle of a record after `frames` complete frames.
     InputCutShort {
+        /// The input's name as given on the command line.
         file: String,
+        /// Complete frames read from it before the cut.
         frames: u64,
     },
 }
@@ -231,8 +281,12 @@ pub enum FindingKind {
 /// One problem (or note) about the run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
+    /// How bad it is.
     pub severity: Severity,
+    /// What it is about, with its numbers.
     pub kind: FindingKind,
+    /// The finding's headline number, of what its kind counts (NAKs, packets, gaps,
+    /// frames, ...).
     pub count: u64,
     /// When it first happened, if known.
     pub t_ns: Option<u64>,

@@ -7,12 +7,16 @@ use super::*;
 /// Drop counters of the capture path, summed over the sources.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Drops {
+    /// Packets the kernel dropped before libpcap got them (`ps_drop`).
     pub kernel: u64,
+    /// Packets the interface dropped (`ps_ifdrop`).
     pub iface: u64,
+    /// Frames rocetap dropped itself because its capture queue was full.
     pub rocetap: u64,
 }
 
 impl Drops {
+    /// Whether anything was dropped anywhere.
     pub fn any(&self) -> bool {
         self.kernel + self.iface + self.rocetap > 0
     }
@@ -23,15 +27,20 @@ impl Drops {
 pub struct HwCounter {
     /// `mlx5_0/1`
     pub port: String,
+    /// The counter's file name in `hw_counters` (e.g. `out_of_sequence`).
     pub name: String,
+    /// Its latest value.
     pub value: u64,
+    /// Change per second since the previous reading; `None` on the first reading.
     pub per_s: Option<f64>,
 }
 
 /// What the feeder is doing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FeedState {
+    /// Reading and analyzing.
     Running,
+    /// Paused by the user (replay), waiting for resume or a step.
     Paused,
     /// Every frame of the files was read (replay) or every source ended (live).
     Ended,
@@ -42,14 +51,19 @@ pub enum FeedState {
 /// What the feeder sends a few times a second.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
+    /// The analyzer's report so far (only the events since the previous snapshot).
     pub report: Report,
     /// Index in the analyzer's event log of `report.events[0]`.
     pub events_from: usize,
     /// `report` is the finished report: its events are the complete, final list.
     pub complete: bool,
+    /// Frames read so far, over every source.
     pub frames_read: u64,
+    /// Drops of the capture path so far (live only; zero in replay).
     pub drops: Drops,
+    /// The hardware counters' latest reading (live on an RDMA device; empty otherwise).
     pub hw: Vec<HwCounter>,
+    /// What the feeder is doing.
     pub state: FeedState,
     /// Nanoseconds since the feeder started (its monotonic clock).
     pub wall_ns: u64,

@@ -43,10 +43,13 @@ impl HwReader {
         }
     }
 
+    /// Whether no counter directory was found (nothing to read).
     pub fn is_empty(&self) -> bool {
         self.ports.is_empty()
     }
 
+    /// Reads every counter of every port now, with its change per second since the previous
+    /// call (`None` on the first).
     pub fn read(&mut self, now: Instant) -> Vec<HwCounter> {
         let secs = self
             .last_at

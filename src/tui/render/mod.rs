@@ -22,9 +22,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
+/// Smallest terminal width drawn, in columns; below it a message asks for a larger window.
 pub const MIN_W: u16 = 80;
+/// Smallest terminal height drawn, in rows.
 pub const MIN_H: u16 = 24;
 
+/// Draws the whole screen for `app`'s state: header, the current view, the footer, and the
+/// help overlay when shown (or a "terminal too small" message below [`MIN_W`] x [`MIN_H`]).
 pub fn render(f: &mut Frame<'_>, app: &App) {
     let area = f.area();
     if area.width < MIN_W || area.height < MIN_H {
@@ -183,6 +187,7 @@ pub fn dur(ns: u64) -> String {
     }
 }
 
+/// A pane title: `s` in bold with a space either side.
 pub fn title(s: &str) -> Span<'static> {
     Span::styled(
         format!(" {s} "),
