@@ -17,7 +17,9 @@ pub use crate::report::Severity;
 /// One lookup (or capture observation) behind a finding and what it answered.
 #[derive(Clone, Debug, Serialize)]
 pub struct Evidence {
+    /// The question, e.g. `ip route get 10.0.0.1 from 10.0.1.5 iif net1` or a capture observation.
     pub query: String,
+    /// What the kernel (as `lookup` computes it) or the capture answered.
     pub answer: String,
 }
 
@@ -29,18 +31,23 @@ pub struct Evidence {
 pub struct Finding {
     /// Stable identifier: `reply-path`, `node-source`, `arp-sysctl`, `roce-*`.
     pub id: &'static str,
+    /// How bad it is; findings at or above the `--fail-on` gate make the run exit 1.
     pub severity: Severity,
     /// One line, plain words.
     pub title: String,
     /// Why it happens.
     pub detail: String,
+    /// The lookups or observations that prove the finding, in the order they were made.
     pub evidence: Vec<Evidence>,
     /// Commands or settings that fix it.
     pub fix: Vec<String>,
+    /// A longer configuration block to paste (e.g. the NetworkAttachmentDefinition with `sbr`
+    /// chained); `None` for most findings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snippet: Option<String>,
 }
 
+/// A lookup's outcome as one line: the answer in `ip route get` style, or the error and why.
 pub fn show(o: &Outcome) -> String {
     match o {
         Ok(a) => a.to_string(),
@@ -60,14 +67,26 @@ fn probe(st: &NetState, q: Query, ev: &mut Vec<Evidence>) -> Outcome {
 /// Per-interface sysctls and what they do here.
 #[derive(Clone, Debug, Serialize)]
 pub struct IfaceSysctl {
+    /// The device name.
     pub dev: String,
+    /// The effective `rp_filter` (the larger of `all` and the device's): 0 off, 1 strict, 2 loose;
+    /// `None` when not collected.
     pub rp_filter: Option<i64>,
+    /// The effective `arp_ignore` (the larger of `all` and the device's): which ARP requests the
+    /// device answers; `None` when unknown.
     pub arp_ignore: Option<i64>,
+    /// The effective `arp_announce` (the larger of `all` and the device's): which source address
+    /// its ARP requests name; `None` when unknown.
     pub arp_announce: Option<i64>,
+    /// The effective `arp_filter` (1 when `all` or the device has it set): answer ARP only when the
+    /// reply would leave through this device; `None` when unknown.
     pub arp_filter: Option<i64>,
+    /// One sentence per sysctl on what it does on this interface, for `--verbose` text.
     pub effect: Vec<String>,
 }
 
+/// What an effective `rp_filter` value does, in one sentence: 0 off, 1 strict (drops requests, and
+/// so ARP, whose reply would leave elsewhere), 2 loose.
 pub fn rp_effect(v: i64) -> &'static str {
     match v {
         0 => "rp_filter off: no reverse-path check",
@@ -95,6 +114,8 @@ fn arp_announce_effect(v: i64) -> &'static str {
     }
 }
 
+/// The rp_filter / ARP sysctls of every interface but `lo`, with their effect; empty when the state
+/// has no sysctls (an offline dump without `sysctl.json`).
 pub fn iface_sysctls(st: &NetState) -> Vec<IfaceSysctl> {
     if !st.have_sysctl {
         return Vec::new();
@@ -213,6 +234,8 @@ pub fn apply_sbr(st: &NetState, dev: &str, table: u32) -> (NetState, Vec<String>
     (new, cmds)
 }
 
+/// The NetworkAttachmentDefinition excerpt shown with a reply-path error: how to chain the `sbr`
+/// CNI plugin after the main plugin.
 pub const SBR_SNIPPET: &str = r#"In the NetworkAttachmentDefinition of the secondary network, chain the sbr plugin
 after the main plugin (it adds the source rule and moves the interface's routes
 into their own table, as above):

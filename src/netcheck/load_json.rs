@@ -57,6 +57,9 @@ fn prefix(x: &str, v4: bool) -> Option<Prefix> {
     }
 }
 
+/// Loads the state saved in `dir`: `addr.json` and `route.json` are required, `rule.json` (else the
+/// default rules apply) and `sysctl.json` (else `have_sysctl` stays false) are optional. The error
+/// names the file and what is wrong with it.
 pub fn load_dir(dir: &Path) -> Result<NetState, String> {
     if !dir.is_dir() {
         return Err(format!("{}: not a directory", dir.display()));
@@ -91,6 +94,8 @@ pub fn load_dir(dir: &Path) -> Result<NetState, String> {
     Ok(st)
 }
 
+/// Adds the links and addresses of an `ip -j addr` dump (an array of links, each with its
+/// `addr_info`) to `st`, keeping device and address order.
 pub fn parse_addrs(v: &Value, st: &mut NetState) -> Result<(), String> {
     let links = v.as_array().ok_or("expected a JSON array of links")?;
     for l in links {
@@ -130,6 +135,8 @@ fn route_is_v6(r: &Value) -> bool {
     has_colon("dst") || has_colon("gateway") || has_colon("prefsrc") || r.get("pref").is_some()
 }
 
+/// Adds the routes of an `ip -j route show table all` dump (an array of routes, IPv4 and IPv6
+/// mixed; no `table` means main) to `st`.
 pub fn parse_routes(v: &Value, st: &mut NetState) -> Result<(), String> {
     let routes = v.as_array().ok_or("expected a JSON array of routes")?;
     for r in routes {
@@ -186,6 +193,8 @@ pub fn parse_routes(v: &Value, st: &mut NetState) -> Result<(), String> {
     Ok(())
 }
 
+/// Adds the policy rules of an `ip -j rule` dump (either family; the family is taken from the
+/// addresses or `family`) to `st`.
 pub fn parse_rules(v: &Value, st: &mut NetState) -> Result<(), String> {
     let rules = v.as_array().ok_or("expected a JSON array of rules")?;
     for r in rules {

@@ -27,24 +27,35 @@ use output::{output_v4, output_v6};
 /// One question: `ip route get DST [from SRC] [iif DEV] [oif DEV] [mark N]`.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Query {
+    /// The destination to look up; `None` only in a query still being built (parsing requires one).
     pub dst: Option<IpAddr>,
+    /// `from SRC`: the source address the packet carries; `None` lets the kernel pick one (output
+    /// path).
     pub src: Option<IpAddr>,
+    /// `iif DEV`: the device the packet arrived on; set, the input path (`ip_route_input`) is
+    /// modelled instead of the output path.
     pub iif: Option<String>,
+    /// `oif DEV`: the device the sending socket is bound to; `None` for an unbound socket.
     pub oif: Option<String>,
+    /// `mark N`: the packet's firewall mark (`SO_MARK`), matched by `fwmark` rules; 0 when
+    /// unmarked.
     pub mark: u32,
 }
 
 impl Query {
+    /// A query for `dst` with nothing else set: a locally generated packet from an unbound socket.
     pub fn to(dst: IpAddr) -> Self {
         Query {
             dst: Some(dst),
             ..Default::default()
         }
     }
+    /// The same query with source address `src` (`from SRC`).
     pub fn from(mut self, src: IpAddr) -> Self {
         self.src = Some(src);
         self
     }
+    /// The same query for a packet received on device `dev` (`iif DEV`): an input-path lookup.
     pub fn iif(mut self, dev: &str) -> Self {
         self.iif = Some(dev.to_string());
         self
@@ -118,6 +129,7 @@ impl fmt::Display for Query {
 /// The kernel's answer.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Answer {
+    /// The type of the route that answered (`unicast`, `local`, ...; JSON `type`).
     #[serde(rename = "type")]
     pub kind: RouteType,
     /// Table that answered; `None` when no table did (`ip` prints `table unspec`).
@@ -126,11 +138,14 @@ pub struct Answer {
     pub rule: Option<u32>,
     /// The route used, in `ip route` syntax.
     pub route: Option<String>,
+    /// The output device; `lo` for packets delivered locally.
     pub dev: String,
+    /// The next hop's gateway; `None` when the destination is on the link.
     pub gateway: Option<IpAddr>,
     /// The source the kernel picked (what `ip route get` prints as `prefsrc`), when the
     /// query gave none.
     pub prefsrc: Option<IpAddr>,
+    /// True when the answer is for the input path (the query had `iif`), false for the output path.
     pub input: bool,
     /// Notes where the answer rests on a choice the kernel makes per flow (multipath).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,18 +179,27 @@ impl fmt::Display for Answer {
     }
 }
 
+/// The error a failed lookup gives, as `ip route get` reports it (JSON: the errno's name).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Errno {
+    /// `ENETUNREACH`: no route matched, or an `unreachable` rule did.
     #[serde(rename = "ENETUNREACH")]
     NetUnreach,
+    /// `EHOSTUNREACH`: the lookup landed on an `unreachable` route.
     #[serde(rename = "EHOSTUNREACH")]
     HostUnreach,
+    /// `EINVAL`: a martian or otherwise invalid source or destination (multicast, broadcast or
+    /// zeronet source, zeronet destination).
     #[serde(rename = "EINVAL")]
     Inval,
+    /// `EACCES`: a `prohibit` route or rule matched.
     #[serde(rename = "EACCES")]
     Acces,
+    /// `ENODEV`: a device named in the query does not exist.
     #[serde(rename = "ENODEV")]
     NoDev,
+    /// `EXDEV`: reverse-path validation (`rp_filter`) rejected the source: the route back to it
+    /// does not leave through the receiving device.
     #[serde(rename = "EXDEV")]
     XDev,
     /// Not an errno: a case this model does not compute.
@@ -198,8 +222,10 @@ impl Errno {
     }
 }
 
+/// A failed lookup: the errno and the check that produced it.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LookupError {
+    /// The error `ip route get` would print.
     pub errno: Errno,
     /// Why, in the kernel's terms (which check rejected it).
     pub why: String,
@@ -218,6 +244,7 @@ fn err(errno: Errno, why: impl Into<String>) -> LookupError {
     }
 }
 
+/// The result of one lookup: the kernel's answer or its error.
 pub type Outcome = Result<Answer, LookupError>;
 
 /// Errno of a route type when the lookup lands on it (`fib_props[].error`).

@@ -8,6 +8,8 @@
 //! alone or next to a namespace's state.
 //! Exit 0 when clean, 1 with findings (errors or warnings), 2 when the state cannot be read.
 
+#![warn(missing_docs)]
+
 pub mod capture;
 pub mod checks;
 pub mod load_json;

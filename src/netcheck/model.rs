@@ -8,18 +8,27 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
+/// Routing table 253, `default`: consulted last by the IPv4 default rule 32767.
 pub const RT_TABLE_DEFAULT: u32 = 253;
+/// Routing table 254, `main`: where `ip route` adds routes unless told otherwise.
 pub const RT_TABLE_MAIN: u32 = 254;
+/// Routing table 255, `local`: the kernel's routes to the namespace's own and broadcast addresses.
 pub const RT_TABLE_LOCAL: u32 = 255;
 
 /// Route scopes (`rtm_scope`); smaller is wider.
 pub mod scope {
+    /// Scope 0, `global`: the route or address is valid anywhere.
     pub const UNIVERSE: u8 = 0;
+    /// Scope 200, `site`: valid within the site (IPv6 only in practice).
     pub const SITE: u8 = 200;
+    /// Scope 253, `link`: valid on the attached link only, e.g. a connected subnet's route.
     pub const LINK: u8 = 253;
+    /// Scope 254, `host`: valid on this host only, e.g. `127.0.0.1` or the local table's routes.
     pub const HOST: u8 = 254;
+    /// Scope 255, `nowhere`: the destination does not exist.
     pub const NOWHERE: u8 = 255;
 
+    /// The name `ip` prints for scope `s` (`global`, `link`, ...), or the number when it has none.
     pub fn name(s: u8) -> String {
         match s {
             UNIVERSE => "global".into(),
@@ -31,6 +40,8 @@ pub mod scope {
         }
     }
 
+    /// Parses a scope as `ip` writes it (a name, `universe` too, or a number); `None` for anything
+    /// else.
     pub fn parse(s: &str) -> Option<u8> {
         Some(match s {
             "global" | "universe" => UNIVERSE,
@@ -43,6 +54,7 @@ pub mod scope {
     }
 }
 
+/// The name `ip` gives table `t` (`local`, `main`, `default`), else the number as text.
 pub fn table_name(t: u32) -> String {
     match t {
         RT_TABLE_LOCAL => "local".into(),
@@ -52,6 +64,8 @@ pub fn table_name(t: u32) -> String {
     }
 }
 
+/// Parses a table as `ip` writes it: `local`, `main`, `default`, `unspec` (0) or a number; `None`
+/// otherwise.
 pub fn parse_table(s: &str) -> Option<u32> {
     Some(match s {
         "local" => RT_TABLE_LOCAL,
@@ -65,20 +79,26 @@ pub fn parse_table(s: &str) -> Option<u32> {
 /// An address with a prefix length: a subnet, a host route, or `default` (length 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Prefix {
+    /// The address; for a subnet it may still carry host bits (`10.0.0.5/24`), see
+    /// [`Prefix::network`].
     pub addr: IpAddr,
+    /// The prefix length in bits: 0 (`default`) to 32 for IPv4, to 128 for IPv6.
     pub len: u8,
 }
 
 impl Prefix {
+    /// A prefix of `addr` with `len` bits, taken as given (host bits are not cleared).
     pub fn new(addr: IpAddr, len: u8) -> Self {
         Prefix { addr, len }
     }
+    /// The host prefix of `addr`: /32 for IPv4, /128 for IPv6.
     pub fn host(addr: IpAddr) -> Self {
         Prefix {
             addr,
             len: if addr.is_ipv4() { 32 } else { 128 },
         }
     }
+    /// The `default` prefix (length 0) of the family: `0.0.0.0/0` when `v4`, else `::/0`.
     pub fn any(v4: bool) -> Self {
         if v4 {
             Prefix::new(IpAddr::from([0u8; 4]), 0)
@@ -86,9 +106,11 @@ impl Prefix {
             Prefix::new(IpAddr::from([0u16; 8]), 0)
         }
     }
+    /// True when the prefix names a single address (/32 or /128).
     pub fn is_host(&self) -> bool {
         self.len == if self.addr.is_ipv4() { 32 } else { 128 }
     }
+    /// True when `a` lies inside the prefix; an address of the other family never does.
     pub fn contains(&self, a: IpAddr) -> bool {
         match (self.addr, a) {
             (IpAddr::V4(p), IpAddr::V4(x)) => {
@@ -137,6 +159,7 @@ impl fmt::Display for Prefix {
     }
 }
 
+/// The IPv4 netmask of `len` bits as a number (`24` → `0xffffff00`); lengths above 32 count as 32.
 pub fn mask32(len: u8) -> u32 {
     if len == 0 {
         0
@@ -145,6 +168,7 @@ pub fn mask32(len: u8) -> u32 {
     }
 }
 
+/// The IPv6 netmask of `len` bits as a number; lengths above 128 count as 128.
 pub fn mask128(len: u8) -> u128 {
     if len == 0 {
         0
@@ -153,46 +177,73 @@ pub fn mask128(len: u8) -> u128 {
     }
 }
 
+/// A network device (`ip link`), as far as routing needs it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Link {
+    /// The interface index (`ifindex`), unique within the namespace.
     pub index: u32,
+    /// The device name, e.g. `eth0` or `net1`.
     pub name: String,
+    /// Administratively up (`IFF_UP`); routes through a down device are not used.
     pub up: bool,
+    /// The MTU in bytes; `None` when the source did not report it.
     pub mtu: Option<u32>,
 }
 
+/// An interface address (`ip addr`): one line of the device's address list.
 #[derive(Clone, Debug, Serialize)]
 pub struct Address {
+    /// The name of the device that holds the address.
     pub dev: String,
+    /// The address itself (IPv4 or IPv6).
     pub addr: IpAddr,
+    /// The prefix length of the address's subnet in bits (`/24` → 24).
     pub prefix_len: u8,
+    /// The address scope (`rtm_scope`, see [`scope`]): 0 global, 253 link, 254 host.
     pub scope: u8,
+    /// A secondary address: another address in a subnet the device already has a primary for; never
+    /// picked as a source before the primary.
     pub secondary: bool,
 }
 
 impl Address {
+    /// The subnet the address lives in (address and prefix length, host bits kept).
     pub fn subnet(&self) -> Prefix {
         Prefix::new(self.addr, self.prefix_len)
     }
 }
 
+/// The route type (`rtm_type`): what the kernel does with a packet that matches the route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RouteType {
+    /// Forwarded to a gateway or straight to a neighbour on the link (the ordinary route).
     Unicast,
+    /// Delivered to this host (a local address; lives in the `local` table).
     Local,
+    /// A broadcast address, delivered locally and sent as link broadcast.
     Broadcast,
+    /// An anycast address of this host (IPv6), delivered locally.
     Anycast,
+    /// A multicast route.
     Multicast,
+    /// Silently dropped.
     Blackhole,
+    /// Dropped with `EHOSTUNREACH` (ICMP host unreachable).
     Unreachable,
+    /// Dropped with `EACCES` (ICMP administratively prohibited).
     Prohibit,
+    /// Lookup of this table stops here and continues with the next rule.
     Throw,
+    /// Stateless NAT (obsolete; kept as the kernel reports it).
     Nat,
+    /// A type this crate does not know.
     Other,
 }
 
 impl RouteType {
+    /// Parses a type as `ip` writes it (`unicast`, `local`, `blackhole`, ...); unknown names give
+    /// [`RouteType::Other`].
     pub fn parse(s: &str) -> RouteType {
         match s {
             "unicast" => RouteType::Unicast,
@@ -208,6 +259,7 @@ impl RouteType {
             _ => RouteType::Other,
         }
     }
+    /// The name `ip` uses for the type, the inverse of [`RouteType::parse`].
     pub fn name(self) -> &'static str {
         match self {
             RouteType::Unicast => "unicast",
@@ -225,25 +277,43 @@ impl RouteType {
     }
 }
 
+/// One next hop of a route; a multipath route has several.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NextHop {
+    /// The outgoing device; `None` for a route that names only a gateway or for routes without one
+    /// (blackhole).
     pub dev: Option<String>,
+    /// The gateway (`via`); `None` for a directly connected destination.
     pub gateway: Option<IpAddr>,
+    /// The ECMP weight (`weight` in `ip route`; 0 when not given, which counts as 1).
     pub weight: u32,
     /// `dead` (device down) next hops are skipped by lookups.
     pub dead: bool,
 }
 
+/// A route of any table (`ip route show table all`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Route {
+    /// The table the route is in (254 = main, 255 = local, see [`table_name`]).
     pub table: u32,
+    /// What a matching packet gets: forwarded, delivered locally, dropped, ...
     pub kind: RouteType,
+    /// The destination prefix; length 0 is `default`.
     pub dst: Prefix,
+    /// The TOS the route is restricted to; 0 matches any.
     pub tos: u8,
+    /// The route's metric (`priority`); among equal prefixes the lowest wins.
     pub metric: u32,
+    /// The route scope (see [`scope`]): `link` for connected subnets, `global` for routes via a
+    /// gateway.
     pub scope: u8,
+    /// Who installed it (`kernel`, `boot`, `static`, `dhcp`, ... or a number); empty when unknown.
     pub protocol: String,
+    /// The preferred source address (`src`) for traffic the route carries; `None` leaves source
+    /// selection to the kernel.
     pub prefsrc: Option<IpAddr>,
+    /// The next hops: one for an ordinary route, several for multipath, none for blackhole /
+    /// unreachable / local routes.
     pub nexthops: Vec<NextHop>,
 }
 
@@ -295,30 +365,51 @@ impl Route {
     }
 }
 
+/// What a policy rule does when it matches (`ip rule ... ACTION`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RuleAction {
+    /// `lookup TABLE`: look the destination up in that table; no match there continues with the
+    /// next rule.
     Table(u32),
+    /// `goto PRIORITY`: jump to the first rule at or after that priority.
     Goto(u32),
+    /// `nop`: do nothing and go on with the next rule.
     Nop,
+    /// `blackhole`: drop the packet silently.
     Blackhole,
+    /// `unreachable`: fail with `ENETUNREACH`.
     Unreachable,
+    /// `prohibit`: fail with `EACCES`.
     Prohibit,
 }
 
+/// A policy routing rule (`ip rule`): which packets it selects and what it does with them. The
+/// `sbr` CNI plugin adds one `from <VF address> lookup <table>` rule per pod interface.
 #[derive(Clone, Debug, Serialize)]
 pub struct Rule {
+    /// True for an IPv4 rule, false for IPv6: the families have separate rule lists.
     pub v4: bool,
+    /// The rule's priority (`pref`); rules are tried from the lowest up.
     pub priority: u32,
+    /// `not`: the rule matches packets its selectors do not match.
     pub invert: bool,
+    /// `from PREFIX`: the source prefix the rule selects; `None` is `from all`.
     pub src: Option<Prefix>,
+    /// `to PREFIX`: the destination prefix the rule selects; `None` matches any.
     pub dst: Option<Prefix>,
+    /// `iif DEV`: only packets arriving on this device (or, for `lo`, sent by this host).
     pub iif: Option<String>,
+    /// `oif DEV`: only packets sent from a socket bound to this device.
     pub oif: Option<String>,
     /// (mark, mask)
     pub fwmark: Option<(u32, u32)>,
+    /// The TOS the rule selects; 0 matches any.
     pub tos: u8,
+    /// What happens when the rule matches.
     pub action: RuleAction,
+    /// `suppress_prefixlength N`: ignore a table's answer whose prefix is N bits or shorter (used
+    /// to skip a default route); `None` when not set.
     pub suppress_prefixlen: Option<u32>,
     /// A rule the lookup cannot evaluate (l3mdev, uid range, ports, ip proto, tunnel id):
     /// the lookup reports it instead of guessing.
@@ -326,6 +417,7 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// `ip rule` syntax (`32765: from 10.0.0.5 lookup 100`), as `ip rule show` prints it.
     pub fn spec(&self) -> String {
         let mut s = format!("{}:", self.priority);
         if self.invert {
@@ -401,7 +493,10 @@ pub struct NetState {
     pub links: Vec<Link>,
     /// Per device, in the device's own order (primary first).
     pub addrs: Vec<Address>,
+    /// Every route of every table, in the order the source listed them.
     pub routes: Vec<Route>,
+    /// The policy rules of both families as given; see [`NetState::rules_for`] for the effective
+    /// list.
     pub rules: Vec<Rule>,
     /// `net.ipv4.conf.<dev>.<key>` and friends, as strings; empty when unknown.
     pub sysctl: BTreeMap<String, String>,
@@ -410,12 +505,16 @@ pub struct NetState {
 }
 
 impl NetState {
+    /// The link named `name`, if the namespace has one.
     pub fn link(&self, name: &str) -> Option<&Link> {
         self.links.iter().find(|l| l.name == name)
     }
+    /// The addresses of device `dev`, primary first.
     pub fn addrs_of<'a>(&'a self, dev: &'a str) -> impl Iterator<Item = &'a Address> + 'a {
         self.addrs.iter().filter(move |a| a.dev == dev)
     }
+    /// The rules of one family sorted by priority; a namespace with no rules listed gets the
+    /// defaults (`0 local`, `32766 main`, `32767 default` for IPv4).
     pub fn rules_for(&self, v4: bool) -> Vec<Rule> {
         let mut r: Vec<Rule> = self.rules.iter().filter(|r| r.v4 == v4).cloned().collect();
         if r.is_empty() {

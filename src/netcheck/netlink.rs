@@ -27,12 +27,16 @@ use std::path::PathBuf;
 /// Which namespace to read.
 #[derive(Clone, Debug)]
 pub enum Target {
+    /// The namespace this process is in.
     Current,
+    /// A named namespace, `/run/netns/NAME` (as `ip netns add` creates it).
     Netns(String),
+    /// The namespace of process `PID`, `/proc/PID/ns/net`.
     Pid(u32),
 }
 
 impl Target {
+    /// The target in words for reports: `current network namespace`, `netns NAME`, `pid PID`.
     pub fn describe(&self) -> String {
         match self {
             Target::Current => "current network namespace".into(),
@@ -52,7 +56,10 @@ impl Target {
 /// A failure with the step that failed and a hint.
 #[derive(Debug)]
 pub struct LiveError {
+    /// The step that failed, e.g. opening the namespace file or a netlink dump.
     pub what: String,
+    /// What to try, e.g. a missing privilege or namespace name; `None` when there is nothing to
+    /// add.
     pub hint: Option<String>,
 }
 

@@ -10,22 +10,36 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
+/// The `schema` of netcheck's JSON report; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "rocetap.netcheck/1";
 
+/// A netcheck run's result: the verdict, the findings worst first, and what was read to reach them.
+/// Serialized as is for `--format json`.
 #[derive(Serialize)]
 pub struct Report {
+    /// Always [`SCHEMA`].
     pub schema: &'static str,
+    /// What was checked: the namespace (`netns NAME`, `pid PID`, a `--from` directory) and/or the
+    /// captures, joined with ` + `.
     pub origin: String,
     /// `ok` or `findings`.
     pub verdict: &'static str,
+    /// Findings of severity error.
     pub errors: usize,
+    /// Findings of severity warning (infos are not counted).
     pub warnings: usize,
+    /// Every finding, sorted worst first.
     pub findings: Vec<Finding>,
+    /// The rp_filter / ARP sysctls of each interface and their effect; empty when not collected.
     pub interfaces: Vec<IfaceSysctl>,
+    /// The RDMA ports read from sysfs; empty offline without `--sysfs-root` or on a machine without
+    /// RDMA devices.
     pub rdma_ports: Vec<Port>,
 }
 
 impl Report {
+    /// Builds the report: sorts the findings worst first and counts errors and warnings for the
+    /// verdict.
     pub fn new(
         origin: String,
         mut findings: Vec<Finding>,
@@ -57,6 +71,7 @@ impl Report {
         }
     }
 
+    /// True when there are errors or warnings (infos alone leave the verdict `ok`).
     pub fn has_findings(&self) -> bool {
         self.errors + self.warnings > 0
     }

@@ -33,26 +33,42 @@ pub const ERROR_COUNTERS: &[&str] = &[
     "roce_slow_restart",
 ];
 
+/// One entry of a port's GID table that is bound to a netdev (`gid_attrs/ndevs/<n>`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Gid {
+    /// The GID index (`gids/<n>`), what an application passes as `sgid_index`.
     pub index: u32,
+    /// The GID as sysfs prints it, e.g. `0000:0000:0000:0000:0000:ffff:0a00:0005`.
     pub gid: String,
+    /// The GID type (`gid_attrs/types/<n>`): `RoCE v2` or `IB/RoCE v1`; empty when not given (JSON
+    /// `type`).
     #[serde(rename = "type")]
     pub kind: String,
+    /// The netdev the GID belongs to (`gid_attrs/ndevs/<n>`).
     pub netdev: String,
     /// The IPv4 address a `::ffff:a.b.c.d` GID stands for.
     pub ipv4: Option<IpAddr>,
 }
 
+/// One RDMA device port as sysfs shows it (`/sys/class/infiniband/<dev>/ports/<p>`), with what RoCE
+/// readiness needs.
 #[derive(Clone, Debug, Serialize)]
 pub struct Port {
+    /// The RDMA device, e.g. `mlx5_0`.
     pub device: String,
+    /// The port number as text, counted from 1.
     pub port: String,
+    /// `Ethernet` (RoCE) or `InfiniBand`; `None` when the file is missing.
     pub link_layer: Option<String>,
+    /// The state file as sysfs words it, e.g. `4: ACTIVE`; `None` when missing.
     pub state: Option<String>,
+    /// The IB MTU in use in bytes (`active_mtu`, `4096 (5)` read as 4096); `None` when missing.
     pub active_mtu: Option<u32>,
+    /// The netdevs the port's GIDs are bound to, sorted, no duplicates.
     pub netdevs: Vec<String>,
+    /// The GIDs bound to a netdev, by index.
     pub gids: Vec<Gid>,
+    /// The port's `hw_counters` by name (absent counters are left out).
     pub counters: BTreeMap<String, u64>,
 }
 

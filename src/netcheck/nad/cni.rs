@@ -10,6 +10,7 @@ use super::yaml::Style;
 use super::yaml::{self, Node, Pos};
 use serde_json::{json, Value};
 
+/// The CNI specification versions a `cniVersion` may name; anything else is `nad-cni-version`.
 pub const CNI_VERSIONS: &[&str] = &[
     "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
 ];
@@ -23,37 +24,55 @@ pub fn json_msg(e: &serde_json::Error) -> String {
     }
 }
 
+/// One plugin of the configuration's chain.
 #[derive(Clone, Debug)]
 pub struct Plugin {
+    /// Its `type` (`sriov`, `sbr`, `tuning`, ...); empty when not given.
     pub ty: String,
+    /// The plugin's JSON object, with positions relative to the configuration text.
     pub node: Node,
     /// `spec.config.plugins[0]`, or `spec.config` for a single-plugin configuration.
     pub path: String,
 }
 
+/// A NAD's `spec.config`, parsed: valid JSON, the same text with positions, and the plugin chain.
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Positions relative to the configuration text.
     pub root: Node,
+    /// The configuration as strict JSON, as the CNI runtime reads it.
     pub json: Value,
+    /// True for a plugin list (`plugins` present), false for a single-plugin configuration.
     pub conflist: bool,
+    /// The plugins in chain order; one for a single-plugin configuration.
     pub plugins: Vec<Plugin>,
 }
 
+/// Why `spec.config` could not be read as a CNI configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ConfigError {
+    /// The NAD has no `spec.config`.
     Missing,
+    /// `spec.config` is not a string (a mapping or list written in YAML instead of JSON text).
     NotString {
+        /// Where the non-string value is in the file.
         pos: Pos,
     },
+    /// `spec.config` is not valid JSON.
     Json {
+        /// The line inside the configuration text, counted from 1 (serde_json's position).
         line: usize,
+        /// The column inside the configuration text, counted from 1.
         col: usize,
+        /// serde_json's message, without its position.
         msg: String,
     },
+    /// `spec.config` is valid JSON but not an object.
     NotObject,
 }
 
+/// Parses a NAD's `spec.config` (`None`: the NAD has none) as strict JSON and types its plugin
+/// chain.
 pub fn parse(node: Option<&Node>) -> Result<Config, ConfigError> {
     let node = node.ok_or(ConfigError::Missing)?;
     let text = node.str().ok_or(ConfigError::NotString { pos: node.pos })?;
@@ -104,6 +123,7 @@ pub fn parse(node: Option<&Node>) -> Result<Config, ConfigError> {
 pub struct ConfigMap {
     /// Where the text's line 1, column 1 is.
     pub line: usize,
+    /// Where the text's column 1 is, on the line `line`.
     pub col: usize,
     /// A literal block (`config: |`): each line of the text is a line of the file, at
     /// `col`; otherwise only the text's first line maps (a one-line scalar written as is).
@@ -170,6 +190,7 @@ pub fn known_keys(ty: &str) -> Option<&'static [&'static str]> {
     })
 }
 
+/// The top-level keys of a plugin list (`plugins` configuration), besides the common ones.
 pub const CONFLIST_KEYS: &[&str] = &[
     "cniVersion",
     "cniVersions",
@@ -179,6 +200,7 @@ pub const CONFLIST_KEYS: &[&str] = &[
     "disableGC",
 ];
 
+/// The keys the whereabouts IPAM plugin understands at the top of `ipam`.
 pub const WHEREABOUTS_KEYS: &[&str] = &[
     "type",
     "range",
@@ -211,8 +233,11 @@ pub const WHEREABOUTS_KEYS: &[&str] = &[
     "overlapping_ranges",
 ];
 
+/// The keys of one entry of whereabouts' `ipRanges`.
 pub const IP_RANGE_KEYS: &[&str] = &["range", "range_start", "range_end", "exclude", "gateway"];
 
+/// True when `k` is one of `keys` or a key every plugin takes (`type`, `name`, `cniVersion`,
+/// `capabilities`, ...).
 pub fn is_known(keys: &[&str], k: &str) -> bool {
     keys.contains(&k) || COMMON.contains(&k)
 }
@@ -244,21 +269,36 @@ pub fn suggest(keys: &[&str], k: &str) -> Option<String> {
 /// One `range` of whereabouts (the top-level one or an `ipRanges` entry).
 #[derive(Clone, Debug)]
 pub struct Range {
+    /// The range as a CIDR (for the start-end form, the `/LEN` network of the start address).
     pub cidr: Cidr,
     /// `198.51.100.0/24`, or the start-end form `198.51.100.10-198.51.100.50/24`.
     pub text: String,
+    /// The field path, e.g. `spec.config.plugins[0].ipam.range` or `...ipam.ipRanges[1].range`.
     pub path: String,
+    /// Where the range's value is in the configuration text.
     pub pos: Pos,
+    /// The first address to hand out (`range_start`, or the start of the `a-b/len` form) as
+    /// (address, field path, position); `None`: the range's first host.
     pub start: Option<(u32, String, Pos)>,
+    /// The last address to hand out (`range_end`, or the end of the `a-b/len` form) as (address,
+    /// field path, position); `None`: the range's last host.
     pub end: Option<(u32, String, Pos)>,
+    /// The `exclude` entries of this range as (CIDR, field path, position): addresses whereabouts
+    /// never hands out.
     pub excludes: Vec<(Cidr, String, Pos)>,
 }
 
+/// A plugin's `ipam` section, as far as whereabouts reads it.
 #[derive(Clone, Debug, Default)]
 pub struct Ipam {
+    /// The IPAM plugin's `type` (`whereabouts`, `host-local`, ...); empty when not given.
     pub ty: String,
+    /// The IPv4 ranges: the top-level `range` first, then each `ipRanges` entry.
     pub ranges: Vec<Range>,
+    /// `ipam.gateway` as (address, field path, position); `None` when not given or not IPv4.
     pub gateway: Option<(u32, String, Pos)>,
+    /// `ipam.network_name`: pools of the same range with different names are separate; `None` when
+    /// not given.
     pub network_name: Option<String>,
     /// Values that are not what they should be: (path, position, what).
     pub bad: Vec<(String, Pos, String)>,

@@ -6,9 +6,12 @@
 use std::fmt;
 use std::net::Ipv4Addr;
 
+/// An IPv4 subnet, host bits cleared: `198.51.100.0/24`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Cidr {
+    /// The network address as a host-order `u32` (`198.51.100.0` → `0xc6336400`).
     pub net: u32,
+    /// The prefix length in bits, 0 to 32.
     pub len: u8,
 }
 
@@ -31,24 +34,30 @@ impl Cidr {
         let a: Ipv4Addr = a.parse().ok()?;
         Some(Cidr::new(u32::from(a), l))
     }
+    /// The subnet of `addr` with `len` bits; host bits of `addr` are cleared.
     pub fn new(addr: u32, len: u8) -> Cidr {
         Cidr {
             net: addr & mask(len),
             len,
         }
     }
+    /// The network address (the lowest address of the CIDR).
     pub fn first(&self) -> u32 {
         self.net
     }
+    /// The broadcast address (the highest address of the CIDR).
     pub fn last(&self) -> u32 {
         self.net | !mask(self.len)
     }
+    /// True when address `a` lies inside the CIDR.
     pub fn contains(&self, a: u32) -> bool {
         a & mask(self.len) == self.net
     }
+    /// True when all of `o` lies inside this CIDR.
     pub fn contains_cidr(&self, o: &Cidr) -> bool {
         o.len >= self.len && self.contains(o.net)
     }
+    /// True when the two CIDRs share any address (one then contains the other).
     pub fn overlaps(&self, o: &Cidr) -> bool {
         self.contains(o.net) || o.contains(self.net)
     }
@@ -68,10 +77,12 @@ impl fmt::Display for Cidr {
     }
 }
 
+/// A host-order `u32` as an [`Ipv4Addr`], for printing.
 pub fn ip(a: u32) -> Ipv4Addr {
     Ipv4Addr::from(a)
 }
 
+/// Parses a dotted IPv4 address (`A.B.C.D`, surrounding blanks allowed) into a host-order `u32`.
 pub fn parse_ip(s: &str) -> Option<u32> {
     s.trim().parse::<Ipv4Addr>().ok().map(u32::from)
 }
@@ -81,6 +92,7 @@ pub fn parse_ip(s: &str) -> Option<u32> {
 pub struct Set(pub Vec<(u32, u32)>);
 
 impl Set {
+    /// The addresses `a` to `b` inclusive; empty when `a > b`.
     pub fn interval(a: u32, b: u32) -> Set {
         if a <= b {
             Set(vec![(a, b)])
@@ -88,15 +100,19 @@ impl Set {
             Set::default()
         }
     }
+    /// How many addresses the set holds (a `u64`: a /0 holds 2^32).
     pub fn count(&self) -> u64 {
         self.0.iter().map(|(a, b)| u64::from(b - a) + 1).sum()
     }
+    /// True when address `x` is in the set.
     pub fn contains(&self, x: u32) -> bool {
         self.0.iter().any(|(a, b)| *a <= x && x <= *b)
     }
+    /// True when the set holds no address.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// Takes the addresses `lo` to `hi` inclusive out of the set (an `exclude`).
     pub fn remove(&mut self, lo: u32, hi: u32) {
         let mut out = Vec::with_capacity(self.0.len() + 1);
         for &(a, b) in &self.0 {
@@ -113,6 +129,7 @@ impl Set {
         }
         self.0 = out;
     }
+    /// The addresses in both sets (what two ranges share).
     pub fn intersect(&self, o: &Set) -> Set {
         let mut out = Vec::new();
         for &(a, b) in &self.0 {

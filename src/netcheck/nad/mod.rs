@@ -25,12 +25,19 @@ use std::time::Duration;
 /// What to lint, already validated by the command layer.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
+    /// The files holding NetworkAttachmentDefinitions (`--nad`; `-` is standard input).
     pub nads: Vec<PathBuf>,
+    /// The files holding SriovNetworkNodePolicies (`--sriov-policy`).
     pub policies: Vec<PathBuf>,
+    /// The nodes file (`--nodes`) with each node's PF addresses and MTUs; `None` when not given.
     pub nodes_file: Option<PathBuf>,
     /// `ip -j` dumps of nodes (`--from`).
     pub node_dirs: Vec<PathBuf>,
+    /// The CNI plugin directory (`--cni-bin-dir`), where the installed `sbr` is run for its
+    /// version; `None`: not probed.
     pub cni_bin_dir: Option<PathBuf>,
+    /// The installed sbr's version as given (`--sbr-version X.Y.Z`); a version probed from
+    /// `cni_bin_dir` takes precedence.
     pub sbr_version: Option<String>,
     /// Findings at or above this severity make the run fail.
     pub gate: Option<Severity>,
@@ -39,7 +46,9 @@ pub struct Config {
 /// A failure to read the inputs (exit 2), with a hint where one helps.
 #[derive(Debug)]
 pub struct NadError {
+    /// What could not be read, naming the file or option.
     pub what: String,
+    /// What to do about it; `None` when there is nothing to add.
     pub hint: Option<String>,
 }
 
@@ -52,6 +61,8 @@ impl From<LoadError> for NadError {
     }
 }
 
+/// Reads every input, lints it and returns the report (not yet printed); Err when an input cannot
+/// be read or an option is malformed.
 pub fn check(cfg: &Config) -> Result<report::Report, NadError> {
     let stdin_uses = cfg
         .nads

@@ -12,25 +12,38 @@ use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use std::fmt::Write;
 
+/// The `schema` of the NAD lint's JSON report; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "rocetap.nad/1";
 
+/// The Kubernetes object a finding is about, as the JSON report names it.
 #[derive(Serialize, Clone, Debug)]
 pub struct Object {
+    /// The object's `kind`, e.g. `NetworkAttachmentDefinition`.
     pub kind: String,
+    /// `metadata.namespace` (`default` when the object gives none).
     pub namespace: String,
+    /// `metadata.name`.
     pub name: String,
 }
 
+/// A position inside `spec.config`'s JSON text (JSON `config_position`).
 #[derive(Serialize, Clone, Debug)]
 pub struct ConfigPos {
+    /// The line of the configuration text, counted from 1.
     pub line: usize,
+    /// The column, counted from 1.
     pub column: usize,
 }
 
+/// One worded NAD finding: the netcheck [`Finding`] (flattened into the same JSON object) plus what
+/// it is about and where.
 #[derive(Serialize, Clone, Debug)]
 pub struct NadFinding {
+    /// Id, severity, title, detail, evidence, fix and snippet, as netcheck words every finding.
     #[serde(flatten)]
     pub finding: Finding,
+    /// The object the finding is about; `None` for findings about the inputs as a whole
+    /// (`nad-no-node-facts`, `nad-no-policies`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub object: Option<Object>,
     /// e.g. `spec.config.plugins[0].ipam.range`
@@ -46,18 +59,28 @@ pub struct NadFinding {
     pub fixed_config: Option<serde_json::Value>,
 }
 
+/// How many objects of each kind were read (JSON `objects`).
 #[derive(Serialize, Clone, Debug)]
 pub struct Counts {
+    /// NetworkAttachmentDefinitions linted.
     pub network_attachment_definitions: usize,
+    /// SriovNetworkNodePolicies read.
     pub sriov_network_node_policies: usize,
+    /// Nodes with PF facts (from `--nodes` and `--from`).
     pub nodes: usize,
+    /// Objects of other kinds found in the input files and left alone.
     pub ignored_objects: usize,
 }
 
+/// The NAD lint's result: what was read, the verdict and the findings worst first. Serialized as is
+/// for `--format json` (`"schema": "rocetap.nad/1"`).
 #[derive(Serialize)]
 pub struct Report {
+    /// Always [`SCHEMA`].
     pub schema: &'static str,
+    /// The object files read, as named on the command line.
     pub inputs: Vec<String>,
+    /// How many objects of each kind were read.
     pub objects: Counts,
     /// The installed sbr plugin's version, when known.
     pub sbr_version: Option<String>,
@@ -65,9 +88,13 @@ pub struct Report {
     pub fail_on_severity: Severity,
     /// `ok` or `findings` (at or above the gate).
     pub verdict: &'static str,
+    /// Findings of severity error.
     pub errors: usize,
+    /// Findings of severity warning.
     pub warnings: usize,
+    /// Findings of severity info (never counted as problems by the text verdict).
     pub infos: usize,
+    /// Every finding, sorted worst first.
     pub findings: Vec<NadFinding>,
 }
 
@@ -272,6 +299,8 @@ fn cap_of(len: u8) -> u64 {
     (1u64 << (32 - u32::from(len))) - 2
 }
 
+/// Words one typed lint: its title, detail, evidence and fix, the corrected `spec.config` (as JSON
+/// and as a snippet) when the rule has one, and the object, field path and location.
 pub fn finding(l: &Lint) -> NadFinding {
     let x = words(l);
     let fixed = fixed_config(&l.rule).and_then(|t| serde_json::from_str(t).ok());
@@ -308,6 +337,8 @@ pub fn finding(l: &Lint) -> NadFinding {
 }
 
 impl Report {
+    /// Builds the report from the typed lints: words each, sorts worst first, counts by severity
+    /// and sets the verdict against `gate`.
     pub fn new(
         inputs: Vec<String>,
         objects: Counts,
@@ -335,10 +366,13 @@ impl Report {
         }
     }
 
+    /// True when any finding is at or above the gate (the verdict is `findings`): the run exits 1.
     pub fn failed(&self) -> bool {
         self.verdict == "findings"
     }
 
+    /// The text report: a verdict line in plain words, then each finding with its location, field
+    /// path, detail, evidence and fix. `paint` colors the severity words.
     pub fn text(&self, paint: Paint) -> String {
         let mut s = String::new();
         let o = &self.objects;

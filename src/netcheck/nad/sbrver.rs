@@ -11,13 +11,16 @@ use std::time::{Duration, Instant};
 
 const MAX_OUTPUT: u64 = 64 << 10;
 
+/// What running `DIR/sbr` told about its version.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Probe {
+    /// It printed this version.
     Found(Version),
     /// No executable `sbr` in the directory.
     Missing,
     /// It ran, but printed no version (the text, shortened).
     NoVersion(String),
+    /// It could not be run, or did not finish within the timeout (why, in words).
     Failed(String),
 }
 
@@ -30,6 +33,8 @@ pub fn version_in(text: &str) -> Option<Version> {
         .find_map(Version::parse)
 }
 
+/// Runs `dir/sbr` (no arguments, empty environment, no input) and reads its version, killing it
+/// after `timeout`.
 pub fn probe(dir: &Path, timeout: Duration) -> Probe {
     let bin = dir.join("sbr");
     if !bin.is_file() {

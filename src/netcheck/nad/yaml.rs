@@ -11,49 +11,70 @@ use std::collections::HashMap;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
+/// The deepest nesting of mappings and sequences accepted; deeper input is an error, not a stack
+/// overflow.
 pub const MAX_DEPTH: usize = 64;
+/// The most values one input may hold, aliases counted with the size of what they expand to.
 pub const MAX_NODES: usize = 1_000_000;
 
 /// 1-based line and column.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pos {
+    /// The line, counted from 1.
     pub line: usize,
+    /// The column, counted from 1 (in characters).
     pub col: usize,
 }
 
 /// How a string scalar was written (decides how positions inside it map to the file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Style {
+    /// A plain scalar (`name: value`): the text is the file's text.
     Plain,
+    /// A single- or double-quoted scalar: escapes and folding make offsets inside it inexact.
     Quoted,
+    /// A literal block (`|`): each line of the value is a line of the file.
     Literal,
+    /// A folded block (`>`): lines are joined, so offsets inside it are inexact.
     Folded,
     /// Mappings, sequences.
     Collection,
 }
 
+/// A YAML value, typed with the core schema.
 #[derive(Clone, Debug)]
 pub enum Value {
+    /// `null`, `~` or nothing.
     Null,
+    /// Plain `true` or `false`.
     Bool(bool),
+    /// A plain integer that fits an `i64`.
     Int(i64),
+    /// A plain floating-point number.
     Float(f64),
+    /// A string: any quoted scalar, or a plain one that is no other type.
     Str(String),
+    /// A sequence, in order.
     Seq(Vec<Node>),
     /// Keys are strings (scalar keys as written), in document order.
     Map(Vec<(String, Pos, Node)>),
 }
 
+/// A value and where it was written.
 #[derive(Clone, Debug)]
 pub struct Node {
+    /// Where the value starts in the input.
     pub pos: Pos,
+    /// How it was written.
     pub style: Style,
+    /// The value itself.
     pub value: Value,
     /// Values in this subtree, itself included (what an alias to it costs).
     pub size: usize,
 }
 
 impl Node {
+    /// The value of `key` in a mapping; `None` when this is no mapping or lacks the key.
     pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.value {
             Value::Map(m) => m.iter().find(|(k, _, _)| k == key).map(|(_, _, v)| v),
@@ -67,6 +88,8 @@ impl Node {
             _ => None,
         }
     }
+    /// The string of a string scalar; `None` for any other value (a plain `8` is an int here, see
+    /// [`Node::text`]).
     pub fn str(&self) -> Option<&str> {
         match &self.value {
             Value::Str(s) => Some(s),
@@ -83,6 +106,7 @@ impl Node {
             _ => None,
         }
     }
+    /// An integer, or a string holding one (`"8"`); `None` otherwise.
     pub fn int(&self) -> Option<i64> {
         match &self.value {
             Value::Int(i) => Some(*i),
@@ -90,32 +114,39 @@ impl Node {
             _ => None,
         }
     }
+    /// A boolean; `None` for anything else (the string `"true"` too).
     pub fn bool(&self) -> Option<bool> {
         match &self.value {
             Value::Bool(b) => Some(*b),
             _ => None,
         }
     }
+    /// The items of a sequence; `None` when this is no sequence.
     pub fn seq(&self) -> Option<&[Node]> {
         match &self.value {
             Value::Seq(v) => Some(v),
             _ => None,
         }
     }
+    /// The entries of a mapping as (key, key's position, value); `None` when this is no mapping.
     pub fn map(&self) -> Option<&[(String, Pos, Node)]> {
         match &self.value {
             Value::Map(m) => Some(m),
             _ => None,
         }
     }
+    /// True for `null`.
     pub fn is_null(&self) -> bool {
         matches!(self.value, Value::Null)
     }
 }
 
+/// Why an input is not YAML this reader accepts (syntax, or a bound exceeded).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct YamlError {
+    /// Where the problem is, when the parser says.
     pub pos: Option<Pos>,
+    /// What is wrong.
     pub msg: String,
 }
 
