@@ -8,6 +8,8 @@
 //! Nothing here parses a command line: each command (in the binary's `cmd/`) turns its
 //! arguments into the validated configuration structs these modules take.
 
+#![warn(missing_docs)]
+
 pub mod analysis;
 pub mod capture;
 pub mod config;
