@@ -2,7 +2,7 @@
 //! faults from netem, the kernel's own counters as ground truth (`lab/rxe/`, see its
 //! README.md).
 //!
-//! * `lab_rxe_scenarios` runs `lab/rxe/run.sh OUT all` (about 12 minutes under TCG), or
+//! * `lab_rxe_scenarios` runs `lab/rxe/run.sh OUT all` (13-20 minutes under TCG), or
 //!   reuses the results in `$ROCETAP_LAB_OUT` (`NAME.pcap` + `NAME.truth.json`), then holds
 //!   `rocetap analyze --format json` of every capture to the counters. It needs root and the
 //!   lab (`lab/rxe/build.sh`); without them it prints `SKIP:` and passes — unless `CI` is
@@ -26,8 +26,10 @@ use std::time::{Duration, Instant};
 
 const A_IP: [u8; 4] = [198, 18, 0, 1];
 const B_IP: [u8; 4] = [198, 18, 0, 2];
-/// The whole lab run must leave the test well inside CI's 20 minutes.
-const LAB_BUDGET: Duration = Duration::from_secs(18 * 60);
+/// The whole lab run must leave CI (90 minutes, about 60 used) room for the rest. Measured
+/// on this 2-core machine: 13-16 minutes on some days, 64-84 s per scenario (over 18 minutes
+/// for the 15) on others, so the budget is 28 minutes.
+const LAB_BUDGET: Duration = Duration::from_secs(28 * 60);
 
 // ---------------------------------------------------------------------------------------
 // Reading the capture (independently of rocetap's decoder)
