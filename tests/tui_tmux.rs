@@ -439,3 +439,35 @@ fn top_sigterm_restores_the_terminal() {
     assert!(!scr.contains("rocetap top │"), "{scr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A terminal that goes away (its tmux session killed) ends `top`: it once kept spinning
+/// at 100% CPU inside crossterm's poll on the hung-up terminal, for 40 minutes.
+#[test]
+fn top_ends_when_its_terminal_goes_away() {
+    let Some((s, dir)) = start("hangup", "congestion.pcap", "max") else {
+        return;
+    };
+    s.wait("the flows table", 30, |t| t.contains("Flows 8/8"));
+    let pid = s.tmux(&["display-message", "-p", "-t", &s.0, "#{pane_pid}"]);
+    let out = Command::new("pgrep")
+        .args(["-P", pid.trim()])
+        .output()
+        .expect("pgrep");
+    let child = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(!child.is_empty(), "rocetap's pid");
+    drop(s); // kills the session: the pane's terminal is gone
+    let proc_dir = PathBuf::from(format!("/proc/{child}"));
+    let t0 = Instant::now();
+    while proc_dir.exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let gone = !proc_dir.exists();
+    if !gone {
+        let _ = Command::new("kill").args(["-9", &child]).status();
+    }
+    assert!(
+        gone,
+        "rocetap top {child} still runs 10 s after its terminal went away"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -120,12 +120,50 @@ pub fn run(a: Config) -> Result<i32, Failure> {
         signal_hook::flag::register(sig, stop.clone())
             .map_err(|e| Failure::new(format!("top: installing signal handlers: {e}")))?;
     }
+    let done = Arc::new(AtomicBool::new(false));
+    watch_stop(stop.clone(), done.clone())?;
     let mut app = App::new(source, mode);
     let res = ui(&mut app, &rx, &ctl_tx, &stop);
+    done.store(true, Ordering::Relaxed);
     let _ = ctl_tx.send(Control::Quit);
     drop(rx);
     let _ = thread.join();
     res.map(|_| exit::OK)
+}
+
+/// Makes sure a signal, or a terminal that went away, ends the process. The UI checks
+/// `stop` between polls, but on a terminal that hung up (its tmux session or ssh
+/// connection gone) crossterm's poll can keep returning to a read that fails at once and
+/// never hand control back: seen as a `top` spinning at 100% CPU for 40 minutes after its
+/// tmux session was killed. So a thread also watches: a hung-up terminal (standard input
+/// no longer a terminal) counts as SIGHUP, and one second after `stop` without the UI
+/// having returned, the terminal is put back as far as it can be and the process exits
+/// as `q` would.
+fn watch_stop(stop: Arc<AtomicBool>, done: Arc<AtomicBool>) -> Result<(), Failure> {
+    std::thread::Builder::new()
+        .name("top-stop".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if done.load(Ordering::Relaxed) {
+                    return;
+                }
+                if !std::io::stdin().is_terminal() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while Instant::now() < deadline {
+                if done.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            ratatui::restore();
+            std::process::exit(exit::OK);
+        })
+        .map(|_| ())
+        .map_err(|e| Failure::new(format!("top: starting the signal watcher: {e}")))
 }
 
 /// Checked after the sources open, so a bad file or device is reported as such.
