@@ -21,6 +21,18 @@ impl Drop for Session {
 }
 
 impl Session {
+    /// The pid of the rocetap the pane's shell runs.
+    fn rocetap_pid(&self) -> String {
+        let pane = self.tmux(&["display-message", "-p", "-t", &self.0, "#{pane_pid}"]);
+        let out = Command::new("pgrep")
+            .args(["-P", pane.trim()])
+            .output()
+            .expect("pgrep");
+        let child = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(!child.is_empty(), "rocetap's pid");
+        child
+    }
+
     fn tmux(&self, args: &[&str]) -> String {
         let out = Command::new("tmux").args(args).output().expect("run tmux");
         assert!(
@@ -420,14 +432,7 @@ fn top_sigterm_restores_the_terminal() {
         return;
     };
     s.wait("the flows table", 30, |t| t.contains("Flows 8/8"));
-    let pid = s.tmux(&["display-message", "-p", "-t", &s.0, "#{pane_pid}"]);
-    // The shell's child is rocetap.
-    let out = Command::new("pgrep")
-        .args(["-P", pid.trim()])
-        .output()
-        .expect("pgrep");
-    let child = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(!child.is_empty(), "rocetap's pid");
+    let child = s.rocetap_pid();
     assert!(Command::new("kill")
         .args(["-TERM", &child])
         .status()
@@ -448,13 +453,7 @@ fn top_ends_when_its_terminal_goes_away() {
         return;
     };
     s.wait("the flows table", 30, |t| t.contains("Flows 8/8"));
-    let pid = s.tmux(&["display-message", "-p", "-t", &s.0, "#{pane_pid}"]);
-    let out = Command::new("pgrep")
-        .args(["-P", pid.trim()])
-        .output()
-        .expect("pgrep");
-    let child = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(!child.is_empty(), "rocetap's pid");
+    let child = s.rocetap_pid();
     drop(s); // kills the session: the pane's terminal is gone
     let proc_dir = PathBuf::from(format!("/proc/{child}"));
     let t0 = Instant::now();

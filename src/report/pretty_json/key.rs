@@ -1,11 +1,24 @@
 //! Map keys as serde_json writes them (`#[serde(flatten)]` and maps go through here).
 
-use super::{escape_into, Error};
+use super::{escape_into, float_digits, Error};
 use serde::ser::{self, Serialize};
 
 /// Map keys, as serde_json writes them: strings, and numbers, booleans and chars in
 /// quotes; anything else is an error ("key must be a string").
 pub(super) struct KeySerializer<'a>(pub(super) &'a mut Vec<u8>);
+
+impl KeySerializer<'_> {
+    /// A float key: its digits in quotes; serde_json refuses a non-finite one.
+    fn float<F: zmij::Float>(self, v: F, finite: bool) -> Result<(), Error> {
+        if !finite {
+            return Err(ser::Error::custom("float key must be finite"));
+        }
+        self.0.push(b'"');
+        float_digits(self.0, v);
+        self.0.push(b'"');
+        Ok(())
+    }
+}
 
 fn key_error() -> Error {
     ser::Error::custom("key must be a string")
@@ -47,24 +60,10 @@ impl ser::Serializer for KeySerializer<'_> {
         serialize_u64: u64 => itoa_into, serialize_u128: u128 => itoa_into
     );
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
-        if !v.is_finite() {
-            return Err(ser::Error::custom("float key must be finite"));
-        }
-        self.0.push(b'"');
-        self.0
-            .extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
-        self.0.push(b'"');
-        Ok(())
+        self.float(v, v.is_finite())
     }
     fn serialize_f64(self, v: f64) -> Result<(), Error> {
-        if !v.is_finite() {
-            return Err(ser::Error::custom("float key must be finite"));
-        }
-        self.0.push(b'"');
-        self.0
-            .extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
-        self.0.push(b'"');
-        Ok(())
+        self.float(v, v.is_finite())
     }
     fn serialize_char(self, v: char) -> Result<(), Error> {
         self.serialize_str(v.encode_utf8(&mut [0; 4]))

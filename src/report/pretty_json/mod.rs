@@ -84,6 +84,16 @@ impl<W: Write> Pretty<W> {
         }
     }
 
+    /// A float value: its shortest digits when finite, else `null` (as serde_json).
+    #[inline]
+    fn float<F: zmij::Float>(&mut self, v: F, finite: bool) {
+        if finite {
+            float_digits(&mut self.buf, v);
+        } else {
+            self.buf.extend_from_slice(b"null");
+        }
+    }
+
     /// `{"name": ` of an externally tagged enum variant.
     fn open_variant(&mut self, name: &str) {
         self.buf.push(b'{');
@@ -98,6 +108,12 @@ impl<W: Write> Pretty<W> {
         self.newline();
         self.buf.push(b'}');
     }
+}
+
+/// A finite float's shortest round-trip digits, formatted by zmij as serde_json does.
+#[inline]
+pub(super) fn float_digits<F: zmij::Float>(buf: &mut Vec<u8>, v: F) {
+    buf.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
 }
 
 /// Escapes as serde_json does: `"`, `\`, and control characters (`\b \t \n \f \r`, the
@@ -231,21 +247,11 @@ impl<'a, W: Write> ser::Serializer for &'a mut Pretty<W> {
          serialize_i128: i128, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
          serialize_u64: u64, serialize_u128: u128);
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
-        if v.is_finite() {
-            self.buf
-                .extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
-        } else {
-            self.buf.extend_from_slice(b"null");
-        }
+        self.float(v, v.is_finite());
         Ok(())
     }
     fn serialize_f64(self, v: f64) -> Result<(), Error> {
-        if v.is_finite() {
-            self.buf
-                .extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
-        } else {
-            self.buf.extend_from_slice(b"null");
-        }
+        self.float(v, v.is_finite());
         Ok(())
     }
     fn serialize_char(self, v: char) -> Result<(), Error> {

@@ -94,3 +94,23 @@ proptest! {
         prop_assert_eq!(ours(&v), serde_json::to_string_pretty(&v).unwrap());
     }
 }
+
+/// A map with float keys (`collect_map`), as serde_json writes it: quoted digits, and an
+/// error for a non-finite key.
+struct FloatKeys(Vec<(f64, f32)>);
+
+impl Serialize for FloatKeys {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|&(k, v)| (k, v)))
+    }
+}
+
+#[test]
+fn float_keys_match_serde_json() {
+    let ok = FloatKeys(vec![(1.5, 0.25), (-0.0, f32::NAN), (1e300, 3.0)]);
+    assert_eq!(ours(&ok), serde_json::to_string_pretty(&ok).unwrap());
+    let bad = FloatKeys(vec![(f64::INFINITY, 1.0)]);
+    let mut out = Vec::new();
+    assert!(to_writer_pretty(&mut out, &bad).is_err());
+    assert!(serde_json::to_string_pretty(&bad).is_err());
+}
