@@ -6,8 +6,8 @@
 - Built-in kinds (Namespace, ServiceAccount, DaemonSet, ...) against the Kubernetes OpenAPI
   schemas that PyPI's kubernetes-validate ships, in its strict mode (unknown fields are
   errors, as `kubectl apply --validate=strict` makes them).
-- PodMonitor (monitoring.coreos.com/v1, a CRD: kubernetes-validate has no schema for it)
-  against the JSON schema of PyPI's cloudcoil-models-prometheus-operator, models generated
+- PodMonitor and PrometheusRule (monitoring.coreos.com/v1, CRDs: kubernetes-validate has
+  no schema for them) against the JSON schema of PyPI's cloudcoil-models-prometheus-operator, models generated
   from prometheus-operator's CRDs, made strict the same way (additionalProperties: false on
   every object that lists its properties).
 - Anything else is an error: no schema must never pass as valid.
@@ -46,9 +46,12 @@ def crd_validators():
     """(apiVersion, kind) -> validator for the custom resources these manifests use."""
     from cloudcoil.models.prometheus_operator import v1 as monitoring_v1
 
-    schema = monitoring_v1.PodMonitor.model_json_schema(by_alias=True, mode="validation")
-    validator = jsonschema.Draft202012Validator(strict(schema))
-    return {("monitoring.coreos.com/v1", "PodMonitor"): validator}
+    out = {}
+    for kind in (monitoring_v1.PodMonitor, monitoring_v1.PrometheusRule):
+        schema = kind.model_json_schema(by_alias=True, mode="validation")
+        validator = jsonschema.Draft202012Validator(strict(schema))
+        out[("monitoring.coreos.com/v1", kind.__name__)] = validator
+    return out
 
 
 def crd_errors(validator, doc):
