@@ -331,34 +331,18 @@ fn pod_meta(
 ) -> Vec<(String, String)> {
     let c = &ds["spec"]["template"]["spec"]["containers"][0];
     let port = &c["ports"][0];
+    let kv = |k: &str, v: &str| (format!("__meta_kubernetes_{k}"), v.to_string());
+    let port_no = port["containerPort"].as_i64().expect("containerPort");
     let mut meta = vec![
-        (
-            "__meta_kubernetes_namespace".to_string(),
-            str_of(&ds["metadata"]["namespace"], "namespace").to_string(),
+        kv(
+            "namespace",
+            str_of(&ds["metadata"]["namespace"], "namespace"),
         ),
-        (
-            "__meta_kubernetes_pod_name".to_string(),
-            "rocetap-x7k2p".to_string(),
-        ),
-        (
-            "__meta_kubernetes_pod_node_name".to_string(),
-            node.to_string(),
-        ),
-        (
-            "__meta_kubernetes_pod_container_name".to_string(),
-            str_of(&c["name"], "container name").to_string(),
-        ),
-        (
-            "__meta_kubernetes_pod_container_port_name".to_string(),
-            port_name.to_string(),
-        ),
-        (
-            "__meta_kubernetes_pod_container_port_number".to_string(),
-            port["containerPort"]
-                .as_i64()
-                .expect("containerPort")
-                .to_string(),
-        ),
+        kv("pod_name", "rocetap-x7k2p"),
+        kv("pod_node_name", node),
+        kv("pod_container_name", str_of(&c["name"], "container name")),
+        kv("pod_container_port_name", port_name),
+        kv("pod_container_port_number", &port_no.to_string()),
     ];
     for (k, v) in labels {
         let sanitized: String = k
