@@ -49,6 +49,16 @@ pub fn load(path: &Path) -> Result<Vec<(String, Vec<String>)>, Failure> {
         )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    if let Some((n, _)) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.chars().any(|c| c.is_control() && c != '\t' && c != '\r'))
+    {
+        return Err(err(format!(
+            "line {}: a control character (not a text file?)",
+            n + 1
+        )));
+    }
     let docs = YamlLoader::load_from_str(&text).map_err(|e| {
         err(format!(
             "not YAML: {} at line {} column {}",
@@ -203,6 +213,7 @@ mod tests {
             ("listen: [unclosed\n", "not YAML"),
             ("a: 1\n---\nb: 2\n", "more than one"),
             ("listen: a\nlisten: b\n", "duplicated key"),
+            ("listen: a\n\u{0}\u{1}: [\n", "line 2: a control character"),
         ] {
             let e = with(text).unwrap_err();
             assert!(e.contains(want), "{text:?}: {e}");

@@ -312,8 +312,16 @@ impl<'c> Loop<'c> {
                 })
                 .collect(),
             tops: (0..n).map(|_| TopN::new(cfg.top_flows)).collect(),
-            window: Window::new(cfg.window),
-            drops: VecDeque::new(),
+            window: {
+                // Nothing had happened when the agent started: the window's first sample.
+                let mut w = Window::new(cfg.window);
+                w.push(
+                    Instant::now(),
+                    window::values(&crate::analysis::Totals::default()),
+                );
+                w
+            },
+            drops: VecDeque::from([(Instant::now(), 0)]),
             active: vec![false; NOTABLE.len()],
             dropping: false,
             holding: false,
