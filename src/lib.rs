@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod analysis;
 pub mod capture;
 pub mod config;

@@ -39,6 +39,7 @@ impl Analyzer {
         if tf.ce_since_cnp > 0 {
             let waited = ts.saturating_sub(tf.ce_first_since_cnp);
             tf.delays_mut().ce_to_cnp.record(waited);
+            self.capture.latency.ce_to_cnp.record(waited);
             tf.ce_since_cnp = 0;
         } else {
             tf.counters.cnp_without_ce += 1;

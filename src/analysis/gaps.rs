@@ -3,6 +3,7 @@
 //! (then only the capture missed it), settled as unrecovered when it falls too far behind
 //! or the flow ends. Also the ACK side of the request stream (ACK latency).
 
+use super::buckets::Buckets;
 use super::flow::{Flow, Gap};
 use super::report::{Event, EventKind};
 use super::EventLog;
@@ -19,11 +20,15 @@ pub(super) fn in_gap(f: &Flow, p: Psn) -> bool {
 }
 
 /// The responder acknowledged everything up to and including `p`.
-pub(super) fn acked(req_flow: &mut Flow, p: Psn, ts: u64) {
+pub(super) fn acked(req_flow: &mut Flow, p: Psn, ts: u64, all: &mut Buckets) {
     let hist = &mut req_flow.ack_latency;
     req_flow.req.ackreq.pop_front_while(
         |(a, _)| a.diff(p) <= 0,
-        |(_, t0)| hist.record(ts - t0.min(ts)),
+        |(_, t0)| {
+            let d = ts - t0.min(ts);
+            hist.record(d);
+            all.record(d);
+        },
     );
     // A gap the responder acknowledges without a resend having passed the tap was
     // received: only the capture missed it.

@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 mod account;
+pub mod buckets;
 mod congestion;
 pub mod events;
 pub mod flow;
@@ -106,6 +107,8 @@ pub(crate) struct Global {
     pub roce_unknown_opcode: u64,
     pub first_ts: Option<u64>,
     pub last_ts: u64,
+    /// Latency samples of every flow, in fixed buckets.
+    pub latency: buckets::LatencyBuckets,
 }
 
 /// The analyzer: feed it every frame in capture order with [`Analyzer::ingest`], then take
@@ -360,10 +363,11 @@ impl Analyzer {
         let (resp_flow, req_flow) = two_flows(&mut self.slots, slot, peer);
         let log = &mut self.log;
         if let Some(a) = r.aeth {
+            let lat = &mut self.capture.latency.ack;
             match a.kind() {
-                AethKind::Ack { .. } => acked(req_flow, p, ts),
+                AethKind::Ack { .. } => acked(req_flow, p, ts, lat),
                 AethKind::RnrNak { timer } => {
-                    acked(req_flow, p.minus(1), ts);
+                    acked(req_flow, p.minus(1), ts, lat);
                     requester::push_pending(
                         req_flow,
                         Pending {
@@ -374,7 +378,7 @@ impl Analyzer {
                     );
                 }
                 AethKind::Nak(NakCode::PsnSequenceError) => {
-                    acked(req_flow, p.minus(1), ts);
+                    acked(req_flow, p.minus(1), ts, lat);
                     for i in 0..req_flow.req.gaps.len() {
                         let gap = req_flow.req.gaps.get_mut(i);
                         if gap.contains(p) {
@@ -435,6 +439,11 @@ impl Analyzer {
             net,
             &self.cut_short,
         )
+    }
+
+    /// Flows (one per direction and QP) held live now, not yet retired.
+    pub fn live_flows(&self) -> usize {
+        self.slots.len() - self.free.len()
     }
 
     /// Events recorded so far (the index the next snapshot's events start from).

@@ -520,6 +520,8 @@ pub struct Report {
     pub arp_symptoms: Vec<ArpSymptom>,
     /// Events in time order (up to `max_events`; `totals.events_dropped` counts the rest).
     pub events: Vec<Event>,
+    /// ACK and CE→CNP latencies of every flow in fixed buckets (the agent's histograms).
+    pub latency: super::buckets::LatencyBuckets,
 }
 
 pub(super) fn build(
@@ -546,7 +548,8 @@ pub(super) fn build(
     let mut t = Totals {
         frames: global.frames,
         roce_packets: global.roce_packets,
-        connections: connections.len() as u64,
+        // `sums.connections`: connections forgotten to bound memory (see `prune_connections`).
+        connections: connections.len() as u64 + sums.connections,
         ce_marked: global.ce_marked,
         ecn_not_ect: global.ecn[0],
         ecn_ect1: global.ecn[1],
@@ -624,5 +627,6 @@ pub(super) fn build(
         arp: net.arp,
         arp_symptoms: net.symptoms,
         events,
+        latency: global.latency,
     }
 }

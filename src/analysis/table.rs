@@ -105,6 +105,30 @@ impl Analyzer {
                 self.retire(slot as u32);
             }
         }
+        self.prune_connections();
+    }
+
+    /// Forgets the connections whose flows are no longer all known (retired without a
+    /// kept summary, beyond `max_flow_summaries`) once such entries could make up most of
+    /// the list, counting them in the totals: the list stays bounded by the live and kept
+    /// flows, whatever the number of connections over time (a node agent runs for days).
+    fn prune_connections(&mut self) {
+        let live = self.slots.len() - self.free.len();
+        if self.connections.len() <= 2 * (live + self.done.len()) + 1024 {
+            return;
+        }
+        let known: rustc_hash::FxHashSet<u32> = self
+            .slots
+            .iter()
+            .flatten()
+            .map(|f| f.id)
+            .chain(self.done.iter().map(|s| s.id))
+            .collect();
+        let before = self.connections.len();
+        self.connections
+            .retain(|(a, b)| known.contains(a) && known.contains(b));
+        // `sums.connections` holds the forgotten ones; the report adds the listed ones.
+        self.sums.connections += (before - self.connections.len()) as u64;
     }
 
     /// Settles a flow's open state, stores its summary and frees its slot.

@@ -395,3 +395,80 @@ pub struct InterfacesArgs {
     #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT)]
     pub sysfs_root: PathBuf,
 }
+
+#[derive(Args, Debug, Default)]
+pub struct AgentArgs {
+    /// Capture from this device: a netdev or mirror port, an RDMA device (`mlx5_0`) when
+    /// this libpcap has the RDMA sniffer, or `auto` (the node's RDMA devices, else their
+    /// netdevs). Repeatable.
+    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    pub interfaces: Vec<String>,
+    /// A YAML file of these options (keys with `_` for `-`, e.g. `dump_on: [...]`); the
+    /// command line wins over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Serve /metrics, /healthz and /report here [default: 127.0.0.1:9470].
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// The `node` label of every metric [default: the host name].
+    #[arg(long, value_name = "NAME")]
+    pub node_name: Option<String>,
+    /// Bytes kept per frame [default: 128, every RoCE header and no payload].
+    #[arg(short = 's', long, value_name = "SNAPLEN")]
+    pub snaplen: Option<u32>,
+    /// Capture filter (BPF) instead of the RoCE/ARP/PFC default.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// UDP destination port of RoCE v2 [default: 4791].
+    #[arg(long, value_name = "PORT")]
+    pub roce_port: Option<u16>,
+    /// Run netcheck on every network namespace this often; `0` turns it off [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub netcheck_interval: Option<String>,
+    /// Only check this namespace (`host`, a /run/netns name, `pid:PID`). Repeatable.
+    #[arg(long = "netcheck-netns", value_name = "NAME")]
+    pub netcheck_netns: Vec<String>,
+    /// Write flight-recorder dumps (annotated pcapng + analysis JSON) here.
+    #[arg(long, value_name = "DIR")]
+    pub dump_dir: Option<PathBuf>,
+    /// Dump when this rule holds over the window (`--fail-on` language, e.g.
+    /// 'nak_psn_seq > 10'). Repeatable.
+    #[arg(long = "dump-on", value_name = "RULE")]
+    pub dump_on: Vec<String>,
+    /// Seconds of frames a dump holds, and /report analyzes [default: 60].
+    #[arg(long, value_name = "SECONDS")]
+    pub dump_seconds: Option<u64>,
+    /// Least time between two dumps a rule asks for [default: 5m].
+    #[arg(long, value_name = "DURATION")]
+    pub dump_interval: Option<String>,
+    /// Dumps kept in the directory, the oldest removed [default: 20].
+    #[arg(long, value_name = "N")]
+    pub dump_keep: Option<usize>,
+    /// Flight recorder size per source [default: 32M].
+    #[arg(long, value_name = "SIZE")]
+    pub recorder_bytes: Option<String>,
+    /// Flight recorder age limit in seconds [default: 120].
+    #[arg(long, value_name = "SECONDS")]
+    pub recorder_seconds: Option<u64>,
+    /// The sliding window rules and the event log judge by [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub window: Option<String>,
+    /// Log lines as text or one JSON object each [default: text].
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    /// Connections with their own metric series per source [default: 20].
+    #[arg(long, value_name = "N")]
+    pub top_flows: Option<usize>,
+    /// A flow with no packet for this long is summarised and forgotten [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
+    /// Link speed for PFC pause time, Gbit/s [default: 100].
+    #[arg(long, value_name = "GBPS")]
+    pub link_speed: Option<f64>,
+    /// Stop after this long (default: run until SIGTERM).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Root of sysfs, where RDMA devices are looked up.
+    #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT, hide = true)]
+    pub sysfs_root: PathBuf,
+}

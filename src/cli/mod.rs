@@ -188,6 +188,10 @@ rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into o
     /// trouble, events, a detail view per flow.
     #[command(after_help = TOP_HELP)]
     Top(TopArgs),
+    /// Run on every node: capture headers only, analyze continuously, serve Prometheus
+    /// metrics, check every network namespace, keep a flight recorder.
+    #[command(after_help = AGENT_HELP)]
+    Agent(Box<AgentArgs>),
     /// List capture devices (like tcpdump -D) and RDMA devices with their netdevs,
     /// port state, link layer and RoCE GIDs.
     Interfaces(InterfacesArgs),
@@ -254,6 +258,23 @@ The terminal must be at least 80x24.
 Live capture needs CAP_NET_RAW; rocetap drops privileges once the devices are open.
 w writes the newest frames kept for the flow and its peer (up to 2048 frames / 2 MiB
 per direction).";
+
+const AGENT_HELP: &str = "Examples:
+  rocetap agent -i auto --listen 0.0.0.0:9470
+  rocetap agent -i eth1 -i eth2 --dump-dir /var/lib/rocetap/dumps --dump-on 'nak_psn_seq > 10'
+  rocetap agent --config /etc/rocetap/agent.yaml --log-format json
+  kill -USR1 $(pidof rocetap)      # dump the flight recorder now
+
+Endpoints: /metrics (Prometheus text format), /healthz (200 ok or 503 and why),
+/report (the analyze JSON of the last --dump-seconds of the flight recorder).
+
+Rules (--dump-on) use the --fail-on language over the sliding --window: totals keys
+count what happened in the window (nak_psn_seq, unrecovered_gap_events, cnp,
+arp_cross_subnet_unanswered, ...), derived keys are rates over it (cnp_per_s, ...).
+A dump is an annotated pcapng plus its analysis JSON, written whole or not at all.
+
+Signals: SIGTERM/SIGINT stop cleanly (a second one at once); SIGUSR1 dumps.
+A bad option or config file is an error at start (exit 2).";
 
 #[cfg(test)]
 mod tests {

@@ -2,6 +2,7 @@
 //! into the validated configuration the library takes, runs it, and returns the exit
 //! code; nothing below this layer sees a clap type.
 
+pub mod agent;
 pub mod analyze;
 pub mod capture;
 pub mod decode;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Capture(a) => capture::run(a),
         Command::Interfaces(a) => interfaces::run(a),
         Command::Top(a) => top::run(a),
+        Command::Agent(a) => agent::run(*a),
         Command::Completions(a) => gen::completions(a.shell),
         Command::Man(a) => gen::man_pages(&a.out_dir),
     }

@@ -169,13 +169,7 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
             ports = sysfs::read_ports(root)
                 .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?;
         }
-        let rdma_netdevs: Vec<String> = ports.iter().flat_map(|p| p.netdevs.clone()).collect();
-        checks::reply_path(state, &mut findings);
-        checks::node_source(state, &rdma_netdevs, &mut findings);
-        checks::arp_sysctls(state, &mut findings);
-        if let Some(root) = &sysfs_root {
-            sysfs::check(root, state, &ports, &mut findings);
-        }
+        findings.extend(host_checks(state, sysfs_root.as_deref(), &ports));
         interfaces = checks::iface_sysctls(state);
     }
     if let Some(r) = &capture {
@@ -200,6 +194,51 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
     })
 }
 
+/// The checks of one namespace's state: reply paths (`sbr`), node-sourced traffic, ARP
+/// sysctls, and RoCE readiness from sysfs when `sysfs_root` is given (with its `ports`).
+fn host_checks(
+    state: &model::NetState,
+    sysfs_root: Option<&std::path::Path>,
+    ports: &[sysfs::Port],
+) -> Vec<checks::Finding> {
+    let mut findings = Vec::new();
+    let rdma_netdevs: Vec<String> = ports.iter().flat_map(|p| p.netdevs.clone()).collect();
+    checks::reply_path(state, &mut findings);
+    checks::node_source(state, &rdma_netdevs, &mut findings);
+    checks::arp_sysctls(state, &mut findings);
+    if let Some(root) = sysfs_root {
+        sysfs::check(root, state, ports, &mut findings);
+    }
+    findings
+}
+
+/// Checks one live network namespace as `netcheck --netns NAME` / `--pid PID` does
+/// (sysfs read from `sysfs_root` when it is a directory): its findings, or why its state
+/// could not be read. The agent runs this on every namespace of the node.
+pub fn check_live(
+    target: &netlink::Target,
+    sysfs_root: &std::path::Path,
+) -> Result<Vec<checks::Finding>, Failure> {
+    let state = load_live(target)?;
+    let root = sysfs_root.is_dir().then_some(sysfs_root);
+    let ports = match root {
+        Some(r) => sysfs::read_ports(r)
+            .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?,
+        None => Vec::new(),
+    };
+    Ok(host_checks(&state, root, &ports))
+}
+
+fn load_live(target: &netlink::Target) -> Result<model::NetState, Failure> {
+    netlink::load(target).map_err(|e| {
+        let f = Failure::new(format!("netcheck: {}", e.what));
+        match e.hint {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    })
+}
+
 /// The namespace's routing state: offline from `--from`, else live.
 fn load_state(a: &Config) -> Result<model::NetState, Failure> {
     if let Some(dir) = a.from.first() {
@@ -215,13 +254,7 @@ fn load_state(a: &Config) -> Result<model::NetState, Failure> {
             (None, Some(p)) => netlink::Target::Pid(p),
             (None, None) => netlink::Target::Current,
         };
-        netlink::load(&target).map_err(|e| {
-            let f = Failure::new(format!("netcheck: {}", e.what));
-            match e.hint {
-                Some(h) => f.hint(h),
-                None => f,
-            }
-        })
+        load_live(&target)
     }
 }
 

@@ -1,0 +1,260 @@
+//! Reading the flight recorder back: the last N seconds of every source, merged in time
+//! order and analyzed afresh, written as an annotated pcapng next to its analysis JSON
+//! (`rocetap analyze` of the pcapng gives the same numbers), or served as `/report`.
+//!
+//! A dump is written to `*.part` files first and renamed only once complete, so a full
+//! disk, a kill or SIGTERM never leaves a half-written dump under a dump's name; the
+//! oldest dumps beyond `keep` are removed.
+
+use super::recorder::Recorder;
+use crate::analysis::{self, Analyzer, Report};
+use crate::capture::annotate::Annotator;
+use crate::capture::writer::{Format, Interface, Writer};
+use crate::capture::Frame;
+use crate::config::OutputFormat;
+use crate::pipeline::{Pipeline, Sink};
+use crate::report::analyze::{write_report, Input, Look};
+use dissectors::{Decoded, LinkType};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// One source's recorder with what a reader needs to know of it.
+pub struct Recorded<'a> {
+    /// The device or netdev.
+    pub name: &'a str,
+    /// Its link type.
+    pub link: LinkType,
+    /// Its snapshot length.
+    pub snaplen: u32,
+    /// Its frames.
+    pub rec: &'a Recorder,
+}
+
+/// How frames are decoded and analyzed when read back.
+#[derive(Clone, Copy, Debug)]
+pub struct Analysis {
+    /// Decoder settings.
+    pub decode: dissectors::Config,
+    /// Analyzer settings.
+    pub analyzer: analysis::Config,
+}
+
+/// Feeds the frames of every source from `from_ns` on, in time order, through a fresh
+/// pipeline and `sink`; returns the pipeline.
+fn replay<S: Sink>(srcs: &[Recorded<'_>], from_ns: u64, a: Analysis, sink: &mut S) -> Pipeline {
+    let mut p = Pipeline::new(a.decode, Analyzer::new(a.analyzer));
+    p.name_sources(srcs.iter().map(|s| s.name.to_string()));
+    let mut all: Vec<(u64, u32, super::recorder::Recorded<'_>)> = Vec::new();
+    for (i, s) in srcs.iter().enumerate() {
+        all.extend(s.rec.since(from_ns).map(|r| (r.ts_ns, i as u32, r)));
+    }
+    // Stable: frames of one source with equal timestamps keep their order.
+    all.sort_by_key(|(ts, src, _)| (*ts, *src));
+    for (_, src, r) in all {
+        let f = Frame {
+            ts_ns: r.ts_ns,
+            link: srcs[src as usize].link,
+            data: r.data,
+            orig_len: r.orig_len,
+            iface: 0,
+            source: src,
+        };
+        if p.feed(&f, sink).is_break() {
+            break;
+        }
+    }
+    p
+}
+
+struct Counting;
+impl Sink for Counting {
+    fn after(&mut self, _: &Frame<'_>, _: Option<&Decoded>, _: &Analyzer) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+}
+
+/// The analysis of the frames from `from_ns` on, and what was read.
+pub fn analyze(srcs: &[Recorded<'_>], from_ns: u64, a: Analysis) -> (Report, Input) {
+    let p = replay(srcs, from_ns, a, &mut Counting);
+    let input = Input {
+        files: srcs.iter().map(|s| s.name.to_string()).collect(),
+        frames: p.frames(),
+        bytes: p.bytes(),
+        cut_short: Vec::new(),
+    };
+    (p.finish(), input)
+}
+
+/// The analysis as the `analyze --format json` document.
+pub fn report_json(report: &Report, input: &Input) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write_report(
+        &mut out,
+        OutputFormat::Json,
+        false,
+        Look::default(),
+        input,
+        report,
+        &[],
+    );
+    out
+}
+
+struct Annotating<W: Write> {
+    w: Writer<W>,
+    ann: Annotator,
+    err: Option<io::Error>,
+}
+
+impl<W: Write> Sink for Annotating<W> {
+    fn after(&mut self, f: &Frame<'_>, d: Option<&Decoded>, an: &Analyzer) -> ControlFlow<()> {
+        let c = d.and_then(|d| self.ann.comment(d, an));
+        match self.w.write(f.ts_ns, f.source, f.data, f.orig_len, c) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                self.err = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    }
+}
+
+/// A dump written.
+#[derive(Clone, Debug)]
+pub struct Written {
+    /// The annotated pcapng.
+    pub pcapng: PathBuf,
+    /// Its analysis (`rocetap.analyze/1` JSON).
+    pub json: PathBuf,
+    /// Frames in it.
+    pub frames: u64,
+    /// NAKs of every code in it (for the log line).
+    pub naks: u64,
+}
+
+/// Writes the frames from `from_ns` on into `dir` as `rocetap-<time>-<reason>.pcapng` and
+/// `.json`, then removes the oldest dumps beyond `keep`. On error nothing is left but the
+/// complete dumps of before.
+pub fn write(
+    dir: &Path,
+    srcs: &[Recorded<'_>],
+    from_ns: u64,
+    a: Analysis,
+    reason: &str,
+    keep: usize,
+) -> io::Result<Written> {
+    let stamp = super::log::rfc3339(SystemTime::now()).replace(':', "");
+    let base = format!("rocetap-{stamp}-{reason}");
+    let pcapng = dir.join(format!("{base}.pcapng"));
+    let json = dir.join(format!("{base}.json"));
+    let part_p = dir.join(format!(".{base}.pcapng.part"));
+    let part_j = dir.join(format!(".{base}.json.part"));
+    let res = write_parts(&part_p, &part_j, srcs, from_ns, a, reason);
+    match res {
+        Ok((frames, naks)) => {
+            std::fs::rename(&part_p, &pcapng)
+                .and_then(|_| std::fs::rename(&part_j, &json))
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_file(&part_p);
+                    let _ = std::fs::remove_file(&part_j);
+                    let _ = std::fs::remove_file(&pcapng);
+                })?;
+            prune(dir, keep);
+            Ok(Written {
+                pcapng,
+                json,
+                frames,
+                naks,
+            })
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&part_p);
+            let _ = std::fs::remove_file(&part_j);
+            Err(e)
+        }
+    }
+}
+
+fn write_parts(
+    part_p: &Path,
+    part_j: &Path,
+    srcs: &[Recorded<'_>],
+    from_ns: u64,
+    a: Analysis,
+    reason: &str,
+) -> io::Result<(u64, u64)> {
+    let ifaces: Vec<Interface> = srcs
+        .iter()
+        .map(|s| Interface {
+            link: s.link,
+            snaplen: s.snaplen,
+            name: Some(s.name.to_string()),
+        })
+        .collect();
+    let comment = format!("rocetap agent flight recorder, dumped on {reason}");
+    let file = BufWriter::new(File::create(part_p)?);
+    let w = Writer::with_comment(file, Format::PcapNg, &ifaces, Some(&comment))?;
+    let mut sink = Annotating {
+        w,
+        ann: Annotator::new(),
+        err: None,
+    };
+    let p = replay(srcs, from_ns, a, &mut sink);
+    if let Some(e) = sink.err {
+        return Err(e);
+    }
+    let file = sink.w.into_inner()?;
+    file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    let input = Input {
+        files: srcs.iter().map(|s| s.name.to_string()).collect(),
+        frames: p.frames(),
+        bytes: p.bytes(),
+        cut_short: Vec::new(),
+    };
+    let frames = p.frames();
+    let report = p.finish();
+    let mut j = File::create(part_j)?;
+    j.write_all(&report_json(&report, &input))?;
+    j.sync_all()?;
+    Ok((frames, report.totals.naks()))
+}
+
+/// Removes the oldest complete dumps (by name, which starts with the time) beyond `keep`,
+/// and leftover `.part` files of an earlier run.
+fn prune(dir: &Path, keep: usize) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut dumps: Vec<String> = Vec::new();
+    for e in rd.flatten() {
+        let Some(n) = e.file_name().to_str().map(String::from) else {
+            continue;
+        };
+        if n.starts_with("rocetap-") && n.ends_with(".pcapng") {
+            dumps.push(n.trim_end_matches(".pcapng").to_string());
+        }
+    }
+    dumps.sort();
+    let extra = dumps.len().saturating_sub(keep);
+    for base in &dumps[..extra] {
+        let _ = std::fs::remove_file(dir.join(format!("{base}.pcapng")));
+        let _ = std::fs::remove_file(dir.join(format!("{base}.json")));
+    }
+}
+
+/// Removes `.part` files a killed run left in `dir` (at start).
+pub fn clean_parts(dir: &Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            if n.starts_with(".rocetap-") && n.ends_with(".part") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}

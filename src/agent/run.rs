@@ -1,0 +1,602 @@
+//! The agent's life: check the configuration, open the sources, start the HTTP server
+//! and the netcheck pass, then the analysis loop until SIGTERM/SIGINT (or `duration`).
+//! Every error before the loop starts is a one-line error (exit 2); once running, a
+//! source that fails is reported by `/healthz`, the log and its metrics.
+
+use super::dump::{self, Analysis, Recorded};
+use super::http::{self, ReportRequest};
+use super::log::Log;
+use super::netns;
+use super::recorder::Recorder;
+use super::state::{NsState, Published, SourceState};
+use super::topn::{self, TopN};
+use super::window::{self, Window};
+use super::Config;
+use crate::analysis::Analyzer;
+use crate::capture::live::{LiveSource, SourceInfo, SourceStats};
+use crate::capture::merge::Merger;
+use crate::capture::{rdma, session};
+use crate::error::{exit, Failure};
+use crate::pipeline::{NoSink, Pipeline};
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Counters whose start and end in the window are logged (keys of the totals).
+const NOTABLE: [&str; 14] = [
+    "nak_psn_seq",
+    "rnr_nak",
+    "unrecovered_gap_events",
+    "capture_loss_gap_events",
+    "timeout_retransmission_episodes",
+    "duplicate_packets",
+    "ce_marked",
+    "cnp",
+    "pfc_pause_frames",
+    "icrc_bad",
+    "arp_cross_subnet_unanswered",
+    "arp_reply_path_mismatch",
+    "arp_duplicate_address",
+    "malformed",
+];
+
+/// Runs the agent; returns the exit code.
+pub fn run(cfg: &Config) -> Result<i32, Failure> {
+    let log = Log {
+        format: cfg.log_format,
+    };
+    check(cfg)?;
+    let devices = resolve(cfg)?;
+    let opened = LiveSource::open(&devices, cfg.live.clone())
+        .map_err(|e| session::explain(e, &cfg.sysfs_root))?;
+    let infos = opened.sources();
+    let server = tiny_http::Server::http(cfg.listen).map_err(|e| {
+        Failure::new(format!("agent: listening on {}: {e}", cfg.listen))
+            .hint("choose a free address with --listen ADDR:PORT")
+    })?;
+    let names: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
+    let shared = Arc::new(Mutex::new(Published::new(cfg.node.clone(), &names)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let usr1 = Arc::new(AtomicBool::new(false));
+    signals(&stop, &usr1)?;
+    let (rep_tx, rep_rx) = sync_channel::<ReportRequest>(4);
+    let http = {
+        let (shared, stop) = (shared.clone(), stop.clone());
+        std::thread::spawn(move || http::serve(server, shared, rep_tx, stop))
+    };
+    let nc = cfg.netcheck_interval.map(|every| {
+        let (shared, stop, cfg) = (shared.clone(), stop.clone(), cfg.clone());
+        std::thread::spawn(move || netcheck_loop(&cfg, every, &shared, &stop, log))
+    });
+    log.event(
+        "started",
+        &[
+            ("node", cfg.node.clone()),
+            ("sources", names.join(",")),
+            ("listen", cfg.listen.to_string()),
+            ("snaplen", cfg.live.snaplen.to_string()),
+        ],
+    );
+    let live = opened.start();
+    let mut lp = Loop::new(cfg, &infos, log);
+    let reason = lp.run(&live, &stop, &usr1, &rep_rx, &shared);
+    let stats = live.stats().to_vec();
+    let rest = live.finish();
+    for b in rest {
+        lp.merger.push(b);
+    }
+    lp.drain(true);
+    lp.publish(&stats, &shared);
+    stop.store(true, Ordering::SeqCst);
+    let _ = http.join();
+    if let Some(h) = nc {
+        let _ = h.join();
+    }
+    log.event("stopped", &[("reason", reason.to_string())]);
+    if reason == "all sources ended" {
+        let errs: Vec<String> = stats
+            .iter()
+            .zip(&names)
+            .filter_map(|(s, n)| {
+                let e = s.error.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+                Some(format!("{n}: {e}"))
+            })
+            .collect();
+        return Err(Failure::new(format!(
+            "agent: every source ended{}",
+            if errs.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", errs.join("; "))
+            }
+        )));
+    }
+    Ok(exit::OK)
+}
+
+/// Checks what can be checked before anything is opened.
+fn check(cfg: &Config) -> Result<(), Failure> {
+    let w = Window::new(cfg.window);
+    for r in &cfg.dump_on {
+        if !w.knows(&r.name) {
+            return Err(Failure::new(format!(
+                "agent: --dump-on '{r}': unknown name '{}'",
+                r.name
+            ))
+            .hint("use a key of \"totals\" or \"derived\" in the analyze JSON report, e.g. 'nak_psn_seq > 10'"));
+        }
+    }
+    if !cfg.dump_on.is_empty() && cfg.dump_dir.is_none() {
+        return Err(Failure::new("agent: --dump-on needs --dump-dir DIR"));
+    }
+    if let Some(d) = &cfg.dump_dir {
+        prepare_dir(d)?;
+    }
+    if cfg.interfaces.is_empty() {
+        return Err(Failure::new("agent: no source to capture from")
+            .hint("give --interface IFACE (repeatable) or --interface auto"));
+    }
+    Ok(())
+}
+
+/// Creates the dump directory and checks it can be written, removing a killed run's
+/// `.part` files.
+fn prepare_dir(d: &Path) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| {
+        Failure::new(format!("agent: dump directory {}: {e}", d.display()))
+            .hint("--dump-dir must be a writable directory")
+    };
+    std::fs::create_dir_all(d).map_err(fail)?;
+    let probe = d.join(format!(".rocetap-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(fail)?;
+    let _ = std::fs::remove_file(&probe);
+    dump::clean_parts(d);
+    Ok(())
+}
+
+/// `auto` becomes the node's RDMA devices: each through the libpcap RDMA sniffer when
+/// this libpcap lists it, else its netdevs.
+fn resolve(cfg: &Config) -> Result<Vec<String>, Failure> {
+    let mut out = Vec::new();
+    for i in &cfg.interfaces {
+        if i != "auto" {
+            out.push(i.clone());
+            continue;
+        }
+        let listed: Vec<String> = pcap::Device::list()
+            .map(|d| d.into_iter().map(|d| d.name).collect())
+            .unwrap_or_default();
+        let sysfs = crate::config::sysfs_dir(&cfg.sysfs_root);
+        let devs = rdma::list(&sysfs);
+        if devs.is_empty() {
+            return Err(Failure::new(format!(
+                "agent: --interface auto: no RDMA device in {}",
+                sysfs.join("class/infiniband").display()
+            ))
+            .hint("name the netdevs or mirror ports to capture with --interface IFACE"));
+        }
+        for d in devs {
+            if listed.contains(&d.name) {
+                out.push(d.name);
+            } else {
+                out.extend(d.netdevs);
+            }
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+fn signals(stop: &Arc<AtomicBool>, usr1: &Arc<AtomicBool>) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure::new(format!("agent: installing signal handlers: {e}"));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal ends the process at once.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone());
+        signal_hook::flag::register(sig, stop.clone()).map_err(fail)?;
+    }
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, usr1.clone()).map_err(fail)?;
+    Ok(())
+}
+
+/// The netcheck pass, every `every`, until `stop`; logs findings appearing and clearing.
+fn netcheck_loop(
+    cfg: &Config,
+    every: Duration,
+    shared: &Mutex<Published>,
+    stop: &AtomicBool,
+    log: Log,
+) {
+    let mut before: Option<Vec<NsState>> = None;
+    loop {
+        let now = netns::check_all(&cfg.roots, &cfg.sysfs_root, &cfg.netcheck_only);
+        if let Some(b) = &before {
+            log_changes(b, &now, log);
+        } else {
+            for ns in &now {
+                for f in &ns.findings {
+                    log.event("finding", &ns_fields(ns, &f.check, &f.severity, &f.title));
+                }
+            }
+        }
+        {
+            let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+            p.netcheck.runs += 1;
+            p.netcheck.last_run = Some(SystemTime::now());
+            p.netcheck.namespaces = now.clone();
+        }
+        before = Some(now);
+        let until = Instant::now() + every;
+        while Instant::now() < until {
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn ns_fields(ns: &NsState, check: &str, sev: &str, title: &str) -> Vec<(&'static str, String)> {
+    let mut v = vec![("netns", ns.netns.clone())];
+    if let Some(p) = &ns.pod {
+        v.push(("pod", p.name.clone()));
+        v.push(("pod_namespace", p.namespace.clone()));
+    }
+    v.push(("check", check.to_string()));
+    v.push(("severity", sev.to_string()));
+    v.push(("title", title.to_string()));
+    v
+}
+
+fn log_changes(before: &[NsState], now: &[NsState], log: Log) {
+    let key = |ns: &NsState| ns.netns.clone();
+    for ns in now {
+        let old = before.iter().find(|b| key(b) == key(ns));
+        for f in &ns.findings {
+            if !old.is_some_and(|o| o.findings.contains(f)) {
+                log.event("finding", &ns_fields(ns, &f.check, &f.severity, &f.title));
+            }
+        }
+    }
+    for ns in before {
+        let new = now.iter().find(|n| key(n) == key(ns));
+        for f in &ns.findings {
+            if !new.is_some_and(|n| n.findings.contains(f)) {
+                log.event(
+                    "finding_cleared",
+                    &ns_fields(ns, &f.check, &f.severity, &f.title),
+                );
+            }
+        }
+    }
+}
+
+/// The analysis loop's state.
+struct Loop<'c> {
+    cfg: &'c Config,
+    log: Log,
+    infos: Vec<SourceInfo>,
+    merger: Merger,
+    pipes: Vec<Pipeline>,
+    recs: Vec<Recorder>,
+    tops: Vec<TopN>,
+    window: Window,
+    drops: VecDeque<(Instant, u64)>,
+    active: Vec<bool>,
+    dropping: bool,
+    holding: bool,
+    last_rule_dump: Option<Instant>,
+}
+
+impl<'c> Loop<'c> {
+    fn new(cfg: &'c Config, infos: &[SourceInfo], log: Log) -> Self {
+        let n = infos.len();
+        Loop {
+            cfg,
+            log,
+            infos: infos.to_vec(),
+            merger: Merger::new(n),
+            pipes: (0..n)
+                .map(|_| Pipeline::new(cfg.decode, Analyzer::new(cfg.analyzer)))
+                .collect(),
+            recs: infos
+                .iter()
+                .map(|i| {
+                    Recorder::new(
+                        cfg.recorder_bytes,
+                        i.snaplen,
+                        cfg.recorder_seconds * 1_000_000_000,
+                    )
+                })
+                .collect(),
+            tops: (0..n).map(|_| TopN::new(cfg.top_flows)).collect(),
+            window: {
+                // Nothing had happened when the agent started: the window's first sample.
+                let mut w = Window::new(cfg.window);
+                w.push(
+                    Instant::now(),
+                    window::values(&crate::analysis::Totals::default()),
+                );
+                w
+            },
+            drops: VecDeque::from([(Instant::now(), 0)]),
+            active: vec![false; NOTABLE.len()],
+            dropping: false,
+            holding: false,
+            last_rule_dump: None,
+        }
+    }
+
+    fn drain(&mut self, all: bool) {
+        let (pipes, recs) = (&mut self.pipes, &mut self.recs);
+        let _ = self.merger.drain(all, |f| {
+            let s = f.source as usize;
+            recs[s].push(f);
+            pipes[s].feed(f, &mut NoSink)
+        });
+    }
+
+    fn run(
+        &mut self,
+        live: &LiveSource,
+        stop: &AtomicBool,
+        usr1: &AtomicBool,
+        reports: &Receiver<ReportRequest>,
+        shared: &Mutex<Published>,
+    ) -> &'static str {
+        let started = Instant::now();
+        let mut last_tick = Instant::now();
+        loop {
+            if let Some(b) = live.recv_timeout(Duration::from_millis(100)) {
+                self.merger.push(b);
+                while let Ok(b) = live.receiver().try_recv() {
+                    self.merger.push(b);
+                }
+            }
+            self.drain(false);
+            if stop.load(Ordering::SeqCst) {
+                return "signal";
+            }
+            if self.cfg.duration.is_some_and(|d| started.elapsed() >= d) {
+                return "duration reached";
+            }
+            if self.merger.is_done() {
+                return "all sources ended";
+            }
+            while let Ok(tx) = reports.try_recv() {
+                let (r, input) =
+                    dump::analyze(&self.recorded(), self.window_start_ns(), self.analysis());
+                let _ = tx.try_send(dump::report_json(&r, &input));
+            }
+            if usr1.swap(false, Ordering::SeqCst) {
+                self.dump("signal", None, shared);
+            }
+            if last_tick.elapsed() >= Duration::from_secs(1) {
+                last_tick = Instant::now();
+                self.publish(live.stats(), shared);
+                self.judge(shared);
+            }
+        }
+    }
+
+    fn recorded(&self) -> Vec<Recorded<'_>> {
+        self.infos
+            .iter()
+            .zip(&self.recs)
+            .map(|(i, r)| Recorded {
+                name: &i.name,
+                link: i.link,
+                snaplen: i.snaplen,
+                rec: r,
+            })
+            .collect()
+    }
+
+    fn analysis(&self) -> Analysis {
+        Analysis {
+            decode: self.cfg.decode,
+            analyzer: crate::analysis::Config {
+                max_events: 100_000,
+                max_flow_summaries: 20_000,
+                ..self.cfg.analyzer
+            },
+        }
+    }
+
+    /// The first timestamp a dump or `/report` covers: `dump_seconds` before the newest
+    /// frame recorded.
+    fn window_start_ns(&self) -> u64 {
+        let newest = self
+            .recs
+            .iter()
+            .filter_map(Recorder::newest_ts)
+            .max()
+            .unwrap_or(0);
+        newest.saturating_sub(self.cfg.dump_seconds * 1_000_000_000)
+    }
+
+    /// Publishes every source's state and feeds the window.
+    fn publish(&mut self, stats: &[Arc<SourceStats>], shared: &Mutex<Published>) {
+        let now = Instant::now();
+        let mut states = Vec::with_capacity(self.pipes.len());
+        let mut vals = Vec::new();
+        for (i, p) in self.pipes.iter().enumerate() {
+            let an = p.analyzer();
+            let snap = an.snapshot(an.events_recorded());
+            let mut s = SourceState {
+                name: self.infos[i].name.clone(),
+                totals: snap.totals,
+                latency: snap.latency,
+                tracked: an.live_flows() as u64,
+                ..SourceState::default()
+            };
+            for sender in &snap.pfc {
+                for pr in &sender.per_priority {
+                    let e = &mut s.pfc[usize::from(pr.priority & 7)];
+                    e.0 += pr.frames;
+                    e.1 += pr.pause_ns as f64 / 1e9;
+                }
+            }
+            if let Some(st) = stats.get(i) {
+                s.received = st.received.load(Ordering::Relaxed);
+                s.queue_dropped = st.queue_dropped.load(Ordering::Relaxed);
+                let pc = st
+                    .pcap
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_default();
+                s.kernel_dropped = pc.kernel_dropped;
+                s.if_dropped = pc.if_dropped;
+                s.error = st.error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            }
+            let (top, other) = self.tops[i].update(now, &snap.flows, topn::totals(&snap.totals));
+            s.top = top;
+            s.other = other;
+            vals.push(window::values(&snap.totals));
+            states.push(s);
+        }
+        let drops: u64 = states
+            .iter()
+            .map(|s| s.kernel_dropped + s.if_dropped + s.queue_dropped)
+            .sum();
+        self.window.push(now, window::sum(vals));
+        self.note_drops(now, drops);
+        let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+        p.sources = states;
+        p.tick = now;
+    }
+
+    fn note_drops(&mut self, now: Instant, total: u64) {
+        self.drops.push_back((now, total));
+        while self.drops.len() > 2 && now.duration_since(self.drops[1].0) >= self.window.span() {
+            self.drops.pop_front();
+        }
+        let moved = self.drops.front().map_or(0, |f| total.saturating_sub(f.1));
+        if moved > 0 && !self.dropping {
+            self.log.event(
+                "started",
+                &[
+                    ("what", "capture_drops".into()),
+                    ("count", moved.to_string()),
+                    ("window_s", self.window.span().as_secs().to_string()),
+                ],
+            );
+        } else if moved == 0 && self.dropping {
+            self.log
+                .event("cleared", &[("what", "capture_drops".into())]);
+        }
+        self.dropping = moved > 0;
+    }
+
+    /// Logs counters starting and stopping in the window, and dumps when a rule holds.
+    fn judge(&mut self, shared: &Mutex<Published>) {
+        let span = self.window.span().as_secs().to_string();
+        for (i, key) in NOTABLE.iter().enumerate() {
+            let v = self.window.value(key).unwrap_or(0.0);
+            if v > 0.0 && !self.active[i] {
+                self.log.event(
+                    "started",
+                    &[
+                        ("what", (*key).into()),
+                        ("count", crate::report::analyze::num(v)),
+                        ("window_s", span.clone()),
+                    ],
+                );
+            } else if v == 0.0 && self.active[i] {
+                self.log.event(
+                    "cleared",
+                    &[("what", (*key).into()), ("window_s", span.clone())],
+                );
+            }
+            self.active[i] = v > 0.0;
+        }
+        let held = self
+            .cfg
+            .dump_on
+            .iter()
+            .find(|r| {
+                r.op.holds(self.window.value(&r.name).unwrap_or(0.0), r.value)
+            })
+            .cloned();
+        let rising = held.is_some() && !self.holding;
+        self.holding = held.is_some();
+        let Some(rule) = held else { return };
+        let limited = self
+            .last_rule_dump
+            .is_some_and(|t| t.elapsed() < self.cfg.dump_interval);
+        if limited {
+            if rising {
+                shared
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .dumps
+                    .suppressed += 1;
+                self.log.event(
+                    "dump_suppressed",
+                    &[
+                        ("rule", rule.to_string()),
+                        ("interval_s", self.cfg.dump_interval.as_secs().to_string()),
+                    ],
+                );
+            }
+            return;
+        }
+        self.last_rule_dump = Some(Instant::now());
+        self.dump("rule", Some(&rule), shared);
+    }
+
+    fn dump(
+        &mut self,
+        why: &str,
+        rule: Option<&crate::report::rules::Rule>,
+        shared: &Mutex<Published>,
+    ) {
+        let Some(dir) = &self.cfg.dump_dir else {
+            self.log.event(
+                "dump_skipped",
+                &[("reason", why.into()), ("why", "no --dump-dir".into())],
+            );
+            return;
+        };
+        let res = dump::write(
+            dir,
+            &self.recorded(),
+            self.window_start_ns(),
+            self.analysis(),
+            why,
+            self.cfg.dump_keep,
+        );
+        let mut fields = vec![("reason", why.to_string())];
+        if let Some(r) = rule {
+            fields.push(("rule", r.to_string()));
+            fields.push((
+                "actual",
+                crate::report::analyze::num(self.window.value(&r.name).unwrap_or(0.0)),
+            ));
+        }
+        let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+        match res {
+            Ok(w) => {
+                if why == "signal" {
+                    p.dumps.signal += 1;
+                } else {
+                    p.dumps.rule += 1;
+                }
+                drop(p);
+                fields.push(("pcapng", w.pcapng.display().to_string()));
+                fields.push(("json", w.json.display().to_string()));
+                fields.push(("frames", w.frames.to_string()));
+                fields.push(("naks", w.naks.to_string()));
+                self.log.event("dump", &fields);
+            }
+            Err(e) => {
+                p.dumps.failed += 1;
+                drop(p);
+                fields.push(("error", e.to_string()));
+                self.log.event("dump_failed", &fields);
+            }
+        }
+    }
+}

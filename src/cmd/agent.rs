@@ -1,0 +1,225 @@
+//! `rocetap agent`: the command line over the config file, into an [`agent::Config`],
+//! every value checked by one parser whichever side it came from; then the agent runs.
+
+use crate::cli::AgentArgs;
+use rocetap::agent::{self, file, log::LogFormat};
+use rocetap::capture::live::Filter;
+use rocetap::error::Failure;
+use rocetap::report::rules;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Where a setting came from, for its error message.
+enum From {
+    Cli,
+    File(PathBuf),
+}
+
+/// The options given on the command line, as (config key, values).
+fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
+    let mut v: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut one = |k: &'static str, x: Option<String>| {
+        if let Some(x) = x {
+            v.push((k, vec![x]));
+        }
+    };
+    one("listen", a.listen.clone());
+    one("node_name", a.node_name.clone());
+    one("snaplen", a.snaplen.map(|x| x.to_string()));
+    one("filter", a.filter.clone());
+    one("roce_port", a.roce_port.map(|x| x.to_string()));
+    one("netcheck_interval", a.netcheck_interval.clone());
+    one(
+        "dump_dir",
+        a.dump_dir.as_ref().map(|p| p.display().to_string()),
+    );
+    one("dump_seconds", a.dump_seconds.map(|x| x.to_string()));
+    one("dump_interval", a.dump_interval.clone());
+    one("dump_keep", a.dump_keep.map(|x| x.to_string()));
+    one("recorder_bytes", a.recorder_bytes.clone());
+    one(
+        "recorder_seconds",
+        a.recorder_seconds.map(|x| x.to_string()),
+    );
+    one("window", a.window.clone());
+    one("log_format", a.log_format.clone());
+    one("top_flows", a.top_flows.map(|x| x.to_string()));
+    one("idle_timeout", a.idle_timeout.clone());
+    one("link_speed", a.link_speed.map(|x| x.to_string()));
+    for (k, list) in [
+        ("interface", &a.interfaces),
+        ("netcheck_netns", &a.netcheck_netns),
+        ("dump_on", &a.dump_on),
+    ] {
+        if !list.is_empty() {
+            v.push((k, list.clone()));
+        }
+    }
+    v
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+pub fn run(a: AgentArgs) -> Result<i32, Failure> {
+    let cfg = config(&a)?;
+    agent::run(&cfg)
+}
+
+/// The agent's configuration: defaults, then the file, then the command line.
+pub fn config(a: &AgentArgs) -> Result<agent::Config, Failure> {
+    let mut settings: Vec<(String, Vec<String>, From)> = Vec::new();
+    if let Some(p) = &a.config {
+        for (k, v) in file::load(p)? {
+            settings.push((k, v, From::File(p.clone())));
+        }
+    }
+    for (k, v) in cli_pairs(a) {
+        settings.retain(|(x, _, _)| x != k);
+        settings.push((k.to_string(), v, From::Cli));
+    }
+    let mut cfg = agent::Config::new(Vec::new(), host_name());
+    cfg.sysfs_root = a.sysfs_root.clone();
+    if let Some(d) = &a.duration {
+        cfg.duration = Some(
+            file::parse_duration(d).map_err(|e| Failure::new(format!("agent: --duration: {e}")))?,
+        );
+    }
+    let mut roce_port = None;
+    let mut filter = None;
+    for (k, v, from) in &settings {
+        apply(&mut cfg, k, v, &mut roce_port, &mut filter).map_err(|e| match from {
+            From::Cli => Failure::new(format!("agent: --{}: {e}", k.replace('_', "-"))),
+            From::File(p) => Failure::new(format!("agent: config {}: '{k}': {e}", p.display())),
+        })?;
+    }
+    if let Some(p) = roce_port {
+        cfg.decode.roce_port = p;
+    }
+    cfg.live.filter = match filter {
+        Some(f) => Filter::Expr(f),
+        None => Filter::Roce {
+            port: cfg.decode.roce_port,
+        },
+    };
+    if cfg.interfaces.is_empty() {
+        return Err(Failure::new("agent: no source to capture from").hint(
+            "give --interface IFACE (repeatable), --interface auto, or `interface:` in --config",
+        ));
+    }
+    if cfg.dump_seconds > cfg.recorder_seconds {
+        return Err(Failure::new(format!(
+            "agent: --dump-seconds {} is longer than the flight recorder keeps (--recorder-seconds {})",
+            cfg.dump_seconds, cfg.recorder_seconds
+        )));
+    }
+    Ok(cfg)
+}
+
+fn num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a valid number"))
+}
+
+fn apply(
+    cfg: &mut agent::Config,
+    key: &str,
+    v: &[String],
+    roce_port: &mut Option<u16>,
+    filter: &mut Option<String>,
+) -> Result<(), String> {
+    let first = v.first().map(String::as_str).unwrap_or("");
+    match key {
+        "interface" => cfg.interfaces = v.to_vec(),
+        "listen" => {
+            cfg.listen = first
+                .parse::<SocketAddr>()
+                .map_err(|_| format!("'{first}' is not ADDR:PORT (e.g. 0.0.0.0:9470)"))?
+        }
+        "node_name" => {
+            if first.is_empty() || first.len() > 253 {
+                return Err("give a name of 1 to 253 characters".into());
+            }
+            cfg.node = first.to_string();
+        }
+        "snaplen" => {
+            let n: u32 = num(first)?;
+            if !(64..=262_144).contains(&n) {
+                return Err(format!(
+                    "{n}: give 64 to 262144 bytes (128 keeps every RoCE header)"
+                ));
+            }
+            cfg.live.snaplen = n;
+        }
+        "filter" => *filter = Some(first.to_string()),
+        "roce_port" => *roce_port = Some(num(first)?),
+        "netcheck_interval" => {
+            let d = file::parse_duration(first)?;
+            cfg.netcheck_interval = (!d.is_zero()).then_some(d);
+        }
+        "netcheck_netns" => cfg.netcheck_only = v.to_vec(),
+        "dump_dir" => cfg.dump_dir = Some(PathBuf::from(first)),
+        "dump_on" => {
+            cfg.dump_on = v
+                .iter()
+                .map(|r| rules::parse(r))
+                .collect::<Result<_, _>>()?;
+        }
+        "dump_seconds" => cfg.dump_seconds = positive(num(first)?)?,
+        "dump_interval" => cfg.dump_interval = file::parse_duration(first)?,
+        "dump_keep" => cfg.dump_keep = positive(num::<u64>(first)?)? as usize,
+        "recorder_bytes" => {
+            let b = file::parse_bytes(first)?;
+            if !(64 << 10..=16 << 30).contains(&b) {
+                return Err(format!("{b} bytes: give 64K to 16G"));
+            }
+            cfg.recorder_bytes = b;
+        }
+        "recorder_seconds" => cfg.recorder_seconds = positive(num(first)?)?,
+        "window" => {
+            let d = file::parse_duration(first)?;
+            if d.as_secs() < 1 {
+                return Err("the window is at least 1s".into());
+            }
+            cfg.window = d;
+        }
+        "log_format" => {
+            cfg.log_format = match first {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                _ => return Err(format!("'{first}': use text or json")),
+            }
+        }
+        "top_flows" => cfg.top_flows = num::<usize>(first)?.min(10_000),
+        "idle_timeout" => {
+            let d = file::parse_duration(first)?;
+            if d.is_zero() {
+                return Err("give a positive duration".into());
+            }
+            cfg.analyzer.idle_timeout_ns = d.as_nanos().min(u64::MAX as u128) as u64;
+        }
+        "link_speed" => {
+            let g: f64 = num(first)?;
+            if !(g.is_finite() && g > 0.0 && g <= 10_000.0) {
+                return Err(format!("{g}: give Gbit/s between 0 and 10000"));
+            }
+            cfg.analyzer.link_bps = (g * 1e9) as u64;
+        }
+        _ => return Err("not an agent setting".into()),
+    }
+    Ok(())
+}
+
+fn positive(n: u64) -> Result<u64, String> {
+    if n == 0 {
+        Err("give a positive number".into())
+    } else {
+        Ok(n)
+    }
+}

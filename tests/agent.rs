@@ -1,0 +1,728 @@
+//! `rocetap agent` with the real parts: the agent captures a veth in a network namespace
+//! the test creates while tcpreplay sends a sample with known truth into it; a real
+//! Prometheus server (Debian's package, on loopback) scrapes it and the test finds the
+//! truth numbers through Prometheus' HTTP API; `promtool check metrics` lints /metrics;
+//! netcheck runs on the sbr-arp scenario's namespaces (the broken pod's finding appears as
+//! a metric with its namespace and clears once the pod is fixed); `--dump-on` writes an
+//! annotated pcapng that `rocetap analyze` reads back with the same NAKs; SIGUSR1 dumps;
+//! a full disk fails a dump cleanly; SIGTERM ends the agent with nothing half-written.
+//! Bad configurations are one-line errors (exit 2), root or not.
+//!
+//! The live tests need root, tcpreplay, prometheus and promtool; otherwise they print
+//! `SKIP:` (and fail under CI).
+
+mod common;
+
+use common::{bin, have, in_ci, skip, TempDir};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The live tests change network namespaces: one at a time.
+static NETNS_LOCK: Mutex<()> = Mutex::new(());
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn ready(tools: &[&str]) -> bool {
+    if !is_root() {
+        skip("needs root for network namespaces");
+        return false;
+    }
+    for t in tools {
+        if !have(t) {
+            skip(&format!("{t} is not installed (.ci/run installs it)"));
+            return false;
+        }
+    }
+    true
+}
+
+fn run(cmd: &[&str]) -> Output {
+    let o = Command::new(cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET `path` from 127.0.0.1:`port`: (status, body).
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
+}
+
+fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let until = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < until,
+            "timed out after {secs} s waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// A namespace holding one end of a veth pair whose other end is in the root namespace,
+/// where the agent captures; removed on drop.
+struct Wire {
+    ns: String,
+    host_if: String,
+    ns_if: String,
+}
+
+impl Wire {
+    fn new(tag: &str) -> Wire {
+        let pid = std::process::id();
+        let w = Wire {
+            ns: format!("rtag-{pid}-{tag}"),
+            host_if: format!("ra{:x}{tag}h", pid % 0xfffff),
+            ns_if: format!("ra{:x}{tag}p", pid % 0xfffff),
+        };
+        run(&["ip", "netns", "add", &w.ns]);
+        run(&[
+            "ip", "link", "add", &w.host_if, "type", "veth", "peer", "name", &w.ns_if, "netns",
+            &w.ns,
+        ]);
+        let _ = Command::new("sysctl")
+            .arg("-qw")
+            .arg(format!("net.ipv6.conf.{}.disable_ipv6=1", w.host_if))
+            .output();
+        let _ = Command::new("ip")
+            .args(["netns", "exec", &w.ns, "sysctl", "-qw"])
+            .arg(format!("net.ipv6.conf.{}.disable_ipv6=1", w.ns_if))
+            .output();
+        run(&["ip", "link", "set", &w.host_if, "mtu", "9000", "up"]);
+        run(&[
+            "ip", "-n", &w.ns, "link", "set", &w.ns_if, "mtu", "9000", "up",
+        ]);
+        w
+    }
+
+    /// Sends `pcap` into the wire from the namespace side.
+    fn replay(&self, pcap: &Path) {
+        run(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.ns,
+            "tcpreplay",
+            "-q",
+            "-i",
+            &self.ns_if,
+            pcap.to_str().unwrap(),
+        ]);
+    }
+}
+
+impl Drop for Wire {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host_if])
+            .output();
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
+    }
+}
+
+/// A child process killed (by PID) on drop.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn signal(p: &Proc, sig: &str) {
+    run(&["kill", "-s", sig, &p.0.id().to_string()]);
+}
+
+fn sample(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(name)
+}
+
+fn truth(name: &str, key: &str) -> u64 {
+    let t: Value =
+        serde_json::from_slice(&std::fs::read(sample(&format!("{name}.truth.json"))).unwrap())
+            .unwrap();
+    t["observable"][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{name}: no truth for {key}"))
+}
+
+fn start_agent(args: &[String], log: &Path) -> Proc {
+    let err = std::fs::File::create(log).unwrap();
+    Proc(
+        Command::new(bin())
+            .arg("agent")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn healthy(port: u16) {
+    wait_for("the agent's /healthz", 30, || {
+        get(port, "/healthz").filter(|(s, _)| *s == 200)
+    });
+}
+
+/// The value of one series in a /metrics text (`name{labels}` as written).
+fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// The values of an instant query through Prometheus' HTTP API.
+fn prom_query(port: u16, q: &str) -> Vec<(Value, f64)> {
+    let enc: String = q
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let Some((200, body)) = get(port, &format!("/api/v1/query?query={enc}")) else {
+        return Vec::new();
+    };
+    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    v["data"]["result"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .map(|x| {
+                    (
+                        x["metric"].clone(),
+                        x["value"][1]
+                            .as_str()
+                            .unwrap_or("nan")
+                            .parse()
+                            .unwrap_or(f64::NAN),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn start_prometheus(tmp: &TempDir, target: u16) -> (Proc, u16) {
+    let port = free_port();
+    let cfg = tmp.path("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: rocetap\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+        ),
+    )
+    .unwrap();
+    let p = Proc(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                tmp.path("tsdb").display()
+            ))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(tmp.path("prometheus.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("Prometheus to be ready", 60, || {
+        get(port, "/-/ready").filter(|(s, _)| *s == 200)
+    });
+    (p, port)
+}
+
+struct Scenario(PathBuf);
+
+impl Scenario {
+    fn find() -> Option<Scenario> {
+        let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/scenarios/sbr-arp");
+        if d.join("run.sh").is_file() {
+            Some(Scenario(d))
+        } else {
+            skip(&format!("{} not found", d.display()));
+            None
+        }
+    }
+    fn run(&self, arg: &str) {
+        let o = Command::new("bash")
+            .arg(self.0.join("run.sh"))
+            .arg(arg)
+            .env("POD_RP_FILTER", "1")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "sbr-arp {arg}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+impl Drop for Scenario {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(self.0.join("run.sh"))
+            .arg("down")
+            .output();
+    }
+}
+
+fn dumps(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with(ext))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn analyze_json(file: &Path) -> Value {
+    let o = Command::new(bin())
+        .args(["analyze", "--format", "json"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "analyze {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
+    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&["tcpreplay", "prometheus", "promtool", "tshark"]) {
+        return;
+    }
+    let Some(scen) = Scenario::find() else { return };
+    scen.run("down");
+    scen.run("up-broken");
+    let tmp = TempDir::new("agent-e2e");
+    let wire = Wire::new("e");
+    let port = free_port();
+    let dump_dir = tmp.path("dumps");
+    let log = tmp.path("agent.log");
+    let args: Vec<String> = [
+        "-i",
+        &wire.host_if,
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--node-name",
+        "testnode",
+        "--netcheck-interval",
+        "1s",
+        "--netcheck-netns",
+        "sbrarp-pod1",
+        "--netcheck-netns",
+        "host",
+        "--dump-dir",
+        dump_dir.to_str().unwrap(),
+        "--dump-on",
+        "nak_psn_seq > 0",
+        "--window",
+        "5s",
+        "--log-format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let agent = start_agent(&args, &log);
+    healthy(port);
+    let (_prom, pport) = start_prometheus(&tmp, port);
+    wire.replay(&sample("loss-upstream.pcap"));
+
+    // The truth, through Prometheus.
+    let want = truth("loss-upstream.pcap", "nak_psn_seq") as f64;
+    let q = "sum(rocetap_naks_total{node=\"testnode\",code=\"psn_sequence_error\"})";
+    wait_for(
+        "Prometheus to hold the NAKs of loss-upstream.pcap",
+        60,
+        || {
+            prom_query(pport, q)
+                .first()
+                .filter(|(_, v)| *v == want)
+                .map(|_| ())
+        },
+    );
+    for (key, series) in [
+        (
+            "retransmitted_packets",
+            "sum(rocetap_retransmitted_packets_total{node=\"testnode\"})",
+        ),
+        (
+            "psn_gap_events",
+            "sum(rocetap_psn_gap_events_total{node=\"testnode\"})",
+        ),
+    ] {
+        let want = truth("loss-upstream.pcap", key) as f64;
+        wait_for(key, 30, || {
+            prom_query(pport, series)
+                .first()
+                .filter(|(_, v)| *v == want)
+                .map(|_| ())
+        });
+    }
+    // The broken pod's reply-path finding, labelled with its netns.
+    let q =
+        "rocetap_netcheck_findings{node=\"testnode\",netns=\"sbrarp-pod1\",check=\"reply-path\"}";
+    wait_for(
+        "the reply-path finding of sbrarp-pod1 in Prometheus",
+        60,
+        || {
+            prom_query(pport, q)
+                .first()
+                .filter(|(_, v)| *v >= 1.0)
+                .map(|_| ())
+        },
+    );
+
+    // /metrics itself: promtool's lint, and every name the alerting rules use.
+    let (_, text) = get(port, "/metrics").unwrap();
+    let mut lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lint.stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = lint.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/metrics.txt");
+    if let Ok(list) = std::fs::read_to_string(&names) {
+        for n in list
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            assert!(
+                text.lines().any(|l| l.starts_with(&format!("# TYPE {n} "))),
+                "deploy/metrics.txt names {n}, which /metrics does not export"
+            );
+        }
+    }
+
+    // The rule's dump: an annotated pcapng that analyze reads back with the same NAKs.
+    let pcapng = wait_for("the --dump-on dump", 30, || {
+        let d = dumps(&dump_dir, "-rule.pcapng").into_iter().next();
+        if d.is_none() {
+            eprintln!(
+                "agent log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            eprintln!("healthz: {:?}", get(port, "/healthz"));
+        }
+        d
+    });
+    let back = analyze_json(&pcapng);
+    assert_eq!(
+        back["totals"]["nak_psn_seq"].as_f64(),
+        Some(want),
+        "{}",
+        pcapng.display()
+    );
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(pcapng.with_extension("json")).unwrap()).unwrap();
+    assert_eq!(json["schema"], "rocetap.analyze/1");
+    assert_eq!(json["totals"]["nak_psn_seq"].as_f64(), Some(want));
+    let comments = run(&[
+        "tshark",
+        "-r",
+        pcapng.to_str().unwrap(),
+        "-Y",
+        "frame.comment",
+        "-T",
+        "fields",
+        "-e",
+        "frame.comment",
+    ]);
+    let comments = String::from_utf8_lossy(&comments.stdout);
+    assert!(
+        comments.contains("NAK 0x60 PSN sequence error"),
+        "no NAK annotation in {}:\n{comments}",
+        pcapng.display()
+    );
+
+    // /report: the analyze JSON of the recorder's window.
+    let (s, body) = get(port, "/report").unwrap();
+    assert_eq!(s, 200);
+    let rep: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(rep["totals"]["nak_psn_seq"].as_f64(), Some(want));
+
+    // SIGUSR1 dumps on demand, counted.
+    signal(&agent, "USR1");
+    wait_for("the SIGUSR1 dump", 30, || {
+        dumps(&dump_dir, "-signal.pcapng").into_iter().next()
+    });
+    wait_for("the signal dump in /metrics", 30, || {
+        let (_, t) = get(port, "/metrics")?;
+        (metric(
+            &t,
+            "rocetap_flight_recorder_dumps_total{node=\"testnode\",reason=\"signal\"}",
+        ) == Some(1.0))
+        .then_some(())
+    });
+
+    // The pod gets sbr: its finding clears from the agent and from Prometheus.
+    scen.run("down");
+    scen.run("up-fixed");
+    wait_for("the reply-path finding of sbrarp-pod1 to clear", 60, || {
+        let (_, t) = get(port, "/metrics")?;
+        let gone = !t.lines().any(|l| {
+            l.starts_with("rocetap_netcheck_findings")
+                && l.contains("netns=\"sbrarp-pod1\"")
+                && l.contains("check=\"reply-path\"")
+        });
+        (gone && prom_query(pport, q).is_empty()).then_some(())
+    });
+
+    // SIGTERM: a clean end, nothing half-written.
+    signal(&agent, "TERM");
+    let mut agent = agent;
+    let status = wait_for("the agent to exit on SIGTERM", 20, || {
+        agent.0.try_wait().ok().flatten()
+    });
+    assert!(status.success(), "exit status {status:?}");
+    assert!(
+        dumps(&dump_dir, ".part").is_empty(),
+        "a .part file was left"
+    );
+    let lines = std::fs::read_to_string(&log).unwrap();
+    for l in lines.lines() {
+        let v: Value =
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON log line ({e}): {l}"));
+        assert!(v["ts"].is_string() && v["event"].is_string(), "{l}");
+    }
+    for ev in [
+        "\"event\":\"started\"",
+        "\"event\":\"dump\"",
+        "\"event\":\"finding\"",
+        "\"event\":\"finding_cleared\"",
+        "\"event\":\"stopped\"",
+    ] {
+        assert!(lines.contains(ev), "no {ev} in the log:\n{lines}");
+    }
+}
+
+#[test]
+fn a_full_disk_fails_the_dump_cleanly() {
+    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&["tcpreplay", "mount"]) {
+        return;
+    }
+    let tmp = TempDir::new("agent-full");
+    let dir = tmp.path("tiny");
+    std::fs::create_dir_all(&dir).unwrap();
+    run(&[
+        "mount",
+        "-t",
+        "tmpfs",
+        "-o",
+        "size=16k",
+        "tmpfs",
+        dir.to_str().unwrap(),
+    ]);
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).output();
+        }
+    }
+    let _u = Unmount(dir.clone());
+    let wire = Wire::new("f");
+    let port = free_port();
+    let log = tmp.path("agent.log");
+    let args: Vec<String> = [
+        "-i",
+        &wire.host_if,
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--netcheck-interval",
+        "0",
+        "--dump-dir",
+        dir.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let agent = start_agent(&args, &log);
+    healthy(port);
+    for _ in 0..3 {
+        wire.replay(&sample("loss-upstream.pcap"));
+    }
+    wait_for("the frames", 30, || {
+        let (_, t) = get(port, "/metrics")?;
+        metric(
+            &t,
+            &format!(
+                "rocetap_frames_total{{node=\"{}\",source=\"{}\"}}",
+                host(),
+                wire.host_if
+            ),
+        )
+        .filter(|v| *v >= 453.0)
+    });
+    signal(&agent, "USR1");
+    wait_for("the failed dump in /metrics", 30, || {
+        let (_, t) = get(port, "/metrics")?;
+        (metric(
+            &t,
+            &format!(
+                "rocetap_flight_recorder_dump_failures_total{{node=\"{}\"}}",
+                host()
+            ),
+        ) == Some(1.0))
+        .then_some(())
+    });
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "the failed dump left files"
+    );
+    assert_eq!(
+        get(port, "/healthz").map(|x| x.0),
+        Some(200),
+        "the agent goes on"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("dump_failed") && text.contains("No space left"),
+        "{text}"
+    );
+    signal(&agent, "TERM");
+    let mut agent = agent;
+    let status = wait_for("the agent to exit", 20, || {
+        agent.0.try_wait().ok().flatten()
+    });
+    assert!(status.success());
+}
+
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Runs `rocetap agent ARGS` expecting a start-up error: exit 2 and one `rocetap:` line.
+fn refused(args: &[&str]) -> String {
+    let o = Command::new(bin())
+        .arg("agent")
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.starts_with("rocetap: "), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn bad_configurations_are_one_line_errors() {
+    let tmp = TempDir::new("agent-bad");
+    assert!(refused(&[]).contains("no source to capture from"));
+    assert!(refused(&["-i", "lo", "--dump-on", "nak_psn_seq >"]).contains("bad --fail-on rule"));
+    assert!(refused(&[
+        "-i",
+        "lo",
+        "--dump-dir",
+        "/tmp",
+        "--dump-on",
+        "nak_psn_sequence > 1"
+    ])
+    .contains("unknown name 'nak_psn_sequence'"));
+    assert!(refused(&["-i", "lo", "--dump-on", "nak_psn_seq > 1"]).contains("needs --dump-dir"));
+    assert!(refused(&["-i", "lo", "--listen", "localhost"]).contains("not ADDR:PORT"));
+    assert!(refused(&["-i", "lo", "--window", "5x"]).contains("bad duration"));
+    assert!(refused(&["-i", "lo", "--recorder-bytes", "1T"]).contains("bad size"));
+    assert!(refused(&["-i", "lo", "--snaplen", "10"]).contains("64 to 262144"));
+    assert!(refused(&["-i", "lo", "--log-format", "xml"]).contains("use text or json"));
+    assert!(
+        refused(&["-i", "lo", "--dump-seconds", "300"]).contains("longer than the flight recorder")
+    );
+    assert!(refused(&["-i", "lo", "--dump-dir", "/proc/rocetap-no"])
+        .contains("dump directory /proc/rocetap-no"));
+    let cfg = tmp.path("agent.yaml");
+    std::fs::write(&cfg, "interface: [lo]\nlisten: 127.0.0.1:1\nbogus: 1\n").unwrap();
+    let e = refused(&["--config", cfg.to_str().unwrap()]);
+    assert!(
+        e.contains("unknown key 'bogus'") && e.contains("agent.yaml"),
+        "{e}"
+    );
+    std::fs::write(&cfg, "interface: lo\nwindow: forever\n").unwrap();
+    let e = refused(&["--config", cfg.to_str().unwrap()]);
+    assert!(e.contains("'window'") && e.contains("bad duration"), "{e}");
+    std::fs::write(&cfg, "\u{0}\u{1}: [").unwrap();
+    assert!(refused(&["--config", cfg.to_str().unwrap()]).contains("agent.yaml"));
+    assert!(refused(&["--config", "/nonexistent/agent.yaml"]).contains("/nonexistent/agent.yaml"));
+    if is_root() || in_ci() {
+        // The listen address is taken: refused at start, before any capture.
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap().to_string();
+        let e = refused(&["-i", "lo", "--listen", &addr, "--netcheck-interval", "0"]);
+        assert!(e.contains("listening on"), "{e}");
+        let e = refused(&["-i", "rocetap-nosuchdev0", "--netcheck-interval", "0"]);
+        assert!(e.contains("rocetap-nosuchdev0"), "{e}");
+    }
+}
