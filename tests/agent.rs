@@ -703,6 +703,10 @@ fn bad_configurations_are_one_line_errors() {
     );
     assert!(refused(&["-i", "lo", "--dump-dir", "/proc/rocetap-no"])
         .contains("dump directory /proc/rocetap-no"));
+    let empty = tmp.path("sys");
+    std::fs::create_dir_all(&empty).unwrap();
+    let e = refused(&["-i", "auto", "--sysfs-root", empty.to_str().unwrap()]);
+    assert!(e.contains("--interface auto: no RDMA device"), "{e}");
     let cfg = tmp.path("agent.yaml");
     std::fs::write(&cfg, "interface: [lo]\nlisten: 127.0.0.1:1\nbogus: 1\n").unwrap();
     let e = refused(&["--config", cfg.to_str().unwrap()]);
