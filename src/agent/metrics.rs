@@ -464,11 +464,10 @@ fn agent(f: &mut Families, p: &Published) {
             fam.add(&l, n as f64);
         }
     }
-    let fam = f.gauge(
+    let failed = nc.namespaces.iter().filter(|n| n.error.is_some()).count();
+    f.gauge(
         "rocetap_netcheck_errors",
-        "1 when the last netcheck could not read a network namespace.",
-    );
-    for ns in nc.namespaces.iter().filter(|n| n.error.is_some()) {
-        fam.add(&[("node", node), ("netns", ns.netns.as_str())], 1.0);
-    }
+        "Network namespaces the last netcheck pass could not read (the log names them).",
+    )
+    .add(&[("node", node)], failed as f64);
 }

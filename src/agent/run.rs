@@ -212,15 +212,7 @@ fn netcheck_loop(
     let mut before: Option<Vec<NsState>> = None;
     loop {
         let now = netns::check_all(&cfg.roots, &cfg.sysfs_root, &cfg.netcheck_only);
-        if let Some(b) = &before {
-            log_changes(b, &now, log);
-        } else {
-            for ns in &now {
-                for f in &ns.findings {
-                    log.event("finding", &ns_fields(ns, &f.check, &f.severity, &f.title));
-                }
-            }
-        }
+        log_changes(before.as_deref().unwrap_or(&[]), &now, log);
         {
             let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
             p.netcheck.runs += 1;
@@ -254,6 +246,14 @@ fn log_changes(before: &[NsState], now: &[NsState], log: Log) {
     let key = |ns: &NsState| ns.netns.clone();
     for ns in now {
         let old = before.iter().find(|b| key(b) == key(ns));
+        if let Some(e) = &ns.error {
+            if old.and_then(|o| o.error.as_ref()) != Some(e) {
+                log.event(
+                    "netcheck_error",
+                    &[("netns", ns.netns.clone()), ("error", e.clone())],
+                );
+            }
+        }
         for f in &ns.findings {
             if !old.is_some_and(|o| o.findings.contains(f)) {
                 log.event("finding", &ns_fields(ns, &f.check, &f.severity, &f.title));
