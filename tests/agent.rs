@@ -350,6 +350,8 @@ fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
     scen.run("up-broken");
     let tmp = TempDir::new("agent-e2e");
     let wire = Wire::new("e");
+    // A second source: every series carries its own `source`.
+    let wire2 = Wire::new("g");
     let port = free_port();
     let dump_dir = tmp.path("dumps");
     let log = tmp.path("agent.log");
@@ -374,6 +376,8 @@ fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
         "5s",
         "--log-format",
         "json",
+        "-i",
+        &wire2.host_if,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -382,6 +386,7 @@ fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
     healthy(port);
     let (_prom, pport) = start_prometheus(&tmp, port);
     wire.replay(&sample("loss-upstream.pcap"));
+    wire2.replay(&sample("clean-rc.pcap"));
 
     // The truth, through Prometheus.
     let want = truth("loss-upstream.pcap", "nak_psn_seq") as f64;
@@ -509,6 +514,40 @@ fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
     assert_eq!(s, 200);
     let rep: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(rep["totals"]["nak_psn_seq"].as_f64(), Some(want));
+
+    // The second source's frames are counted under its own name, and nothing else of it
+    // leaks into the first one's NAKs.
+    let clean_frames = analyze_json(&sample("clean-rc.pcap"))["totals"]["frames"]
+        .as_f64()
+        .unwrap();
+    let q2 = format!(
+        "rocetap_frames_total{{node=\"testnode\",source=\"{}\"}}",
+        wire2.host_if
+    );
+    wait_for("the second source's frames in Prometheus", 30, || {
+        prom_query(pport, &q2)
+            .first()
+            .filter(|(_, v)| *v == clean_frames)
+            .map(|_| ())
+    });
+    let q1 = format!(
+        "rocetap_naks_total{{node=\"testnode\",source=\"{}\",code=\"psn_sequence_error\"}}",
+        wire.host_if
+    );
+    assert_eq!(prom_query(pport, &q1).first().map(|x| x.1), Some(want));
+
+    // The rule holds again within --dump-interval (5 min): no dump, one suppressed.
+    std::thread::sleep(Duration::from_secs(6)); // the window (5 s) forgets the first NAKs
+    wire.replay(&sample("loss-upstream.pcap"));
+    wait_for("the suppressed dump in /metrics", 30, || {
+        let (_, t) = get(port, "/metrics")?;
+        (metric(
+            &t,
+            "rocetap_flight_recorder_dumps_suppressed_total{node=\"testnode\"}",
+        ) == Some(1.0))
+        .then_some(())
+    });
+    assert_eq!(dumps(&dump_dir, "-rule.pcapng").len(), 1, "rate-limited");
 
     // SIGUSR1 dumps on demand, counted.
     signal(&agent, "USR1");
