@@ -49,6 +49,12 @@ pub fn load(path: &Path) -> Result<Vec<(String, Vec<String>)>, Failure> {
         )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    parse(&text, &name.to_string())
+}
+
+/// [`load`] of text read already; `name` (the file's) heads every error.
+pub fn parse(text: &str, name: &str) -> Result<Vec<(String, Vec<String>)>, Failure> {
+    let err = |m: String| Failure::new(format!("agent: config {name}: {m}"));
     if let Some((n, _)) = text
         .lines()
         .enumerate()
@@ -59,7 +65,7 @@ pub fn load(path: &Path) -> Result<Vec<(String, Vec<String>)>, Failure> {
             n + 1
         )));
     }
-    let docs = YamlLoader::load_from_str(&text).map_err(|e| {
+    let docs = YamlLoader::load_from_str(text).map_err(|e| {
         err(format!(
             "not YAML: {} at line {} column {}",
             e.info(),
