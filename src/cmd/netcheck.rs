@@ -14,6 +14,7 @@ fn config(a: NetcheckArgs) -> netcheck::Config {
         pid: a.pid,
         from: a.from,
         sysfs_root: a.sysfs_root.as_deref().map(rocetap::config::sysfs_dir),
+        qos_from: a.qos_from,
         route_get: a.route_get,
         capture: a.capture,
         format: match a.format {

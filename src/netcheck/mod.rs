@@ -12,11 +12,13 @@
 
 pub mod capture;
 pub mod checks;
+pub mod dcb;
 pub mod load_json;
 pub mod lookup;
 pub mod model;
 pub mod nad;
 pub mod netlink;
+pub mod qos;
 pub mod report;
 pub mod sysfs;
 
@@ -44,6 +46,8 @@ pub struct Config {
     /// `--sysfs-root DIR`: where sysfs is (see [`crate::config::sysfs_dir`]); `None`:
     /// `/sys` when live, not read offline.
     pub sysfs_root: Option<PathBuf>,
+    /// `--qos-from DIR`: recorded `dcb` / `mlnx_qos` outputs (see [`dcb::load`]).
+    pub qos_from: Option<PathBuf>,
     /// `--route-get SPEC`: only answer these routing questions.
     pub route_get: Vec<String>,
     /// `--capture FILE`: captures whose ARP symptoms to add.
@@ -148,6 +152,7 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
     let mut findings = Vec::new();
     let mut interfaces = Vec::new();
     let mut ports = Vec::new();
+    let mut host_qos = None;
     if let Some(state) = &state {
         if let Some(code) = route_get(&a, state)? {
             return Ok(code);
@@ -175,13 +180,27 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
         checks::arp_sysctls(state, &mut findings);
         if let Some(root) = &sysfs_root {
             sysfs::check(root, state, &ports, &mut findings);
+            let q = read_qos(&a, root, state, &ports)?;
+            qos::host::check(&q, &mut findings);
+            if let Some(r) = &capture {
+                qos::joined::check(r, state, &q, &mut findings);
+            }
+            host_qos = Some(q);
+        } else if a.qos_from.is_some() {
+            return Err(Failure::new(
+                "netcheck: --qos-from needs the host's RDMA ports to join with",
+            )
+            .hint(
+                "offline, add --sysfs-root DIR (the sysfs the DCB outputs were recorded next to)",
+            ));
         }
         interfaces = checks::iface_sysctls(state);
     }
     if let Some(r) = &capture {
         findings.extend(capture::findings(r));
     }
-    let rep = report::Report::new(origin, findings, interfaces, ports);
+    let mut rep = report::Report::new(origin, findings, interfaces, ports);
+    rep.qos = host_qos;
     match a.format {
         NetcheckFormat::Json => println!(
             "{}",
@@ -198,6 +217,28 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
     } else {
         exit::OK
     })
+}
+
+/// The host's QoS state under `root`, with `--qos-from`'s recorded DCB outputs.
+fn read_qos(
+    a: &Config,
+    root: &std::path::Path,
+    st: &model::NetState,
+    ports: &[sysfs::Port],
+) -> Result<qos::HostQos, Failure> {
+    if let Some(d) = &a.qos_from {
+        if !d.is_dir() {
+            return Err(Failure::new(format!(
+                "netcheck: --qos-from {}: not a directory",
+                d.display()
+            ))
+            .hint(
+                "give the directory holding IF.dcb-app, IF.dcb-apptrust, IF.dcb-pfc or IF.mlnx_qos",
+            ));
+        }
+    }
+    qos::read(root, a.qos_from.as_deref(), st, ports)
+        .map_err(|e| Failure::new(format!("netcheck: --qos-from: {e}")))
 }
 
 /// The namespace's routing state: offline from `--from`, else live.
