@@ -258,3 +258,39 @@ fn bad_qos_inputs_are_one_line_errors() {
         );
     }
 }
+
+#[test]
+fn gid_index_compared_with_other_nodes() {
+    let (peer, same) = (fx("peer-v1"), fx("good"));
+    let (_, v) = netcheck(
+        "bad",
+        true,
+        &["--peer-sysfs-root", &peer, "--peer-sysfs-root", &same],
+    );
+    let m: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "qos-gid-mismatch")
+        .collect();
+    assert_eq!(m.len(), 1, "only peer-v1's table differs: {m:#?}");
+    assert_eq!(
+        m[0]["title"],
+        "GID index 3 is RoCE v2 (198.18.2.2) on mlx5_2 port 1 (net1) but IB/RoCE v1 (198.18.2.3) on peer-v1 (mlx5_0 port 1); its RoCE v2 IPv4 GID is index 2"
+    );
+    // The good pod's peers agree with it.
+    let (code, v) = netcheck("good", true, &["--peer-sysfs-root", &same]);
+    assert_eq!((code, ids(&v)), (0, BTreeSet::new()));
+    let o = rocetap(&[
+        "netcheck",
+        "--from",
+        &fx("good/state"),
+        "--sysfs-root",
+        &fx("good/sys"),
+        "--peer-sysfs-root",
+        "/nonexistent/peer",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("--peer-sysfs-root /nonexistent/peer: not a directory"));
+}

@@ -160,6 +160,11 @@ pub struct NetcheckArgs {
     /// the QoS checks (and `--capture`) join with.
     #[arg(long, value_name = "DIR")]
     pub qos_from: Option<PathBuf>,
+    /// Another node's sysfs (as --sysfs-root): its GID tables are compared with this
+    /// host's, index by index (a job pinning NCCL_IB_GID_INDEX needs the same RoCE v2
+    /// IPv4 GID index everywhere). Repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub peer_sysfs_root: Vec<PathBuf>,
     /// Only answer routing questions, in the words of `ip route get`
     /// (`DST [from SRC] [iif DEV] [oif DEV] [mark N]`). Repeatable.
     #[arg(long, value_name = "SPEC")]
@@ -183,7 +188,7 @@ pub struct NetcheckArgs {
         long,
         value_name = "FILE",
         num_args = 1..,
-        conflicts_with_all = ["netns", "pid", "capture", "route_get", "sysfs_root", "qos_from"]
+        conflicts_with_all = ["netns", "pid", "capture", "route_get", "sysfs_root", "qos_from", "peer_sysfs_root"]
     )]
     pub nad: Vec<PathBuf>,
     /// With --nad: SriovNetworkNodePolicy objects (same formats), to follow each NAD's

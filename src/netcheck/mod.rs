@@ -48,6 +48,8 @@ pub struct Config {
     pub sysfs_root: Option<PathBuf>,
     /// `--qos-from DIR`: recorded `dcb` / `mlnx_qos` outputs (see [`dcb::load`]).
     pub qos_from: Option<PathBuf>,
+    /// `--peer-sysfs-root DIR`: other nodes' sysfs, whose GID indices are compared.
+    pub peer_sysfs: Vec<PathBuf>,
     /// `--route-get SPEC`: only answer these routing questions.
     pub route_get: Vec<String>,
     /// `--capture FILE`: captures whose ARP symptoms to add.
@@ -182,17 +184,21 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
             sysfs::check(root, state, &ports, &mut findings);
             let q = read_qos(&a, root, state, &ports)?;
             qos::host::check(&q, &mut findings);
+            qos::gids::compare(&q, &read_peers(&a.peer_sysfs)?, &mut findings);
             if let Some(r) = &capture {
                 qos::joined::check(r, state, &q, &mut findings);
             }
             host_qos = Some(q);
-        } else if a.qos_from.is_some() {
-            return Err(Failure::new(
-                "netcheck: --qos-from needs the host's RDMA ports to join with",
-            )
-            .hint(
-                "offline, add --sysfs-root DIR (the sysfs the DCB outputs were recorded next to)",
-            ));
+        } else if a.qos_from.is_some() || !a.peer_sysfs.is_empty() {
+            let flag = if a.qos_from.is_some() {
+                "--qos-from"
+            } else {
+                "--peer-sysfs-root"
+            };
+            return Err(Failure::new(format!(
+                "netcheck: {flag} needs the host's RDMA ports to join with"
+            ))
+            .hint("offline, add --sysfs-root DIR (this host's sysfs)"));
         }
         interfaces = checks::iface_sysctls(state);
     }
@@ -239,6 +245,33 @@ fn read_qos(
     }
     qos::read(root, a.qos_from.as_deref(), st, ports)
         .map_err(|e| Failure::new(format!("netcheck: --qos-from: {e}")))
+}
+
+/// The RDMA ports of each `--peer-sysfs-root DIR`, named by the directory (its parent
+/// when the directory is a `sys`).
+fn read_peers(dirs: &[PathBuf]) -> Result<Vec<qos::gids::Peer>, Failure> {
+    dirs.iter()
+        .map(|d| {
+            if !d.is_dir() {
+                return Err(Failure::new(format!(
+                    "netcheck: --peer-sysfs-root {}: not a directory",
+                    d.display()
+                ))
+                .hint("give another node's sysfs directory (holding class/infiniband)"));
+            }
+            let named = if d.file_name().is_some_and(|n| n == "sys") {
+                d.parent().unwrap_or(d)
+            } else {
+                d
+            };
+            let name = named
+                .file_name()
+                .map_or(d.display().to_string(), |n| n.to_string_lossy().into());
+            let ports = sysfs::read_ports(d)
+                .map_err(|e| Failure::new(format!("netcheck: --peer-sysfs-root: {e}")))?;
+            Ok(qos::gids::Peer { name, ports })
+        })
+        .collect()
 }
 
 /// The namespace's routing state: offline from `--from`, else live.

@@ -11,8 +11,10 @@
 //!
 //! Every value is an `Option` or a possibly empty list: a file that is missing is
 //! "unknown", never an error or a guess. The checks on these values are [`host`]
-//! (netcheck alone) and [`joined`] (with `--capture`).
+//! (netcheck alone), [`joined`] (with `--capture`) and [`gids`] (with other nodes'
+//! sysfs, `--peer-sysfs-root`).
 
+pub mod gids;
 pub mod host;
 pub mod joined;
 
