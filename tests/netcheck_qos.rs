@@ -294,3 +294,34 @@ fn gid_index_compared_with_other_nodes() {
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("--peer-sysfs-root /nonexistent/peer: not a directory"));
 }
+
+#[test]
+fn capture_qos_findings_reach_netcheck() {
+    let cap = sample("qos-mismarked.pcap");
+    // Alone: the capture-wide DSCP and ECN findings too.
+    let o = rocetap(&["netcheck", "--capture", &cap, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let got: BTreeSet<String> = ids(&v).into_iter().map(|(i, _)| i).collect();
+    for id in [
+        "qos-capture-directions",
+        "qos-capture-dscp-mixed",
+        "qos-capture-dscp0",
+        "qos-capture-not-ect",
+        "qos-capture-roce-v1",
+    ] {
+        assert!(got.contains(id), "{id}: {got:?}");
+    }
+    find(
+        &v,
+        "qos-capture-roce-v1",
+        "1 host sends both RoCE v1 and RoCE v2 (198.18.2.6)",
+    );
+    // With the host's state the joined findings replace the capture-wide ones.
+    let (_, v) = netcheck("bad", true, &["--capture", &cap]);
+    let got: BTreeSet<String> = ids(&v).into_iter().map(|(i, _)| i).collect();
+    assert!(got.contains("qos-capture-directions") && got.contains("qos-capture-roce-v1"));
+    assert!(!got.contains("qos-capture-dscp0") && !got.contains("qos-capture-not-ect"));
+    let o = rocetap(&["netcheck", "--capture", &sample("clean-rc.pcap")]);
+    assert_eq!(o.status.code(), Some(0));
+}

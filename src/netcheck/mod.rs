@@ -204,6 +204,7 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
     }
     if let Some(r) = &capture {
         findings.extend(capture::findings(r));
+        qos::joined::from_capture(r, host_qos.is_some(), &mut findings);
     }
     let mut rep = report::Report::new(origin, findings, interfaces, ports);
     rep.qos = host_qos;

@@ -203,3 +203,40 @@ fn not_ect(p: &PortQos, st: &NetState, flows: &[&FlowSummary], out: &mut Vec<Fin
         });
     }
 }
+
+/// The capture's own QoS findings (`analyze` shows them too) as netcheck findings: the
+/// ones no host state can say (directions on different classes, RoCE v1 next to v2),
+/// and, when the host's QoS state was not read, the capture-wide DSCP and ECN ones
+/// (with it, the joined findings above say more).
+pub fn from_capture(r: &Report, host_read: bool, out: &mut Vec<Finding>) {
+    use crate::analysis::report::{FindingKind, Qos, Severity as S};
+    for f in &r.findings {
+        let FindingKind::Qos(q) = &f.kind else {
+            continue;
+        };
+        let id = match q {
+            Qos::DirectionsDiffer { .. } => "qos-capture-directions",
+            Qos::RoceV1AndV2 { .. } => "qos-capture-roce-v1",
+            Qos::DataDscpMixed { .. } if !host_read => "qos-capture-dscp-mixed",
+            Qos::DataDscp0 { .. } if !host_read => "qos-capture-dscp0",
+            Qos::DataNotEct { .. } if !host_read => "qos-capture-not-ect",
+            _ => continue,
+        };
+        out.push(Finding {
+            id,
+            severity: match f.severity {
+                S::Error => Severity::Error,
+                S::Warning => Severity::Warning,
+                S::Info => Severity::Info,
+            },
+            title: crate::report::findings::message(f, r),
+            detail: format!(
+                "From the capture alone (`rocetap analyze` finding `{}`).",
+                f.code()
+            ),
+            evidence: Vec::new(),
+            fix: Vec::new(),
+            snippet: None,
+        });
+    }
+}

@@ -57,13 +57,17 @@ pub(super) fn message(r: &Report, q: &Qos, w: &str) -> String {
                 String::new()
             };
             format!(
-                "{} their two directions in different classes: {}{more}. \
+                "{} two directions in different classes: {}{more}. \
                  The answers (ACKs, NAKs, READ responses) ride another switch priority than the \
                  requests; when only one of them is lossless, a drop on the other stalls the \
                  whole connection until the retry timer (status=12, retry exceeded). Give both \
                  ends the same traffic class (the QP's tclass, `cma_roce_tos`, or the NIC's DSCP \
                  trust mode on both hosts)",
-                n_of(*connections, "connection carries", "connections carry"),
+                n_of(
+                    *connections,
+                    "connection carries its",
+                    "connections carry their"
+                ),
                 s.join("; ")
             )
         }
