@@ -255,6 +255,21 @@ fn data_flow(f: &FlowSummary) -> bool {
     f.transport != "CNP"
 }
 
+/// The findings being collected.
+struct Out(Vec<Finding>);
+
+impl Out {
+    fn add(&mut self, severity: Severity, q: Qos, count: u64, worst: Worst) {
+        self.0.push(Finding {
+            severity,
+            kind: FindingKind::Qos(q),
+            count,
+            t_ns: None,
+            worst,
+        })
+    }
+}
+
 /// Fills the QoS totals and returns the QoS findings of a run.
 pub(super) fn findings(
     tally: &QosTally,
@@ -262,16 +277,40 @@ pub(super) fn findings(
     connections: &[Connection],
     t: &mut Totals,
 ) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut add = |severity, q: Qos, count, worst| {
-        out.push(Finding {
-            severity,
-            kind: FindingKind::Qos(q),
-            count,
-            t_ns: None,
-            worst,
-        })
-    };
+    let mut out = Out(Vec::new());
+    directions(flows, connections, t, &mut out);
+    dscps(tally, flows, t, &mut out);
+    if t.cnp_other_dscp > 0 {
+        let n = t.cnp_other_dscp;
+        let of = |a: &[u64; DSCPS]| {
+            let mut v: Vec<(u8, u64)> = (0..DSCPS)
+                .filter(|&i| a[i] > 0)
+                .map(|i| (i as u8, a[i]))
+                .collect();
+            v.sort_by_key(|&(d, n)| (std::cmp::Reverse(n), d));
+            v
+        };
+        let q = Qos::CnpOtherDscp {
+            cnps: n,
+            cnp_dscps: of(&tally.cnp),
+            data_dscps: of(&tally.data),
+        };
+        let worst = Worst::of(flows, |f| u64::from(f.cnp_other_dscp));
+        out.add(Severity::Info, q, n, worst);
+    }
+    let hosts = v1_and_v2_hosts(flows);
+    t.roce_v1_and_v2 = hosts.len() as u64;
+    if !hosts.is_empty() {
+        let n = hosts.len() as u64;
+        let shown = hosts.into_iter().take(SHOWN).collect();
+        let q = Qos::RoceV1AndV2 { hosts: n, shown };
+        out.add(Severity::Warning, q, n, Worst::default());
+    }
+    out.0
+}
+
+/// Connections whose two directions carry different DSCPs or PCPs.
+fn directions(flows: &[FlowSummary], connections: &[Connection], t: &mut Totals, out: &mut Out) {
     let by_id = |id: u32| {
         flows
             .binary_search_by_key(&id, |f| f.id)
@@ -299,8 +338,12 @@ pub(super) fn findings(
             connections: n,
             shown,
         };
-        add(Severity::Warning, q, n, Worst::default());
+        out.add(Severity::Warning, q, n, Worst::default());
     }
+}
+
+/// Data on several DSCPs, on DSCP 0 next to marked data, Not-ECT next to ECT data.
+fn dscps(tally: &QosTally, flows: &[FlowSummary], t: &mut Totals, out: &mut Out) {
     let flows_on = |dscp: u8| {
         flows
             .iter()
@@ -330,7 +373,7 @@ pub(super) fn findings(
             main,
             off_main: off,
         };
-        add(Severity::Warning, q, off, worst);
+        out.add(Severity::Warning, q, off, worst);
         if tally.data[0] > 0 {
             let n = tally.data[0];
             t.data_dscp0 = n;
@@ -341,12 +384,11 @@ pub(super) fn findings(
                 packets: n,
                 marked: all - n,
             };
-            add(Severity::Warning, q, n, worst);
+            out.add(Severity::Warning, q, n, worst);
         }
     }
     let mixed_ecn: Vec<DscpShare> = shares
-        .iter()
-        .copied()
+        .into_iter()
         .filter(|s| s.not_ect > 0 && s.not_ect < s.packets)
         .collect();
     if !mixed_ecn.is_empty() {
@@ -362,35 +404,8 @@ pub(super) fn findings(
             packets: n,
             dscps: mixed_ecn,
         };
-        add(Severity::Warning, q, n, worst);
+        out.add(Severity::Warning, q, n, worst);
     }
-    if t.cnp_other_dscp > 0 {
-        let n = t.cnp_other_dscp;
-        let of = |a: &[u64; DSCPS]| {
-            let mut v: Vec<(u8, u64)> = (0..DSCPS)
-                .filter(|&i| a[i] > 0)
-                .map(|i| (i as u8, a[i]))
-                .collect();
-            v.sort_by_key(|&(d, n)| (std::cmp::Reverse(n), d));
-            v
-        };
-        let q = Qos::CnpOtherDscp {
-            cnps: n,
-            cnp_dscps: of(&tally.cnp),
-            data_dscps: of(&tally.data),
-        };
-        let worst = Worst::of(flows, |f| u64::from(f.cnp_other_dscp));
-        add(Severity::Info, q, n, worst);
-    }
-    let hosts = v1_and_v2_hosts(flows);
-    t.roce_v1_and_v2 = hosts.len() as u64;
-    if !hosts.is_empty() {
-        let n = hosts.len() as u64;
-        let shown = hosts.into_iter().take(SHOWN).collect();
-        let q = Qos::RoceV1AndV2 { hosts: n, shown };
-        add(Severity::Warning, q, n, Worst::default());
-    }
-    out
 }
 
 /// Source addresses that sent both RoCE v1 and RoCE v2 (a v1 GID that is IPv4-mapped
