@@ -325,3 +325,24 @@ fn capture_qos_findings_reach_netcheck() {
     let o = rocetap(&["netcheck", "--capture", &sample("clean-rc.pcap")]);
     assert_eq!(o.status.code(), Some(0));
 }
+
+mod lab_qos;
+
+#[test]
+fn readers_on_the_soft_roce_labs_real_sysfs() {
+    // Recorded by lab/rxe/run.sh (truth.sysfs of VM A), so this runs without the lab.
+    let text = std::fs::read_to_string(fx("rxe-lab-sysfs.json")).unwrap();
+    let runs: Value = serde_json::from_str(&text).unwrap();
+    let mut checked = 0;
+    for (name, truth) in runs.as_object().unwrap() {
+        lab_qos::rows(
+            truth,
+            |what, ok, detail, why| {
+                assert!(ok, "{name}: {what}: {detail} ({why})");
+                checked += 1;
+            },
+            |_, _, _| {},
+        );
+    }
+    assert_eq!(checked, 6, "three checks for each of the two recorded VMs");
+}
