@@ -156,7 +156,7 @@ pub struct NetcheckArgs {
     pub sysfs_root: Option<PathBuf>,
     /// Recorded DCB state of the RoCE netdevs: DIR/IF.mlnx_qos (`mlnx_qos -i IF`),
     /// IF.dcb-app (`dcb app show dev IF`), IF.dcb-apptrust, IF.dcb-pfc (`dcb pfc show dev
-    /// IF`), each where present: the trust mode, DSCP → priority map and PFC priorities
+    /// IF`), each where present: the trust mode, DSCP -> priority map and PFC priorities
     /// the QoS checks (and `--capture`) join with.
     #[arg(long, value_name = "DIR")]
     pub qos_from: Option<PathBuf>,
