@@ -16,6 +16,7 @@
 //! check that the truth means what the rows assume.
 
 mod common;
+mod lab_qos;
 
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -913,6 +914,19 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             format!("QP1 A->B {} B->A {}", w.qp1_a_to_b, w.qp1_b_to_a),
             "rdma_cm's REQ/REP/RTU are UD SENDs to QP1 on UDP 4791",
         );
+    }
+    let mut rows = Vec::new();
+    let mut infos = Vec::new();
+    lab_qos::rows(
+        truth,
+        |what, ok, detail, why| rows.push((what.to_string(), ok, detail, why.to_string())),
+        |what, value, why| infos.push((what.to_string(), value, why.to_string())),
+    );
+    for (what, ok, detail, why) in rows {
+        t.check("rocetap", &what, ok, detail, &why);
+    }
+    for (what, value, why) in infos {
+        t.info(&what, value, &why);
     }
     t
 }

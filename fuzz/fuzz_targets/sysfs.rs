@@ -1,4 +1,4 @@
-//! Fuzz target: the sysfs readers (RDMA devices, ports, GIDs, counters, netdev MTUs)
+//! Fuzz target: the sysfs readers (RDMA devices, ports, GIDs, counters, netdev MTUs, QoS)
 //! on a tree whose files hold arbitrary bytes. They must never panic: a file that does
 //! not parse is unknown, never a guess.
 #![no_main]
@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// Files the readers look at, relative to the sysfs root; the input is split on 0xff
 /// bytes and each piece written to the next file.
-const FILES: [&str; 12] = [
+const FILES: [&str; 20] = [
     "class/infiniband/mlx5_0/ports/1/state",
     "class/infiniband/mlx5_0/ports/1/phys_state",
     "class/infiniband/mlx5_0/ports/1/active_mtu",
@@ -24,6 +24,15 @@ const FILES: [&str; 12] = [
     "class/infiniband/mlx5_0/device/net/eth0/mtu",
     "class/net/eth0/mtu",
     "class/infiniband/mlx5_0/node_guid",
+    // The QoS reader (netcheck::qos): ECN, CNP, traffic class, RDMA-CM, PF, netns mode.
+    "class/net/eth0/ecn/roce_np/enable/3",
+    "class/net/eth0/ecn/roce_rp/enable/3",
+    "class/net/eth0/ecn/roce_np/cnp_dscp",
+    "class/net/eth0/device/physfn/net/pf0/mtu",
+    "class/infiniband/mlx5_0/tc/1/traffic_class",
+    "kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode",
+    "kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos",
+    "module/ib_core/parameters/netns_mode",
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -35,7 +44,10 @@ fuzz_target!(|data: &[u8]| {
         fs::write(&p, content).unwrap();
     }
     let root: &Path = &dir;
-    let _ = read_ports(root);
+    if let Ok(ports) = read_ports(root) {
+        let st = rocetap::netcheck::model::NetState::default();
+        let _ = rocetap::netcheck::qos::read(root, None, &st, &ports);
+    }
     for dev in rdma::list(root) {
         let _ = rdma::device(root, &dev.name);
         let _ = rdma::read_counters(&rdma::counters_dir(root, &dev.name, 1));

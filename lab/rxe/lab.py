@@ -189,6 +189,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
         truth["kernel"] = a.sh("uname -r")[1].strip()
         truth["perftest_version"] = a.sh("ib_write_bw --version 2>&1 | grep -i version")[1].strip()
         truth["qemu"] = {"argv_A": a.cmdline}
+        truth["sysfs"] = {n: v.sysfs_facts() for n, v in vms.items()}
         a.sh(f"ping -c 2 -W 3 {vmmod.B_IP}", timeout=30, check=True)
         b.sh(f"ping -c 1 -W 3 {vmmod.A_IP}", timeout=30, check=True)
         for f in sc.faults:

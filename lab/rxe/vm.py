@@ -196,6 +196,26 @@ class VM:
                 d[k] = int(v)
         return d
 
+    def sysfs_facts(self):
+        """What `rocetap netcheck` reads of rxe0 and its netdev (port state, link layer,
+        active_mtu, the GID table with types and netdevs, the netdev MTU, RDMA-CM's configfs
+        defaults and the RDMA netns mode where present): sysfs-relative path -> content
+        (left out where the kernel refuses to read, as for unused GID entries' types)."""
+        p = "class/infiniband/rxe0/ports/1"
+        files = (f"{p}/state {p}/link_layer {p}/active_mtu {p}/gids/* {p}/gid_attrs/types/* "
+                 f"{p}/gid_attrs/ndevs/* class/net/{self.eth}/mtu "
+                 "kernel/config/rdma_cm/rxe0/ports/1/default_roce_mode "
+                 "kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos "
+                 "module/ib_core/parameters/netns_mode")
+        # one grep for every file (a shell loop is slow under TCG): "path:content" lines
+        _, out = self.sh(f"cd /sys && grep -H . {files} 2>/dev/null; true", timeout=120)
+        d = {}
+        for line in out.splitlines():
+            k, sep, v = line.partition(":")
+            if sep and k.startswith(("class/", "kernel/", "module/")):
+                d[k] = v
+        return d
+
     # ---- teardown -----------------------------------------------------------------------------
     def stop(self):
         """Power off (sysrq o), then SIGTERM/SIGKILL the recorded qemu if it lingers."""

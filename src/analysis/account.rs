@@ -1,5 +1,5 @@
 //! The bookkeeping every RoCE packet gets in its flow, whatever its role: counts, bytes,
-//! times, ECN and ICRC, DSCP/PCP/VLAN, the opcode mix, the PMTU, PFC stalls.
+//! times, ECN and ICRC, DSCP/PCP/VLAN and their changes (`qos::track`), the opcode mix, the PMTU, PFC stalls.
 
 use super::flow::Flow;
 use dissectors::{Decoded, Ecn, IcrcStatus, NakCode, Operation, Roce, StopKind, Transport};
@@ -36,13 +36,7 @@ pub(super) fn account(f: &mut Flow, ts: u64, d: &Decoded, r: &Roce, pause_start:
         IcrcStatus::Bad => f.icrc[1] += 1,
         IcrcStatus::Truncated | IcrcStatus::Absent => f.icrc[2] += 1,
     }
-    if f.dscp.is_none() {
-        f.dscp = d.dscp();
-    }
-    if f.pcp.is_none() {
-        f.pcp = d.pcp();
-        f.vlan = d.vlans[0].map(|v| v.vid);
-    }
+    super::qos::track(f, d, r);
     let t = r.transport();
     if f.transport.is_none() && t != Transport::Cnp {
         f.transport = Some(t);

@@ -7,8 +7,9 @@ use super::Analyzer;
 impl Analyzer {
     /// A CNP in flow `slot` (B -> A, DestQP = A's QP): it answers CE-marked traffic
     /// A -> B, which is this flow's peer when paired, otherwise the flow A -> B that was
-    /// marked most recently.
-    pub(super) fn cnp(&mut self, slot: u32, ts: u64) {
+    /// marked most recently. `dscp` is the CNP's: one on another DSCP than the data it
+    /// answers counts in that flow's `cnp_other_dscp`.
+    pub(super) fn cnp(&mut self, slot: u32, ts: u64, dscp: Option<u8>) {
         let f = self.slots[slot as usize].as_mut().expect("live flow");
         f.counters.cnp_sent += 1;
         let f = self.slots[slot as usize].as_ref().expect("live flow");
@@ -36,6 +37,9 @@ impl Analyzer {
         };
         let tf = self.slots[t as usize].as_mut().expect("live flow");
         tf.counters.cnp_received += 1;
+        if dscp.is_some() && tf.dscp.is_some() && dscp != tf.dscp {
+            tf.mark_counts.cnp_other_dscp += 1;
+        }
         if tf.ce_since_cnp > 0 {
             let waited = ts.saturating_sub(tf.ce_first_since_cnp);
             tf.delays_mut().ce_to_cnp.record(waited);

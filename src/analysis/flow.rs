@@ -357,6 +357,9 @@ pub(crate) struct Flow {
     pub pcp: Option<u8>,
     pub transport: Option<Transport>,
     pub version: RoceVersion,
+    /// The latest DSCP, PCP and RoCE version of the flow's packets other than CNPs, and
+    /// the first CNP's DSCP and PCP (`super::qos::track`; CNPs ride their own class).
+    pub marks: super::qos::Marks,
     /// Hashes of (src, dst) and (dst, src), for the analyzer's recent-PSN table.
     pub pair_hash: [u64; 2],
     pub req: ReqStream,
@@ -383,6 +386,8 @@ pub(crate) struct Flow {
     /// Bytes and time at the first and the last CNP this flow's sender received.
     pub first_cnp: Option<(u64, u64)>,
     pub last_cnp: Option<(u64, u64)>,
+    /// How often the QoS marks changed (`super::qos::track`), CNPs on another DSCP.
+    pub mark_counts: super::qos::MarkCounts,
 }
 
 impl Flow {
@@ -429,6 +434,8 @@ impl Flow {
             last_ce_ts: 0,
             first_cnp: None,
             last_cnp: None,
+            marks: super::qos::Marks::new(version),
+            mark_counts: Default::default(),
         }
     }
 }

@@ -22,6 +22,7 @@ mod gaps;
 pub(crate) mod hist;
 mod net;
 mod pairing;
+mod qos;
 pub mod report;
 mod requester;
 mod responder;
@@ -105,6 +106,8 @@ pub(crate) struct Global {
     pub truncated: u64,
     pub unsupported: u64,
     pub roce_unknown_opcode: u64,
+    /// Data and CNP packets by DSCP.
+    pub qos: qos::QosTally,
     pub first_ts: Option<u64>,
     pub last_ts: u64,
     /// Latency samples of every flow, in fixed buckets.
@@ -252,6 +255,7 @@ impl Analyzer {
             self.capture.roce_unknown_opcode += 1;
             return;
         };
+        self.capture.qos.note(d, op);
         if d.stop.kind == StopKind::Malformed {
             // Counted, but its headers cannot be trusted to move PSN state: a mangled
             // frame must not invent gaps and then retransmissions. A frame cut by the
@@ -261,7 +265,7 @@ impl Analyzer {
         }
         if op == Operation::Cnp {
             self.capture.cnp += 1;
-            self.cnp(slot, ts);
+            self.cnp(slot, ts, d.dscp());
         } else if op.is_response() {
             self.response(slot, ts, op, r);
         } else {

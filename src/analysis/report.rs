@@ -18,6 +18,7 @@ mod summary;
 pub use super::net::{
     ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Traffic, UnansweredAsk,
 };
+pub use super::qos::{DscpShare, Qos, SplitConnection};
 pub use finding::{Congestion, Finding, FindingKind, NakError, Severity, Worst};
 pub(super) use summary::{add_flow, summarize};
 
@@ -283,6 +284,21 @@ pub struct Totals {
     /// Flows counted in the totals whose summaries were not kept (beyond
     /// `--max-flows`, to bound memory).
     pub flow_summaries_dropped: u64,
+    /// RC connections (of the flow summaries kept) whose two directions carry different
+    /// DSCPs or VLAN PCPs.
+    pub qos_direction_mismatch: u64,
+    /// Data packets (CNPs and ACKs aside) off the marked (non-zero) DSCP that carries the
+    /// most data; 0 when all data rides one DSCP.
+    pub data_dscp_mixed: u64,
+    /// Data packets on DSCP 0 when other data is marked (0 otherwise).
+    pub data_dscp0: u64,
+    /// Not-ECT data packets on a DSCP whose other data packets are ECN-capable.
+    pub data_not_ect: u64,
+    /// CNPs on another DSCP than the data of the flow they answer.
+    pub cnp_other_dscp: u64,
+    /// Hosts (source addresses of the flow summaries kept) that sent both RoCE v1 and
+    /// RoCE v2.
+    pub roce_v1_and_v2: u64,
 }
 
 /// Rates derived from the totals (usable in `--fail-on` rules).
@@ -364,12 +380,26 @@ pub struct FlowSummary {
     /// SEND / WRITE / READ response packet, taken from the peer when this direction carried
     /// none; `None` when unknown.
     pub pmtu: Option<u32>,
-    /// DSCP of its first IP packet; `None` without an IP header.
+    /// DSCP of its first packet other than a CNP (IP header or GRH traffic class), the
+    /// first CNP's for a flow of CNPs only; `None` without an IP header or GRH.
     pub dscp: Option<u8>,
-    /// 802.1Q priority of its first packet; `None` when untagged.
+    /// 802.1Q priority of its first tagged packet other than a CNP (the first CNP's for a
+    /// flow of CNPs only); `None` when untagged.
     pub pcp: Option<u8>,
-    /// VLAN id of its first packet's outer tag; `None` when untagged.
+    /// VLAN id of that packet's outer tag; `None` when untagged.
     pub vlan: Option<u16>,
+    /// Packets (CNPs aside) whose DSCP differed from the previous packet's.
+    pub dscp_changes: u32,
+    /// Packets (CNPs aside) whose PCP, or being tagged at all, differed from the previous
+    /// packet's.
+    pub pcp_changes: u32,
+    /// Packets whose encapsulation (RoCE v1 / v2) differed from the previous packet's.
+    pub encap_changes: u32,
+    /// DSCP of the first CNP this flow carried; `None` without CNPs.
+    pub cnp_dscp: Option<u8>,
+    /// CNPs that answered this flow's data on another DSCP than the flow's (the switches
+    /// queue them in another class than the data they slow down).
+    pub cnp_other_dscp: u32,
     /// PSN of its first packet; `None` before any BTH packet.
     #[serde(serialize_with = "psn")]
     pub first_psn: Option<Psn>,
@@ -592,7 +622,7 @@ pub(super) fn build(
         retransmit_ratio: ratio(t.retransmitted_packets, t.roce_packets),
         ce_ratio: ratio(t.ce_marked, t.roce_packets),
     };
-    let connections = connections
+    let connections: Vec<Connection> = connections
         .iter()
         .filter_map(|&(a, b)| {
             let fa = flows.binary_search_by_key(&a, |f| f.id).ok()?;
@@ -608,7 +638,9 @@ pub(super) fn build(
     let mut events = log.events;
     // Gaps settled at the end carry the time they opened: put them in time order.
     events.sort_by_key(|e| e.t_ns);
+    let qos = super::qos::findings(&global.qos, &flows, &connections, &mut t);
     let mut findings = finding::findings(&t, &flows, &net, &events);
+    findings.extend(qos);
     findings.extend(
         cut_short
             .iter()

@@ -1282,3 +1282,42 @@ fn a_clean_flow_stays_small() {
     assert!(f.delays.is_none() && f.req.reads.is_none() && f.req.pending.is_none());
     assert_eq!(f.req.gaps.len(), 0);
 }
+
+#[test]
+fn qos_marks_change_counts_and_cnps_kept_apart() {
+    let mark = |mut d: Decoded, dscp: u8, ecn: Ecn| {
+        let ip = d.ip.as_mut().unwrap();
+        ip.dscp = dscp;
+        ip.ecn = ecn;
+        d
+    };
+    let r = run(&[
+        // B -> A: a CNP first (DSCP 48), then the ACKs on 26.
+        mark(pkt(B, A, QA, CNP, 0), 48, Ecn::NotEct),
+        req(SEND_ONLY, 1),
+        mark(req(SEND_ONLY, 2), 0, Ecn::NotEct),
+        req(SEND_ONLY, 3),
+        mark(req(SEND_ONLY, 4), 26, Ecn::NotEct),
+        ack(4),
+    ]);
+    let ab = r.flows.iter().find(|f| f.qp == Qpn::new(QB)).unwrap();
+    assert_eq!((ab.dscp, ab.dscp_changes, ab.cnp_dscp), (Some(26), 2, None));
+    let ba = r.flows.iter().find(|f| f.qp == Qpn::new(QA)).unwrap();
+    assert_eq!(
+        (ba.dscp, ba.dscp_changes, ba.cnp_dscp),
+        (Some(26), 0, Some(48))
+    );
+    let t = r.totals;
+    // Data: 3 packets on 26 (one Not-ECT), 1 on 0; ACKs and CNPs are not data.
+    assert_eq!((t.data_dscp_mixed, t.data_dscp0, t.data_not_ect), (1, 1, 1));
+    assert_eq!(t.qos_direction_mismatch, 0);
+    let codes: Vec<&str> = r.findings.iter().map(|f| f.code()).collect();
+    for c in ["data_dscp_mixed", "data_dscp0", "data_not_ect"] {
+        assert!(codes.contains(&c), "{c}: {codes:?}");
+    }
+    // A CNP answering data on another DSCP counts against the data's flow.
+    let ce = mark(req(SEND_ONLY, 1), 26, Ecn::Ce);
+    let r = run(&[ce, ack(1), mark(pkt(B, A, QA, CNP, 0), 48, Ecn::NotEct)]);
+    assert_eq!(r.totals.cnp_other_dscp, 1);
+    assert!(r.findings.iter().any(|f| f.code() == "cnp_other_dscp"));
+}

@@ -40,6 +40,9 @@ pub struct Port {
     pub active_mtu: Option<u32>,
     /// The GID table, zero entries left out.
     pub gids: Vec<Gid>,
+    /// All-zero (unused) entries of the GID table: an application given one of their
+    /// indices has no source GID.
+    pub zero_gids: u32,
 }
 
 /// An RDMA device.
@@ -115,6 +118,7 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
             .as_ref()
             .map(|s| s.split_once(": ").map_or(s.clone(), |(_, t)| t.to_string()));
         let mut gids = Vec::new();
+        let mut zero_gids = 0;
         for g in sorted_entries(&pd.join("gids")) {
             let Ok(index) = g.parse::<u32>() else {
                 continue;
@@ -123,6 +127,7 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
                 continue;
             };
             if gid.chars().all(|c| c == '0' || c == ':') {
+                zero_gids += 1;
                 continue;
             }
             let ndev = read_trim(&pd.join("gid_attrs/ndevs").join(&g));
@@ -144,6 +149,7 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
             active_mtu: read_trim(&pd.join("active_mtu"))
                 .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())),
             gids,
+            zero_gids,
         });
     }
     netdevs.sort();

@@ -154,6 +154,17 @@ pub struct NetcheckArgs {
     /// when live; offline only when given). A DIR holding sys/class (such as /) means DIR/sys.
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
+    /// Recorded DCB state of the RoCE netdevs: DIR/IF.mlnx_qos (`mlnx_qos -i IF`),
+    /// IF.dcb-app (`dcb app show dev IF`), IF.dcb-apptrust, IF.dcb-pfc (`dcb pfc show dev
+    /// IF`), each where present: the trust mode, DSCP -> priority map and PFC priorities
+    /// the QoS checks (and `--capture`) join with.
+    #[arg(long, value_name = "DIR")]
+    pub qos_from: Option<PathBuf>,
+    /// Another node's sysfs (as --sysfs-root): its GID tables are compared with this
+    /// host's, index by index (a job pinning NCCL_IB_GID_INDEX needs the same RoCE v2
+    /// IPv4 GID index everywhere). Repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub peer_sysfs_root: Vec<PathBuf>,
     /// Only answer routing questions, in the words of `ip route get`
     /// (`DST [from SRC] [iif DEV] [oif DEV] [mark N]`). Repeatable.
     #[arg(long, value_name = "SPEC")]
@@ -177,7 +188,7 @@ pub struct NetcheckArgs {
         long,
         value_name = "FILE",
         num_args = 1..,
-        conflicts_with_all = ["netns", "pid", "capture", "route_get", "sysfs_root"]
+        conflicts_with_all = ["netns", "pid", "capture", "route_get", "sysfs_root", "qos_from", "peer_sysfs_root"]
     )]
     pub nad: Vec<PathBuf>,
     /// With --nad: SriovNetworkNodePolicy objects (same formats), to follow each NAD's

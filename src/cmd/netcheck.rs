@@ -14,6 +14,12 @@ fn config(a: NetcheckArgs) -> netcheck::Config {
         pid: a.pid,
         from: a.from,
         sysfs_root: a.sysfs_root.as_deref().map(rocetap::config::sysfs_dir),
+        qos_from: a.qos_from,
+        peer_sysfs: a
+            .peer_sysfs_root
+            .iter()
+            .map(|d| rocetap::config::sysfs_dir(d))
+            .collect(),
         route_get: a.route_get,
         capture: a.capture,
         format: match a.format {

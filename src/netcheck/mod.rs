@@ -12,11 +12,13 @@
 
 pub mod capture;
 pub mod checks;
+pub mod dcb;
 pub mod load_json;
 pub mod lookup;
 pub mod model;
 pub mod nad;
 pub mod netlink;
+pub mod qos;
 pub mod report;
 pub mod sysfs;
 
@@ -44,6 +46,10 @@ pub struct Config {
     /// `--sysfs-root DIR`: where sysfs is (see [`crate::config::sysfs_dir`]); `None`:
     /// `/sys` when live, not read offline.
     pub sysfs_root: Option<PathBuf>,
+    /// `--qos-from DIR`: recorded `dcb` / `mlnx_qos` outputs (see [`dcb::load`]).
+    pub qos_from: Option<PathBuf>,
+    /// `--peer-sysfs-root DIR`: other nodes' sysfs, whose GID indices are compared.
+    pub peer_sysfs: Vec<PathBuf>,
     /// `--route-get SPEC`: only answer these routing questions.
     pub route_get: Vec<String>,
     /// `--capture FILE`: captures whose ARP symptoms to add.
@@ -148,6 +154,7 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
     let mut findings = Vec::new();
     let mut interfaces = Vec::new();
     let mut ports = Vec::new();
+    let mut host_qos = None;
     if let Some(state) = &state {
         if let Some(code) = route_get(&a, state)? {
             return Ok(code);
@@ -170,12 +177,33 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
                 .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?;
         }
         findings.extend(host_checks(state, sysfs_root.as_deref(), &ports));
+        if let Some(root) = &sysfs_root {
+            let q = read_qos(&a, root, state, &ports)?;
+            qos::host::check(&q, &mut findings);
+            qos::gids::compare(&q, &read_peers(&a.peer_sysfs)?, &mut findings);
+            if let Some(r) = &capture {
+                qos::joined::check(r, state, &q, &mut findings);
+            }
+            host_qos = Some(q);
+        } else if a.qos_from.is_some() || !a.peer_sysfs.is_empty() {
+            let flag = if a.qos_from.is_some() {
+                "--qos-from"
+            } else {
+                "--peer-sysfs-root"
+            };
+            return Err(Failure::new(format!(
+                "netcheck: {flag} needs the host's RDMA ports to join with"
+            ))
+            .hint("offline, add --sysfs-root DIR (this host's sysfs)"));
+        }
         interfaces = checks::iface_sysctls(state);
     }
     if let Some(r) = &capture {
         findings.extend(capture::findings(r));
+        qos::joined::from_capture(r, host_qos.is_some(), &mut findings);
     }
-    let rep = report::Report::new(origin, findings, interfaces, ports);
+    let mut rep = report::Report::new(origin, findings, interfaces, ports);
+    rep.qos = host_qos;
     match a.format {
         NetcheckFormat::Json => println!(
             "{}",
@@ -226,7 +254,15 @@ pub fn check_live(
             .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?,
         None => Vec::new(),
     };
-    Ok(host_checks(&state, root, &ports))
+    let mut findings = host_checks(&state, root, &ports);
+    // The host's QoS (ECN, CNP DSCP, traffic class, RDMA-CM defaults, GIDs, MTUs) as far
+    // as sysfs tells it; unreadable QoS state is no reason to lose the routing findings.
+    if let Some(r) = root {
+        if let Ok(q) = qos::read(r, None, &state, &ports) {
+            qos::host::check(&q, &mut findings);
+        }
+    }
+    Ok(findings)
 }
 
 fn load_live(target: &netlink::Target) -> Result<model::NetState, Failure> {
@@ -237,6 +273,55 @@ fn load_live(target: &netlink::Target) -> Result<model::NetState, Failure> {
             None => f,
         }
     })
+}
+
+/// The host's QoS state under `root`, with `--qos-from`'s recorded DCB outputs.
+fn read_qos(
+    a: &Config,
+    root: &std::path::Path,
+    st: &model::NetState,
+    ports: &[sysfs::Port],
+) -> Result<qos::HostQos, Failure> {
+    if let Some(d) = &a.qos_from {
+        if !d.is_dir() {
+            return Err(Failure::new(format!(
+                "netcheck: --qos-from {}: not a directory",
+                d.display()
+            ))
+            .hint(
+                "give the directory holding IF.dcb-app, IF.dcb-apptrust, IF.dcb-pfc or IF.mlnx_qos",
+            ));
+        }
+    }
+    qos::read(root, a.qos_from.as_deref(), st, ports)
+        .map_err(|e| Failure::new(format!("netcheck: --qos-from: {e}")))
+}
+
+/// The RDMA ports of each `--peer-sysfs-root DIR`, named by the directory (its parent
+/// when the directory is a `sys`).
+fn read_peers(dirs: &[PathBuf]) -> Result<Vec<qos::gids::Peer>, Failure> {
+    dirs.iter()
+        .map(|d| {
+            if !d.is_dir() {
+                return Err(Failure::new(format!(
+                    "netcheck: --peer-sysfs-root {}: not a directory",
+                    d.display()
+                ))
+                .hint("give another node's sysfs directory (holding class/infiniband)"));
+            }
+            let named = if d.file_name().is_some_and(|n| n == "sys") {
+                d.parent().unwrap_or(d)
+            } else {
+                d
+            };
+            let name = named
+                .file_name()
+                .map_or(d.display().to_string(), |n| n.to_string_lossy().into());
+            let ports = sysfs::read_ports(d)
+                .map_err(|e| Failure::new(format!("netcheck: --peer-sysfs-root: {e}")))?;
+            Ok(qos::gids::Peer { name, ports })
+        })
+        .collect()
 }
 
 /// The namespace's routing state: offline from `--from`, else live.

@@ -35,6 +35,10 @@ pub struct Report {
     /// The RDMA ports read from sysfs; empty offline without `--sysfs-root` or on a machine without
     /// RDMA devices.
     pub rdma_ports: Vec<Port>,
+    /// The RoCE ports' QoS state (trust, DSCP map, PFC, ECN, CNP DSCP, RDMA-CM defaults,
+    /// GIDs, MTUs); left out when sysfs was not read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qos: Option<super::qos::HostQos>,
 }
 
 impl Report {
@@ -68,6 +72,7 @@ impl Report {
             findings,
             interfaces,
             rdma_ports,
+            qos: None,
         }
     }
 
@@ -141,6 +146,11 @@ impl Report {
                 p.gids.len(),
                 p.active_mtu.map_or("?".into(), |m| m.to_string())
             );
+        }
+        if let Some(q) = &self.qos {
+            for line in q.summary() {
+                let _ = writeln!(s, "{line}");
+            }
         }
         s
     }

@@ -70,15 +70,17 @@ pub struct Port {
     pub gids: Vec<Gid>,
     /// The port's `hw_counters` by name (absent counters are left out).
     pub counters: BTreeMap<String, u64>,
+    /// All-zero (unused) entries of its GID table.
+    pub zero_gids: u32,
 }
 
-fn rd(p: &Path) -> Option<String> {
+pub(super) fn rd(p: &Path) -> Option<String> {
     std::fs::read_to_string(p)
         .ok()
         .map(|s| s.trim().to_string())
 }
 
-fn entries(p: &Path) -> Vec<String> {
+pub(super) fn entries(p: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(p)
         .into_iter()
         .flatten()
@@ -125,6 +127,7 @@ pub fn read_ports(sysfs: &Path) -> Result<Vec<Port>, String> {
             netdevs.dedup();
             out.push(Port {
                 counters: rdma::read_counters(&rdma::counters_dir(sysfs, &dev.name, p.number)),
+                zero_gids: p.zero_gids,
                 device: dev.name.clone(),
                 port: p.number.to_string(),
                 link_layer: p.link_layer,
@@ -147,7 +150,7 @@ pub fn roce_mtu_for(netdev_mtu: u32) -> Option<u32> {
         .find(|m| *m <= avail)
 }
 
-fn netdev_mtu(sysfs: &Path, st: &NetState, netdev: &str) -> Option<u32> {
+pub(super) fn netdev_mtu(sysfs: &Path, st: &NetState, netdev: &str) -> Option<u32> {
     st.link(netdev).and_then(|l| l.mtu).or_else(|| {
         rd(&sysfs.join("class/net").join(netdev).join("mtu"))?
             .parse()

@@ -11,8 +11,8 @@
 //! Layout: [`frame`] builds frames from the dissectors' Reprs, `rc` models RC queue
 //! pairs and their loss recovery, and the scenario groups live in `traffic` (RC
 //! loss/recovery), `fabric` (ECN/CNP congestion, PFC), `encap` (mixed
-//! encapsulations), `sbr` (the pod ARP failure), `malformed` and [`manyqp`]
-//! (thousands of queue pairs, for scale).
+//! encapsulations), `sbr` (the pod ARP failure), `malformed`, [`manyqp`]
+//! (thousands of queue pairs, for scale) and `qos` (QoS marking mistakes).
 #![warn(missing_docs)]
 
 mod encap;
@@ -21,6 +21,7 @@ pub mod frame;
 mod malformed;
 pub mod manyqp;
 mod out;
+mod qos;
 mod rc;
 pub mod rng;
 mod sbr;
@@ -229,6 +230,15 @@ pub const SCENARIOS: &[Scenario] = &[
         ifname: "mlx5_0",
         generate: manyqp::many_qp,
         knobs: true,
+    },
+    Scenario {
+        name: "qos-mismarked",
+        about: "QoS marking mistakes next to correct RC on DSCP 26: answers on DSCP 0 / PCP 0, a QP on DSCP 0, Not-ECT data on DSCP 26, CNPs on DSCP 48, one host on RoCE v1 and v2",
+        default_packets: 200,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: qos::qos_mismarked,
+        knobs: false,
     },
 ];
 

@@ -48,7 +48,7 @@ pub struct Worst {
 }
 
 impl Worst {
-    fn of(flows: &[FlowSummary], n: impl Fn(&FlowSummary) -> u64) -> Self {
+    pub(in crate::analysis) fn of(flows: &[FlowSummary], n: impl Fn(&FlowSummary) -> u64) -> Self {
         let mut v: Vec<(u32, u64)> = flows
             .iter()
             .map(|f| (f.id, n(f)))
@@ -269,6 +269,8 @@ pub enum FindingKind {
         /// How many ([`Totals::truncated`]).
         frames: u64,
     },
+    /// QoS marking the packets carry (`crate::analysis::qos`).
+    Qos(super::Qos),
     /// An input that ends in the middle of a record after `frames` complete frames.
     InputCutShort {
         /// The input's name as given on the command line.
@@ -317,6 +319,7 @@ impl Finding {
             FindingKind::Malformed { .. } => "malformed",
             FindingKind::Truncated { .. } => "truncated",
             FindingKind::InputCutShort { .. } => "input_cut_short",
+            FindingKind::Qos(q) => q.code(),
         }
     }
 

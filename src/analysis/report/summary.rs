@@ -98,9 +98,14 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
             0.0
         },
         pmtu: (f.pmtu > 0).then_some(f.pmtu),
-        dscp: f.dscp,
-        pcp: f.pcp,
+        dscp: f.dscp.or(f.marks.cnp_dscp()),
+        pcp: f.pcp.or(f.marks.cnp_pcp()),
         vlan: f.vlan,
+        dscp_changes: f.mark_counts.dscp_changes,
+        pcp_changes: f.mark_counts.pcp_changes,
+        encap_changes: f.mark_counts.encap_changes,
+        cnp_dscp: f.marks.cnp_dscp(),
+        cnp_other_dscp: f.mark_counts.cnp_other_dscp,
         first_psn: f.first_psn,
         last_psn: f.last_psn,
         ecn_not_ect: f.ecn[0],
@@ -174,4 +179,5 @@ pub(in crate::analysis) fn add_flow(t: &mut Totals, f: &FlowSummary) {
     t.icrc_bad += f.icrc_bad;
     t.icrc_unchecked += f.icrc_unchecked;
     t.pfc_stalls += c.pfc_stalls;
+    t.cnp_other_dscp += u64::from(f.cnp_other_dscp);
 }
