@@ -295,6 +295,11 @@ pub struct AnalyzeArgs {
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+    /// The kernel's QP table, to label flows with the process that owns each QP: a file
+    /// of `rdma res show qp -j` (or `-d -j`) taken on a node (the node is the file's
+    /// name), or `live` to read this node's over RDMA netlink. Repeatable.
+    #[arg(long = "qp-table", value_name = "FILE|live")]
+    pub qp_table: Vec<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

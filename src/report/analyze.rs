@@ -28,6 +28,10 @@ pub struct Input {
     pub bytes: u64,
     /// Inputs that end in the middle of a record, with the complete frames read.
     pub cut_short: Vec<crate::capture::input::CutShort>,
+    /// With `--qp-table`: the kernel's QPs behind each flow (the document's top-level
+    /// `qp_table` key, not part of `input`).
+    #[serde(skip)]
+    pub qp_table: Option<Vec<crate::qptable::FlowQps>>,
 }
 
 /// The value of a `--fail-on` name: a key of `totals` or of `derived`.
@@ -104,6 +108,7 @@ pub fn write_report(
                 arp_symptoms: &r.arp_symptoms,
                 rules,
                 events: events.then_some(Events(&r.events)),
+                qp_table: input.qp_table.as_deref(),
             };
             super::pretty_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
             out.write_all(b"\n")
@@ -115,7 +120,7 @@ pub fn write_report(
 /// The JSON document, serialized straight from the report (no `serde_json::Value` tree
 /// in between). Field order is the document's key order: `schema`, `input`, `totals`,
 /// `derived`, `flows`, `connections`, `findings`, `pfc`, `arp`, `arp_symptoms`, `rules`,
-/// and `events` last, only with `--events`.
+/// `events` only with `--events`, and `qp_table` last, only with `--qp-table`.
 #[derive(Serialize)]
 struct Doc<'a> {
     schema: &'static str,
@@ -131,6 +136,9 @@ struct Doc<'a> {
     rules: Vec<RuleOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     events: Option<Events<'a>>,
+    /// With `--qp-table` only: the kernel's QPs behind each flow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    qp_table: Option<&'a [crate::qptable::FlowQps]>,
 }
 
 /// One `--fail-on` rule and its verdict.
