@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 mod account;
+pub mod cm;
 mod congestion;
 pub mod events;
 pub mod flow;
@@ -140,6 +141,8 @@ pub struct Analyzer {
     frames_since_sweep: u64,
     /// Inputs cut short, with the complete frames read from each.
     cut_short: Vec<(String, u64)>,
+    /// Connection setups from the CM MADs.
+    cm: cm::CmTracker,
 }
 
 impl Analyzer {
@@ -173,6 +176,7 @@ impl Analyzer {
             net: net::Net::new(cfg),
             frames_since_sweep: 0,
             cut_short: Vec::new(),
+            cm: cm::CmTracker::default(),
         }
     }
 
@@ -230,6 +234,9 @@ impl Analyzer {
     }
 
     fn roce(&mut self, ts: u64, d: &Decoded, r: &Roce) {
+        if let Some(m) = &r.mad {
+            self.cm.note(ts, d, m);
+        }
         let Some(packed) = Packed::from_decoded(d, r.bth.dest_qp) else {
             return;
         };
@@ -448,7 +455,7 @@ impl Analyzer {
             self.retire(slot as u32);
         }
         let net = std::mem::take(&mut self.net).finish(&mut self.log);
-        report::build(
+        let mut r = report::build(
             self.capture,
             self.sums,
             self.done,
@@ -456,6 +463,8 @@ impl Analyzer {
             self.log,
             net,
             &self.cut_short,
-        )
+        );
+        self.cm.finish(&mut r);
+        r
     }
 }

@@ -520,6 +520,8 @@ pub struct Report {
     pub arp_symptoms: Vec<ArpSymptom>,
     /// Events in time order (up to `max_events`; `totals.events_dropped` counts the rest).
     pub events: Vec<Event>,
+    /// Connection setups the CM messages of the capture describe (empty without CM).
+    pub cm: Vec<crate::analysis::cm::CmSession>,
 }
 
 pub(super) fn build(
@@ -624,5 +626,6 @@ pub(super) fn build(
         arp: net.arp,
         arp_symptoms: net.symptoms,
         events,
+        cm: Vec::new(),
     }
 }

@@ -109,6 +109,7 @@ pub fn write_report(
                 rules,
                 events: events.then_some(Events(&r.events)),
                 qp_table: input.qp_table.as_deref(),
+                cm: &r.cm,
             };
             super::pretty_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
             out.write_all(b"\n")
@@ -120,7 +121,8 @@ pub fn write_report(
 /// The JSON document, serialized straight from the report (no `serde_json::Value` tree
 /// in between). Field order is the document's key order: `schema`, `input`, `totals`,
 /// `derived`, `flows`, `connections`, `findings`, `pfc`, `arp`, `arp_symptoms`, `rules`,
-/// `events` only with `--events`, and `qp_table` last, only with `--qp-table`.
+/// `events` only with `--events`, `qp_table` only with `--qp-table`, and `cm` last, only
+/// when the capture has CM setups.
 #[derive(Serialize)]
 struct Doc<'a> {
     schema: &'static str,
@@ -139,6 +141,9 @@ struct Doc<'a> {
     /// With `--qp-table` only: the kernel's QPs behind each flow.
     #[serde(skip_serializing_if = "Option::is_none")]
     qp_table: Option<&'a [crate::qptable::FlowQps]>,
+    /// Connection setups from the capture's CM messages, only when there were some.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    cm: &'a [crate::analysis::cm::CmSession],
 }
 
 /// One `--fail-on` rule and its verdict.

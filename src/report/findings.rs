@@ -14,6 +14,8 @@ use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 use std::net::Ipv4Addr;
 
+mod cm;
+
 /// `198.18.0.1 → 198.18.0.2 QP 0x000201`
 pub fn flow_label(f: &FlowSummary) -> String {
     format!("{} → {} QP {}", f.src, f.dst, f.qp)
@@ -172,6 +174,14 @@ pub fn message(f: &Finding, r: &Report) -> String {
         FindingKind::Truncated { frames } => {
             format!("{frames} frames cut by the capture snaplen: their ICRC could not be checked")
         }
+        k @ (FindingKind::CmRejected { .. }
+        | FindingKind::CmUnanswered { .. }
+        | FindingKind::CmNoRtu { .. }
+        | FindingKind::CmNoDrep { .. }
+        | FindingKind::CmFirstPacketsMissing { .. }
+        | FindingKind::CmNotSetUp { .. }
+        | FindingKind::CmTrafficClass { .. }
+        | FindingKind::CmSetup { .. }) => cm::message(k, &w, &at).unwrap_or_default(),
         FindingKind::InputCutShort { file, frames } => format!(
             "{file} was cut short: it ends in the middle of a record after {frames} complete frames (a capture killed mid-write, a full disk or a partial copy); every complete frame was analyzed, what came after the cut is unknown"
         ),

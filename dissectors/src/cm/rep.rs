@@ -1,5 +1,5 @@
-//! ConnectReply (IBTA Vol. 1 table 110): the passive side's QP, its starting PSN and
-//! what it accepts.
+//! ConnectReply (IBTA Vol. 1 table 110): the passive side's QP, the PSN it expects to
+//! receive first and what it accepts.
 //!
 //! ```text
 //!  0 Local Communication ID (32)        4 Remote Communication ID (32)
@@ -53,7 +53,8 @@ impl<'a> Rep<'a> {
     pub fn local_eecn(&self) -> u32 {
         be24(self.0, LOCAL_EECN).unwrap_or(0)
     }
-    /// The first PSN the replier sends with.
+    /// The starting PSN of the replier's receive queue: the first PSN the requester
+    /// sends with.
     pub fn start_psn(&self) -> Psn {
         Psn(be24(self.0, START_PSN).unwrap_or(0))
     }
@@ -74,7 +75,8 @@ pub struct RepRepr {
     pub local_qpn: Qpn,
     /// The replier's EE context.
     pub local_eecn: u32,
-    /// The first PSN the replier sends with.
+    /// The starting PSN of the replier's receive queue, i.e. the first PSN the
+    /// *requester* sends with (see `ReqRepr::start_psn`).
     pub start_psn: Psn,
     /// RDMA READ / atomic requests the replier serves at once.
     pub responder_resources: u8,

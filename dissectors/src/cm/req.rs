@@ -1,5 +1,5 @@
-//! ConnectRequest (IBTA Vol. 1 table 106): the active side's QP, its starting PSN, the
-//! service it wants and the path(s) to use.
+//! ConnectRequest (IBTA Vol. 1 table 106): the active side's QP, the PSN it expects to
+//! receive first, the service it wants and the path(s) to use.
 //!
 //! ```text
 //!  0 Local Communication ID (32)        4 reserved (8) | VendorID (24)
@@ -138,7 +138,8 @@ impl<'a> Req<'a> {
     pub fn local_qpn(&self) -> Qpn {
         Qpn(be24(self.0, LOCAL_QPN).unwrap_or(0))
     }
-    /// The first PSN the requester sends with.
+    /// The starting PSN of the requester's receive queue: the first PSN the responder
+    /// sends with.
     pub fn start_psn(&self) -> Psn {
         Psn(be24(self.0, START_PSN).unwrap_or(0))
     }
@@ -177,7 +178,10 @@ pub struct ReqRepr {
     pub transport_type: u8,
     /// End-to-end flow control.
     pub e2e_flow_control: bool,
-    /// The first PSN the requester sends with.
+    /// The starting PSN of the requester's receive queue, i.e. the first PSN the
+    /// *responder* sends with (each side announces the PSN it expects; the Linux CM
+    /// loads it as the local QP's rq_psn and the peer's sq_psn, and the public captures
+    /// rdma_cm, rping and ib2 show the responder's first request at this PSN).
     pub start_psn: Psn,
     /// How long the remote waits for this CM (4.096 us * 2^code).
     pub local_cm_timeout: u8,
