@@ -90,3 +90,61 @@ impl Ids for Value {
         self.as_u64().unwrap().max(o.as_u64().unwrap()).into()
     }
 }
+
+/// samples/cm-setup.pcap: every CM fact its truth states is what the analyzer finds —
+/// the rejected setup and its reason, the unanswered REQs with their count and retry
+/// interval, the 3 packets missing at the start of one connection, exact pairing.
+#[test]
+fn the_cm_sample_gives_the_setup_findings_its_truth_states() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("cm-setup.pcap.truth.json")).unwrap(),
+    )
+    .unwrap();
+    let facts = &truth["facts"];
+    let doc = analyze(&root.join("cm-setup.pcap"));
+    let find = |kind: &str| {
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} finding"))
+            .clone()
+    };
+    let rej = find("cm_rejected");
+    assert_eq!(rej["severity"], "error");
+    assert!(rej["message"]
+        .as_str()
+        .unwrap()
+        .contains("invalid service ID (reason 8)"));
+    let un = find("cm_unanswered");
+    assert_eq!(un["count"], 1);
+    let msg = un["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("{} CM REQs", facts["cm_unanswered"]["reqs"])),
+        "{msg}"
+    );
+    assert!(msg.contains("retried every 268.4 ms"), "{msg}");
+    let missing = find("cm_first_packets_missing");
+    assert_eq!(
+        missing["count"],
+        facts["cm_connections"][1]["first_packets_missing"]
+    );
+    let cm = doc["cm"].as_array().unwrap();
+    assert_eq!(cm.len(), 4);
+    for want in facts["cm_connections"].as_array().unwrap() {
+        let s = cm
+            .iter()
+            .find(|s| {
+                s["requester"] == want["requester"] && s["responder_qpn"] == want["responder_qp"]
+            })
+            .unwrap_or_else(|| panic!("no session for {want}"));
+        assert_eq!(s["requester_first_psn"], want["rep_start_psn"]);
+        assert_eq!(s["missing_at_start"][0], want["first_packets_missing"]);
+        let fa = flow(&doc, &s["flows"][0]);
+        assert_eq!(fa["first_psn"], want["first_psn_captured"]);
+        assert_eq!(fa["peer"], s["flows"][1]);
+    }
+    assert_eq!(doc["totals"]["connections"], 2);
+}

@@ -556,7 +556,7 @@ fn synth_command_line_contract() {
     let o = run(&["synth", "--list"], &dir);
     assert!(o.status.success());
     let list = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(list.lines().count(), 15, "{list}");
+    assert_eq!(list.lines().count(), 16, "{list}");
     for (l, want) in list.lines().zip([
         "clean-rc",
         "loss-upstream",
@@ -573,6 +573,7 @@ fn synth_command_line_contract() {
         "sbr-arp",
         "malformed",
         "many-qp",
+        "cm-setup",
     ]) {
         let mut w = l.split_whitespace();
         assert_eq!(w.next(), Some(want));

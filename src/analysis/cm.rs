@@ -538,7 +538,11 @@ fn setup(out: &mut Vec<Finding>, sessions: &[CmSession]) {
         median_ns: times[times.len() / 2],
         max_ns: times[times.len() - 1],
     };
-    let t = sessions.iter().filter_map(|s| s.req_ns.map(|x| x.0)).min();
+    let t = sessions
+        .iter()
+        .filter(|s| s.setup_ns().is_some())
+        .filter_map(|s| s.req_ns.map(|x| x.0))
+        .min();
     add(
         out,
         Severity::Info,
