@@ -129,3 +129,87 @@ fn live_table_reads_or_says_why_not() {
     // Reading real devices is the lab's part (tests/lab_rxe.rs); here only the error.
     eprintln!("note: no RDMA devices here, --qp-table live checked for its error: {err}");
 }
+
+/// The lab's real dumps (tests/fixtures/qptable/rxe-clean-write-*.json, recorded in the
+/// Soft-RoCE VMs with samples/rxe-clean-write.pcap): both nodes number their QP 17, so
+/// only `ADDR=FILE` tells them apart; then the requester's flow is labelled with A's QP
+/// and pid, the kernel's sq-psn is the PSN after the last one captured, and the first
+/// PSN captured is the one perftest printed for the client.
+#[test]
+fn real_rxe_dumps_label_the_real_capture_with_node_addresses() {
+    let cap = root()
+        .join("samples/rxe-clean-write.pcap")
+        .display()
+        .to_string();
+    let a = fixture("rxe-clean-write-A.json");
+    let b = fixture("rxe-clean-write-B-dd.json");
+    // Without addresses: QP 17 <-> QP 17 on both nodes is ambiguous.
+    let o = common::rocetap(&[
+        "analyze",
+        &cap,
+        "--qp-table",
+        &a,
+        "--qp-table",
+        &b,
+        "-F",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = doc["qp_table"].as_array().unwrap();
+    assert!(
+        t.iter()
+            .all(|q| q["sender"].is_null() && q["ambiguous"].as_u64() > Some(0)),
+        "{t:?}"
+    );
+    let (aa, bb) = (format!("198.18.0.1={a}"), format!("198.18.0.2={b}"));
+    let o = common::rocetap(&[
+        "analyze",
+        &cap,
+        "--qp-table",
+        &aa,
+        "--qp-table",
+        &bb,
+        "-F",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let truth: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("samples/rxe-clean-write.pcap.truth.json")).unwrap(),
+    )
+    .unwrap();
+    let client = &truth["perftest"]["client_qps"][0];
+    let t = doc["qp_table"].as_array().unwrap();
+    let req = t
+        .iter()
+        .find(|q| q["sender"]["addr"] == "198.18.0.1")
+        .expect("the requester's flow");
+    assert_eq!(req["ambiguous"], 0);
+    assert_eq!(req["sender"]["comm"], "ib_write_bw");
+    assert_eq!(
+        req["sender"]["pid"],
+        truth["rdma_res_qp"]["A"]["qp"][0]["pid"]
+    );
+    assert_eq!(req["receiver"]["addr"], "198.18.0.2");
+    assert_eq!(req["receiver"]["state"], "RTR");
+    assert_eq!(req["sq_psn"]["where"], "after");
+    assert_eq!(req["sq_psn"]["packets"], 0);
+    let f = doc["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == req["flow"])
+        .unwrap();
+    assert_eq!(f["first_psn"], client["local_psn"]);
+    assert_eq!(
+        u64::from_str_radix(f["qp"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap(),
+        client["remote_qpn"].as_u64().unwrap()
+    );
+    // The ACK flow's PSNs are the requester's: no sq-psn bound is claimed for it.
+    let ack = t
+        .iter()
+        .find(|q| q["sender"]["addr"] == "198.18.0.2")
+        .unwrap();
+    assert!(ack["sq_psn"].is_null());
+}

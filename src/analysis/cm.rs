@@ -250,8 +250,9 @@ fn flow_index(r: &Report, src: Addr, dst: Addr, qp: Qpn) -> Option<usize> {
         .position(|f| f.src == src && f.dst == dst && f.qp == qp)
 }
 
-/// True when every packet of the flow was a request (its PSNs are its own sequence).
-fn requests_only(f: &FlowSummary) -> bool {
+/// True when every packet of the flow was a request, so its PSNs are its sender's own
+/// send sequence (an ACK or READ response carries the PSN of the request it answers).
+pub fn requests_only(f: &FlowSummary) -> bool {
     !f.opcodes.keys().any(|name| {
         Operation::ALL
             .iter()

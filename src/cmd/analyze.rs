@@ -175,7 +175,7 @@ fn qp_tables(sources: &[PathBuf]) -> Result<Option<Vec<rocetap::qptable::QpEntry
         let t = if s.as_os_str() == "live" {
             rocetap::qptable::netlink::read()
         } else {
-            rocetap::qptable::load(s)
+            rocetap::qptable::load_arg(&s.to_string_lossy())
         };
         all.extend(t.map_err(|e| Failure::new(format!("analyze: {e}")))?);
     }

@@ -14,10 +14,11 @@
 pub mod netlink;
 
 use crate::analysis::FlowSummary;
-use dissectors::{Psn, Qpn};
+use dissectors::{Addr, Psn, Qpn};
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
+use std::net::IpAddr;
 use std::path::Path;
 
 /// One QP of the table.
@@ -25,6 +26,10 @@ use std::path::Path;
 pub struct QpEntry {
     /// The node the table was taken on (the file's name without extension, or `live`).
     pub node: String,
+    /// The node's address, when the command line gave it (`ADDR=FILE`): the flows it
+    /// sends have it as source, those it receives as destination.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addr: Option<IpAddr>,
     /// The RDMA device (`ifname`: `rxe0`, `mlx5_0`).
     pub device: String,
     /// The device's port, when the table gives it.
@@ -83,6 +88,21 @@ impl fmt::Display for TableError {
 }
 
 impl std::error::Error for TableError {}
+
+/// Reads a table given as `FILE` or `ADDR=FILE` (the node's IP address, which then
+/// tells its QPs from those of other nodes with the same numbers).
+pub fn load_arg(arg: &str) -> Result<Vec<QpEntry>, TableError> {
+    if let Some((a, file)) = arg.split_once('=') {
+        if let Ok(addr) = a.parse::<IpAddr>() {
+            let mut t = load(Path::new(file))?;
+            for e in &mut t {
+                e.addr = Some(addr);
+            }
+            return Ok(t);
+        }
+    }
+    load(Path::new(arg))
+}
 
 /// Reads a table file; the node is the file's name without its extension.
 pub fn load(path: &Path) -> Result<Vec<QpEntry>, TableError> {
@@ -174,6 +194,7 @@ fn entry(node: &str, v: &Value) -> Result<QpEntry, String> {
     };
     Ok(QpEntry {
         node: node.to_string(),
+        addr: None,
         device,
         port,
         lqpn: Qpn(lqpn),
@@ -215,7 +236,8 @@ pub struct FlowQps {
     pub receiver: Option<QpEntry>,
     /// Entries that fit a role when more than one did (no label is given then).
     pub ambiguous: u32,
-    /// Where the sender's `sq-psn` lies against the flow's PSNs.
+    /// Where the sender's `sq-psn` lies against the flow's PSNs (flows of requests
+    /// only).
     pub sq_psn: Option<PsnBound>,
 }
 
@@ -237,6 +259,10 @@ pub fn bound(next: Psn, first: Psn, last: Psn) -> PsnBound {
 pub struct FlowRef {
     /// The flow's id.
     pub id: u32,
+    /// Its source address.
+    pub src: Addr,
+    /// Its destination address.
+    pub dst: Addr,
     /// Its DestQP.
     pub qp: Qpn,
     /// The DestQP of its peer flow (the other direction), when paired.
@@ -245,6 +271,9 @@ pub struct FlowRef {
     pub first_psn: Option<Psn>,
     /// PSN of its last packet.
     pub last_psn: Option<Psn>,
+    /// Every packet was a request: its PSNs are its sender's send sequence (only then
+    /// can the sender's `sq-psn` be placed against them).
+    pub requests_only: bool,
 }
 
 impl FlowRef {
@@ -254,6 +283,8 @@ impl FlowRef {
             .iter()
             .map(|f| FlowRef {
                 id: f.id,
+                src: f.src,
+                dst: f.dst,
                 qp: f.qp,
                 peer_qp: f
                     .peer
@@ -261,6 +292,7 @@ impl FlowRef {
                     .map(|g| g.qp),
                 first_psn: f.first_psn,
                 last_psn: f.last_psn,
+                requests_only: crate::analysis::cm::requests_only(f),
             })
             .collect()
     }
@@ -268,17 +300,22 @@ impl FlowRef {
 
 /// Labels every flow whose QPs are in `table`: the receiver is the entry whose `lqpn`
 /// is the flow's DestQP, the sender the entry whose `rqpn` it is; with a peer flow, both
-/// must also agree with the peer's DestQP. Flows no entry fits are left out.
+/// must also agree with the peer's DestQP, and an entry whose node address is known
+/// must be on the flow's destination (receiver) or source (sender). Flows no entry
+/// fits are left out.
 pub fn match_flows(flows: &[FlowRef], table: &[QpEntry]) -> Vec<FlowQps> {
     let mut out = Vec::new();
     for f in flows {
+        let at = |e: &QpEntry, a: Addr| e.addr.is_none_or(|x| Addr::Ip(x) == a);
         let recv: Vec<&QpEntry> = table
             .iter()
             .filter(|e| e.lqpn == f.qp && (f.peer_qp.is_none() || e.rqpn == f.peer_qp))
+            .filter(|e| at(e, f.dst))
             .collect();
         let send: Vec<&QpEntry> = table
             .iter()
             .filter(|e| e.rqpn == Some(f.qp) && f.peer_qp.is_none_or(|p| e.lqpn == p))
+            .filter(|e| at(e, f.src))
             .collect();
         if recv.is_empty() && send.is_empty() {
             continue;
@@ -292,7 +329,7 @@ pub fn match_flows(flows: &[FlowRef], table: &[QpEntry]) -> Vec<FlowQps> {
             .map(|v| v.len() as u32)
             .sum();
         let sq_psn = match (&sender, f.first_psn, f.last_psn) {
-            (Some(s), Some(a), Some(b)) => s.sq_psn.map(|n| bound(n, a, b)),
+            (Some(s), Some(a), Some(b)) if f.requests_only => s.sq_psn.map(|n| bound(n, a, b)),
             _ => None,
         };
         out.push(FlowQps {

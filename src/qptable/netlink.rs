@@ -113,6 +113,7 @@ fn entry(device: &str, port: Option<u32>, a: Attrs<'_>) -> Option<QpEntry> {
     };
     Some(QpEntry {
         node: "live".into(),
+        addr: None,
         device: device.to_string(),
         port: a.u32(attr::PORT_INDEX).or(port),
         lqpn: Qpn::new(a.u32(attr::RES_LQPN)?),

@@ -1,5 +1,10 @@
 use super::*;
 
+const X_IP: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(198, 18, 0, 1));
+const Y_IP: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(198, 18, 0, 2));
+const X: Addr = Addr::Ip(X_IP);
+const Y: Addr = Addr::Ip(Y_IP);
+
 const A: &str = include_str!("../../tests/fixtures/qptable/node-a.json");
 const B: &str = include_str!("../../tests/fixtures/qptable/node-b.json");
 
@@ -92,25 +97,34 @@ fn flows_are_labelled_by_both_qpns() {
         // a → b: DestQP 18, its peer (b → a) has DestQP 17.
         FlowRef {
             id: 1,
+            src: X,
+            dst: Y,
             qp: Qpn(18),
             peer_qp: Some(Qpn(17)),
             first_psn: Some(Psn(1000)),
             last_psn: Some(Psn(1049)),
+            requests_only: true,
         },
         FlowRef {
             id: 2,
+            src: Y,
+            dst: X,
             qp: Qpn(17),
             peer_qp: Some(Qpn(18)),
             first_psn: Some(Psn(9000)),
             last_psn: Some(Psn(9000)),
+            requests_only: true,
         },
         // No QP of the table.
         FlowRef {
             id: 3,
+            src: X,
+            dst: Y,
             qp: Qpn(99),
             peer_qp: None,
             first_psn: None,
             last_psn: None,
+            requests_only: true,
         },
     ];
     let m = match_flows(&flows, &t);
@@ -136,7 +150,7 @@ fn the_same_qpns_on_two_nodes_are_ambiguous_without_a_label() {
         "[{\"ifname\":\"rxe0\",\"lqpn\":17,\"rqpn\":17,\"type\":\"RC\",\"pid\":1}]",
     )
     .unwrap();
-    let mut t = a.clone();
+    let mut t = a;
     t.extend(
         parse(
             "b",
@@ -147,15 +161,27 @@ fn the_same_qpns_on_two_nodes_are_ambiguous_without_a_label() {
     );
     let f = [FlowRef {
         id: 1,
+        src: X,
+        dst: Y,
         qp: Qpn(17),
         peer_qp: Some(Qpn(17)),
         first_psn: None,
         last_psn: None,
+        requests_only: false,
     }];
     let m = match_flows(&f, &t);
     assert_eq!(m[0].sender, None);
     assert_eq!(m[0].receiver, None);
     assert_eq!(m[0].ambiguous, 4);
+    // With each node's address (`ADDR=FILE`), the flow's source sends, its
+    // destination receives.
+    for e in &mut t {
+        e.addr = Some(if e.node == "a" { X_IP } else { Y_IP });
+    }
+    let m = match_flows(&f, &t);
+    assert_eq!(m[0].ambiguous, 0);
+    assert_eq!(m[0].sender.as_ref().unwrap().pid, Some(1));
+    assert_eq!(m[0].receiver.as_ref().unwrap().pid, Some(2));
 }
 
 #[test]
