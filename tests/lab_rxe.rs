@@ -913,8 +913,99 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             format!("QP1 A->B {} B->A {}", w.qp1_a_to_b, w.qp1_b_to_a),
             "rdma_cm's REQ/REP/RTU are UD SENDs to QP1 on UDP 4791",
         );
+        check_cm(&mut t, &an, truth);
     }
     t
+}
+
+/// rdma-cm: every CM session rocetap reads equals the kernel's QP table of both VMs
+/// (`rdma res show qp -j`, in the truth): the REQ's QPN is A's QP, connected to the
+/// REP's QPN, B's QP the other way round; the responder's first PSN (the REQ's
+/// starting PSN) is B's sq-psn and A's rq-psn while B has sent no request on it (a
+/// WRITE test's responder never does); the requester's flow starts at the REP's
+/// starting PSN; the two flows are paired.
+fn check_cm(t: &mut Table, an: &Value, truth: &Value) {
+    let sessions = an["cm"].as_array().cloned().unwrap_or_default();
+    let res = &truth["rdma_res_qp"];
+    let qp_of = |vm: &str, lqpn: i64| -> Option<Value> {
+        res[vm]["qp"]
+            .as_array()?
+            .iter()
+            .find(|q| q["lqpn"].as_i64() == Some(lqpn))
+            .cloned()
+    };
+    let hex = |v: &Value| i64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok();
+    t.check(
+        "rocetap",
+        "CM sessions read",
+        !sessions.is_empty(),
+        format!("{}", sessions.len()),
+        "perftest -R sets up its QPs through rdma_cm: REQ / REP / RTU",
+    );
+    let data_qpn = truth["perftest"]["client_qps"][0]["local_qpn"].as_i64();
+    for s in &sessions {
+        let (Some(rq), Some(pq)) = (hex(&s["requester_qpn"]), hex(&s["responder_qpn"])) else {
+            continue;
+        };
+        let (Some(qa), Some(qb)) = (qp_of("A", rq), qp_of("B", pq)) else {
+            t.check(
+                "lab",
+                &format!("QP 0x{rq:x} / 0x{pq:x} in rdma res"),
+                false,
+                "not in the VMs' tables".into(),
+                "the snapshot lists every RC QP of the run",
+            );
+            continue;
+        };
+        t.eq(
+            &format!("CM QP A 0x{rq:x}: remote QPN"),
+            qa["rqpn"].as_i64().unwrap_or(-1),
+            "rdma res (A)",
+            Some(pq),
+            "the REP's QPN is the QP A's QP is connected to",
+        );
+        t.eq(
+            &format!("CM QP B 0x{pq:x}: remote QPN"),
+            qb["rqpn"].as_i64().unwrap_or(-1),
+            "rdma res (B)",
+            Some(rq),
+            "the REQ's QPN is the QP B's QP is connected to",
+        );
+        let paired = {
+            let f = |k: usize| {
+                an["flows"]
+                    .as_array()
+                    .and_then(|v| v.iter().find(|f| f["id"] == s["flows"][k]).cloned())
+            };
+            matches!((f(0), f(1)), (Some(a), Some(b)) if a["peer"] == b["id"] && b["peer"] == a["id"])
+        };
+        t.check(
+            "rocetap",
+            &format!("CM 0x{rq:x} <-> 0x{pq:x} flows paired"),
+            paired,
+            format!("{}", s["flows"]),
+            "the CM exchanged both QPNs: the flows are paired by them",
+        );
+        if Some(rq) == data_qpn {
+            t.eq(&format!("CM 0x{rq:x}: REQ starting PSN"), qb["sq-psn"].as_i64().unwrap_or(-1),
+                "rdma res sq-psn (B)", s["responder_first_psn"].as_i64(),
+                "each side announces the PSN it expects: the REQ's is where B's sends start, and a WRITE responder sends no request");
+            t.eq(
+                &format!("CM 0x{rq:x}: A expects it"),
+                qa["rq-psn"].as_i64().unwrap_or(-1),
+                "rdma res rq-psn (A)",
+                s["responder_first_psn"].as_i64(),
+                "A's receive queue starts at the PSN its REQ announced",
+            );
+            t.eq(
+                &format!("CM 0x{rq:x}: first packets missing"),
+                0,
+                "full capture on B",
+                s["missing_at_start"][0].as_i64(),
+                "the requester's flow starts at the REP's starting PSN; the tap saw it all",
+            );
+        }
+    }
 }
 
 /// Checks every scenario in `dir` that has both files; returns the report and failures.
