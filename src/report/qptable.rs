@@ -61,7 +61,10 @@ pub(super) fn section(out: &mut impl Write, r: &Report, m: &[FlowQps]) -> io::Re
         writeln!(out, "  flow {} {} → {} QP {}:", f.id, f.src, f.dst, f.qp)?;
         match &q.sender {
             Some(e) => writeln!(out, "    sent by {}", qp_words(e))?,
-            None => writeln!(out, "    sender: not in the tables")?,
+            None => writeln!(
+                out,
+                "    sender: no QP of the tables is connected to it (a UD sender, or a node without a table)"
+            )?,
         }
         match &q.receiver {
             Some(e) => writeln!(out, "    received by {}", qp_words(e))?,
