@@ -555,13 +555,16 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
     let dropped_by_kernel = get(truth, "capture.dropped_by_kernel").unwrap_or(-1);
 
     // ---- preconditions: the lab did what the truth says ----
-    t.check(
-        "lab",
-        "perftest completed",
-        get(truth, "perftest.client_rc") == Some(0),
-        format!("rc {:?}", get(truth, "perftest.client_rc")),
-        "every message was delivered, so every PSN eventually crossed the tap",
-    );
+    // (rdma-cm-no-server's client fails by design; check_cm_failure checks that.)
+    if scen != "rdma-cm-no-server" {
+        t.check(
+            "lab",
+            "perftest completed",
+            get(truth, "perftest.client_rc") == Some(0),
+            format!("rc {:?}", get(truth, "perftest.client_rc")),
+            "every message was delivered, so every PSN eventually crossed the tap",
+        );
+    }
     t.lab(
         "capture dropped by kernel",
         0,
@@ -898,7 +901,9 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             "one RC connection per QP pair perftest printed",
         );
     }
-    if scen.starts_with("rdma-cm") {
+    if scen == "rdma-cm-no-server" {
+        check_cm_failure(&mut t, &an, truth);
+    } else if scen.starts_with("rdma-cm") {
         t.check(
             "rocetap",
             "totals.connections >= 1",
@@ -916,6 +921,71 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
         check_cm(&mut t, &an, truth);
     }
     t
+}
+
+/// rdma-cm-no-server: the client's REQ meets no listener on B; perftest fails. rocetap
+/// must read the REQ and name the failure: a REJ with its reason (the Linux CM answers a
+/// REQ for a service nobody listens on with reason 8, invalid service ID) or REQs no
+/// REP answered; no connection is set up.
+fn check_cm_failure(t: &mut Table, an: &Value, truth: &Value) {
+    let rc = truth["perftest"]["client_rc"].as_i64().unwrap_or(0);
+    t.check(
+        "lab",
+        "perftest client fails",
+        rc != 0,
+        format!("rc {rc}"),
+        "nobody listens on B, so rdma_connect fails",
+    );
+    let sessions = an["cm"].as_array().cloned().unwrap_or_default();
+    t.check(
+        "rocetap",
+        "the REQ is read",
+        sessions.iter().any(|s| s["reqs"].as_i64() > Some(0)),
+        format!("{} sessions", sessions.len()),
+        "the client's CM sends a REQ to B's QP1",
+    );
+    t.check(
+        "rocetap",
+        "no REP",
+        sessions.iter().all(|s| s["responder_qpn"].is_null()),
+        format!("{sessions:?}"),
+        "B has no listener to accept it",
+    );
+    let kinds: Vec<String> = an["findings"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .filter_map(|f| f["kind"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let named = kinds
+        .iter()
+        .any(|k| k == "cm_rejected" || k == "cm_unanswered");
+    t.check(
+        "rocetap",
+        "setup failure named",
+        named,
+        format!("{kinds:?}"),
+        "a REJ (with its reason) or unanswered REQs is a finding",
+    );
+    let rej = an["findings"]
+        .as_array()
+        .and_then(|v| v.iter().find(|f| f["kind"] == "cm_rejected").cloned());
+    if let Some(f) = rej {
+        t.info(
+            "REJ finding",
+            f["message"].as_str().unwrap_or("").to_string(),
+            "the reason the kernel's CM gave",
+        );
+    }
+    t.eq(
+        "totals.connections",
+        0,
+        "no server",
+        get(&an["totals"], "connections"),
+        "no connection was set up",
+    );
 }
 
 /// rdma-cm: every CM session rocetap reads equals the kernel's QP table of both VMs
