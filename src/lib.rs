@@ -17,6 +17,7 @@ pub mod config;
 pub mod error;
 pub mod netcheck;
 pub mod pipeline;
+pub mod qptable;
 pub mod report;
 pub mod synth;
 pub mod tui;

@@ -556,13 +556,16 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
     let dropped_by_kernel = get(truth, "capture.dropped_by_kernel").unwrap_or(-1);
 
     // ---- preconditions: the lab did what the truth says ----
-    t.check(
-        "lab",
-        "perftest completed",
-        get(truth, "perftest.client_rc") == Some(0),
-        format!("rc {:?}", get(truth, "perftest.client_rc")),
-        "every message was delivered, so every PSN eventually crossed the tap",
-    );
+    // (rdma-cm-no-server's client fails by design; check_cm_failure checks that.)
+    if scen != "rdma-cm-no-server" {
+        t.check(
+            "lab",
+            "perftest completed",
+            get(truth, "perftest.client_rc") == Some(0),
+            format!("rc {:?}", get(truth, "perftest.client_rc")),
+            "every message was delivered, so every PSN eventually crossed the tap",
+        );
+    }
     t.lab(
         "capture dropped by kernel",
         0,
@@ -899,7 +902,9 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             "one RC connection per QP pair perftest printed",
         );
     }
-    if scen.starts_with("rdma-cm") {
+    if scen == "rdma-cm-no-server" {
+        check_cm_failure(&mut t, &an, truth);
+    } else if scen.starts_with("rdma-cm") {
         t.check(
             "rocetap",
             "totals.connections >= 1",
@@ -914,6 +919,7 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             format!("QP1 A->B {} B->A {}", w.qp1_a_to_b, w.qp1_b_to_a),
             "rdma_cm's REQ/REP/RTU are UD SENDs to QP1 on UDP 4791",
         );
+        check_cm(&mut t, &an, truth);
     }
     let mut rows = Vec::new();
     let mut infos = Vec::new();
@@ -929,6 +935,161 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
         t.info(&what, value, &why);
     }
     t
+}
+
+/// rdma-cm-no-server: the client's REQ meets no listener on B; perftest fails. rocetap
+/// must read the REQ and name the failure: a REJ with its reason (the Linux CM answers a
+/// REQ for a service nobody listens on with reason 8, invalid service ID) or REQs no
+/// REP answered; no connection is set up.
+fn check_cm_failure(t: &mut Table, an: &Value, truth: &Value) {
+    let rc = truth["perftest"]["client_rc"].as_i64().unwrap_or(0);
+    t.check(
+        "lab",
+        "perftest client fails",
+        rc != 0,
+        format!("rc {rc}"),
+        "nobody listens on B, so rdma_connect fails",
+    );
+    let sessions = an["cm"].as_array().cloned().unwrap_or_default();
+    t.check(
+        "rocetap",
+        "the REQ is read",
+        sessions.iter().any(|s| s["reqs"].as_i64() > Some(0)),
+        format!("{} sessions", sessions.len()),
+        "the client's CM sends a REQ to B's QP1",
+    );
+    t.check(
+        "rocetap",
+        "no REP",
+        sessions.iter().all(|s| s["responder_qpn"].is_null()),
+        format!("{sessions:?}"),
+        "B has no listener to accept it",
+    );
+    let kinds: Vec<String> = an["findings"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .filter_map(|f| f["kind"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let named = kinds
+        .iter()
+        .any(|k| k == "cm_rejected" || k == "cm_unanswered");
+    t.check(
+        "rocetap",
+        "setup failure named",
+        named,
+        format!("{kinds:?}"),
+        "a REJ (with its reason) or unanswered REQs is a finding",
+    );
+    let rej = an["findings"]
+        .as_array()
+        .and_then(|v| v.iter().find(|f| f["kind"] == "cm_rejected").cloned());
+    if let Some(f) = rej {
+        t.info(
+            "REJ finding",
+            f["message"].as_str().unwrap_or("").to_string(),
+            "the reason the kernel's CM gave",
+        );
+    }
+    t.eq(
+        "totals.connections",
+        0,
+        "no server",
+        get(&an["totals"], "connections"),
+        "no connection was set up",
+    );
+}
+
+/// rdma-cm: every CM session rocetap reads equals the kernel's QP table of both VMs
+/// (`rdma res show qp -j`, in the truth): the REQ's QPN is A's QP, connected to the
+/// REP's QPN, B's QP the other way round; the responder's first PSN (the REQ's
+/// starting PSN) is B's sq-psn and A's rq-psn while B has sent no request on it (a
+/// WRITE test's responder never does); the requester's flow starts at the REP's
+/// starting PSN; the two flows are paired.
+fn check_cm(t: &mut Table, an: &Value, truth: &Value) {
+    let sessions = an["cm"].as_array().cloned().unwrap_or_default();
+    let res = &truth["rdma_res_qp"];
+    let qp_of = |vm: &str, lqpn: i64| -> Option<Value> {
+        res[vm]["qp"]
+            .as_array()?
+            .iter()
+            .find(|q| q["lqpn"].as_i64() == Some(lqpn))
+            .cloned()
+    };
+    let hex = |v: &Value| i64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok();
+    t.check(
+        "rocetap",
+        "CM sessions read",
+        !sessions.is_empty(),
+        format!("{}", sessions.len()),
+        "perftest -R sets up its QPs through rdma_cm: REQ / REP / RTU",
+    );
+    let data_qpn = truth["perftest"]["client_qps"][0]["local_qpn"].as_i64();
+    for s in &sessions {
+        let (Some(rq), Some(pq)) = (hex(&s["requester_qpn"]), hex(&s["responder_qpn"])) else {
+            continue;
+        };
+        let (Some(qa), Some(qb)) = (qp_of("A", rq), qp_of("B", pq)) else {
+            t.check(
+                "lab",
+                &format!("QP 0x{rq:x} / 0x{pq:x} in rdma res"),
+                false,
+                "not in the VMs' tables".into(),
+                "the snapshot lists every RC QP of the run",
+            );
+            continue;
+        };
+        t.eq(
+            &format!("CM QP A 0x{rq:x}: remote QPN"),
+            qa["rqpn"].as_i64().unwrap_or(-1),
+            "rdma res (A)",
+            Some(pq),
+            "the REP's QPN is the QP A's QP is connected to",
+        );
+        t.eq(
+            &format!("CM QP B 0x{pq:x}: remote QPN"),
+            qb["rqpn"].as_i64().unwrap_or(-1),
+            "rdma res (B)",
+            Some(rq),
+            "the REQ's QPN is the QP B's QP is connected to",
+        );
+        let paired = {
+            let f = |k: usize| {
+                an["flows"]
+                    .as_array()
+                    .and_then(|v| v.iter().find(|f| f["id"] == s["flows"][k]).cloned())
+            };
+            matches!((f(0), f(1)), (Some(a), Some(b)) if a["peer"] == b["id"] && b["peer"] == a["id"])
+        };
+        t.check(
+            "rocetap",
+            &format!("CM 0x{rq:x} <-> 0x{pq:x} flows paired"),
+            paired,
+            format!("{}", s["flows"]),
+            "the CM exchanged both QPNs: the flows are paired by them",
+        );
+        if Some(rq) == data_qpn {
+            t.eq(&format!("CM 0x{rq:x}: REQ starting PSN"), qb["sq-psn"].as_i64().unwrap_or(-1),
+                "rdma res sq-psn (B)", s["responder_first_psn"].as_i64(),
+                "each side announces the PSN it expects: the REQ's is where B's sends start, and a WRITE responder sends no request");
+            t.eq(
+                &format!("CM 0x{rq:x}: A expects it"),
+                qa["rq-psn"].as_i64().unwrap_or(-1),
+                "rdma res rq-psn (A)",
+                s["responder_first_psn"].as_i64(),
+                "A's receive queue starts at the PSN its REQ announced",
+            );
+            t.eq(
+                &format!("CM 0x{rq:x}: first packets missing"),
+                0,
+                "full capture on B",
+                s["missing_at_start"][0].as_i64(),
+                "the requester's flow starts at the REP's starting PSN; the tap saw it all",
+            );
+        }
+    }
 }
 
 /// Checks every scenario in `dir` that has both files; returns the report and failures.

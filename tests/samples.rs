@@ -556,7 +556,7 @@ fn synth_command_line_contract() {
     let o = run(&["synth", "--list"], &dir);
     assert!(o.status.success());
     let list = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(list.lines().count(), 16, "{list}");
+    assert_eq!(list.lines().count(), 17, "{list}");
     for (l, want) in list.lines().zip([
         "clean-rc",
         "loss-upstream",
@@ -574,6 +574,7 @@ fn synth_command_line_contract() {
         "malformed",
         "many-qp",
         "qos-mismarked",
+        "cm-setup",
     ]) {
         let mut w = l.split_whitespace();
         assert_eq!(w.next(), Some(want));

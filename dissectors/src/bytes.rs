@@ -47,3 +47,21 @@ pub(crate) fn array<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
 pub(crate) fn put24(b: &mut [u8], off: usize, v: u32) {
     b[off..off + 3].copy_from_slice(&v.to_be_bytes()[1..]);
 }
+
+/// Writes `v` big-endian at `off`. Callers guarantee the length.
+#[inline]
+pub(crate) fn put16(b: &mut [u8], off: usize, v: u16) {
+    b[off..off + 2].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Writes `v` big-endian at `off`. Callers guarantee the length.
+#[inline]
+pub(crate) fn put32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Writes `v` big-endian at `off`. Callers guarantee the length.
+#[inline]
+pub(crate) fn put64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_be_bytes());
+}

@@ -14,10 +14,12 @@
 
 pub mod arp;
 mod bytes;
+pub mod cm;
 pub mod erf;
 pub mod ethernet;
 pub mod ib;
 pub mod ip;
+pub mod mad;
 pub mod pfc;
 pub mod sll;
 pub mod types;
@@ -29,6 +31,7 @@ use core::fmt;
 use core::net::IpAddr;
 
 pub use arp::{ArpOp, ArpRepr};
+pub use cm::CmMsg;
 pub use erf::ErfRepr;
 pub use ethernet::EthernetRepr;
 pub use ib::aeth::{AethKind, AethRepr, NakCode};
@@ -48,6 +51,7 @@ pub use ib::rdeth::RdethRepr;
 pub use ib::reth::RethRepr;
 pub use ib::xrceth::XrcethRepr;
 pub use ip::{Ecn, IpRepr};
+pub use mad::{Mad, MadHdrRepr};
 pub use pfc::PauseRepr;
 pub use sll::SllRepr;
 pub use types::{Msn, PKey, Psn, Qpn};
@@ -180,6 +184,10 @@ pub enum Layer {
     Cnp,
     Payload,
     Icrc,
+    /// The common MAD header of a UD SEND to QP0 / QP1.
+    Mad,
+    /// The CM message after a MAD header of class 0x07.
+    Cm,
     Arp,
     MacControl,
 }
@@ -212,6 +220,8 @@ impl Layer {
             Cnp => "cnp",
             Payload => "payload",
             Icrc => "icrc",
+            Mad => "mad",
+            Cm => "cm",
             Arp => "arp",
             MacControl => "macctl",
         }
@@ -299,6 +309,8 @@ pub struct Roce {
     pub immdt: Option<ImmDtRepr>,
     pub ieth: Option<IethRepr>,
     pub cnp: Option<CnpRepr>,
+    /// The management datagram of a UD SEND to QP0 or QP1 (SMI / GSI).
+    pub mad: Option<Mad>,
     /// Offset of the BTH in the frame.
     pub bth_offset: u32,
     /// Offset of the payload in the frame.
@@ -330,6 +342,7 @@ impl Roce {
             immdt: None,
             ieth: None,
             cnp: None,
+            mad: None,
             bth_offset: bth_offset as u32,
             payload_offset: 0,
             payload_len: 0,

@@ -383,7 +383,12 @@ impl<'a> Walker<'a, '_> {
             return unsupported(Layer::Bth, off, "opcode outside the IBTA table");
         };
         r.operation = Some(op);
-        let stop = self.chain(r, &chain, off, end, icrc_off);
+        let mut stop = self.chain(r, &chain, off, end, icrc_off);
+        if is_mad(r) && matches!(stop.kind, StopKind::Complete | StopKind::Truncated) {
+            if let Some(s) = self.mad(r, icrc_off) {
+                stop = s;
+            }
+        }
         // mlx5 Dynamically Connected traffic reuses the RD opcode range with its own
         // headers after the BTH; a packet there that does not fit IBTA RD is not
         // malformed, just not RD.
@@ -434,6 +439,26 @@ impl<'a> Walker<'a, '_> {
         complete(Layer::Payload, p)
     }
 
+    /// Decodes the MAD in the payload of a UD SEND to QP0 / QP1 (the payload ends at
+    /// `icrc_off`, less the pad). `None` when it decoded; otherwise the stop that ends
+    /// the frame inside the MAD header or the CM message.
+    fn mad(&self, r: &mut Roce, icrc_off: usize) -> Option<Stop> {
+        let p = r.payload_offset as usize;
+        let end = (p + r.payload_len as usize).min(icrc_off);
+        let captured = self.frame.get(p..end.min(self.frame.len())).unwrap_or(&[]);
+        match Mad::parse(captured) {
+            Ok(m) => {
+                r.mad = Some(m);
+                None
+            }
+            Err(mad::MadError::Header(e)) => Some(self.fail(e, Layer::Mad, p)),
+            Err(mad::MadError::Cm(hdr, e)) => {
+                r.mad = Some(Mad { hdr, cm: None });
+                Some(self.fail(e, Layer::Cm, p + mad::LEN))
+            }
+        }
+    }
+
     /// Parses the extended headers of `chain` in wire order, advancing `p`.
     fn ext_headers(&self, r: &mut Roce, c: &Chain, p: &mut usize, end: usize) -> Option<Stop> {
         macro_rules! hdr {
@@ -475,6 +500,14 @@ impl<'a> Walker<'a, '_> {
         hdr!(c.cnp, Layer::Cnp, cnp, CnpRepr, cnp);
         None
     }
+}
+
+/// A UD SEND Only to QP0 (SMI) or QP1 (GSI): its payload is a MAD.
+fn is_mad(r: &Roce) -> bool {
+    r.operation == Some(Operation::SendOnly)
+        && r.transport() == Transport::Ud
+        && r.bth.dest_qp.0 <= 1
+        && r.deth.is_some()
 }
 
 /// What the ICRC of a packet covers besides the transport.

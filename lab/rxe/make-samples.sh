@@ -26,5 +26,7 @@ loss-upstream 150 128
 read-loss 150 128
 rnr 40 128
 duplicate 150 128
+rdma-cm 200 320
+rdma-cm-no-server 10 0
 LIST
 ls -la "$dest"/rxe-*

@@ -39,6 +39,8 @@ class Scenario:
     tap: str = "B"            # the VM whose eth0 is captured
     mtu: int = 1500           # eth MTU; rxe's RoCE path MTU is the largest IB MTU below it
     faults: list = field(default_factory=list)
+    server: bool = True       # start perftest's server on B (False: nobody listens)
+    client_fails: bool = False  # the client is expected to fail (exit non-zero)
 
     def perftest(self, iters=None):
         n = self.iters if iters is None else iters
@@ -90,6 +92,9 @@ SCENARIOS = [
              "ib_write_bw", 200, flags="-q 4", faults=[ingress("B", "loss 2%")]),
     Scenario("rdma-cm", "connection setup through rdma_cm (-R): CM MADs (UD to QP1) on the wire, full frames",
              "ib_write_bw", 200, flags="-R", snap=0),
+    Scenario("rdma-cm-no-server", "rdma_cm (-R) client with no server listening on B: the CM's REQ meets no "
+             "listener (a REJ, or REQ retries); the client fails; full frames",
+             "ib_write_bw", 10, flags="-R", snap=0, server=False, client_fails=True),
 ]
 
 BY_NAME = {s.name: s for s in SCENARIOS}

@@ -84,6 +84,7 @@ pub fn analyze(srcs: &[Recorded<'_>], from_ns: u64, a: Analysis) -> (Report, Inp
         frames: p.frames(),
         bytes: p.bytes(),
         cut_short: Vec::new(),
+        qp_table: None,
     };
     (p.finish(), input)
 }
@@ -214,6 +215,7 @@ fn write_parts(
         frames: p.frames(),
         bytes: p.bytes(),
         cut_short: Vec::new(),
+        qp_table: None,
     };
     let frames = p.frames();
     let report = p.finish();

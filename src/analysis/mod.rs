@@ -15,6 +15,7 @@
 
 mod account;
 pub mod buckets;
+pub mod cm;
 mod congestion;
 pub mod events;
 pub mod flow;
@@ -146,6 +147,8 @@ pub struct Analyzer {
     frames_since_sweep: u64,
     /// Inputs cut short, with the complete frames read from each.
     cut_short: Vec<(String, u64)>,
+    /// Connection setups from the CM MADs.
+    cm: cm::CmTracker,
 }
 
 impl Analyzer {
@@ -179,6 +182,7 @@ impl Analyzer {
             net: net::Net::new(cfg),
             frames_since_sweep: 0,
             cut_short: Vec::new(),
+            cm: cm::CmTracker::default(),
         }
     }
 
@@ -236,6 +240,9 @@ impl Analyzer {
     }
 
     fn roce(&mut self, ts: u64, d: &Decoded, r: &Roce) {
+        if let Some(m) = &r.mad {
+            self.cm.note(ts, d, m);
+        }
         let Some(packed) = Packed::from_decoded(d, r.bth.dest_qp) else {
             return;
         };
@@ -461,7 +468,7 @@ impl Analyzer {
             self.retire(slot as u32);
         }
         let net = std::mem::take(&mut self.net).finish(&mut self.log);
-        report::build(
+        let mut r = report::build(
             self.capture,
             self.sums,
             self.done,
@@ -469,6 +476,8 @@ impl Analyzer {
             self.log,
             net,
             &self.cut_short,
-        )
+        );
+        self.cm.finish(&mut r);
+        r
     }
 }

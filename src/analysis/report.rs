@@ -552,6 +552,8 @@ pub struct Report {
     pub events: Vec<Event>,
     /// ACK and CE→CNP latencies of every flow in fixed buckets (the agent's histograms).
     pub latency: super::buckets::LatencyBuckets,
+    /// Connection setups the CM messages of the capture describe (empty without CM).
+    pub cm: Vec<crate::analysis::cm::CmSession>,
 }
 
 pub(super) fn build(
@@ -660,5 +662,6 @@ pub(super) fn build(
         arp_symptoms: net.symptoms,
         events,
         latency: global.latency,
+        cm: Vec::new(),
     }
 }

@@ -117,6 +117,7 @@ fn pkt(src: [u8; 4], dst: [u8; 4], qp: u32, opcode: u8, psn: u32) -> Decoded {
         immdt: None,
         ieth: None,
         cnp: None,
+        mad: None,
         bth_offset: 42,
         payload_offset: 54,
         payload_len,

@@ -306,6 +306,13 @@ pub struct AnalyzeArgs {
     /// No progress indication on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+    /// The kernel's QP table, to label flows with the process that owns each QP: a file
+    /// of `rdma res show qp -j` (or `-d -j`) taken on a node (the node is the file's
+    /// name), as ADDR=FILE with the node's IP address (needed when nodes number their
+    /// QPs alike, as rxe does), or `live` to read this node's over RDMA netlink.
+    /// Repeatable.
+    #[arg(long = "qp-table", value_name = "[ADDR=]FILE|live")]
+    pub qp_table: Vec<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

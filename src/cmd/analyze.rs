@@ -28,6 +28,8 @@ struct Request {
     /// No progress on stderr.
     quiet: bool,
     out: Out,
+    /// `--qp-table`: the QPs of every table given, read before any capture.
+    qp_table: Option<Vec<rocetap::qptable::QpEntry>>,
 }
 
 /// How the report is written.
@@ -69,7 +71,7 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     }
     input.frames = p.frames();
     input.bytes = p.bytes();
-    finish(&r.out, p, input, &r.rules)
+    finish(&r.out, p, input, &r.rules, r.qp_table.as_deref())
 }
 
 /// The arguments, checked: rules before anything is read (a typo must not cost a long run).
@@ -96,6 +98,7 @@ fn request(a: AnalyzeArgs, color: bool) -> Result<Request, Failure> {
             "analyze: --link-speed must be a positive number of Gb/s",
         ));
     }
+    let qp_table = qp_tables(&a.qp_table)?;
     let live = if a.interfaces.is_empty() {
         None
     } else if !paths.is_empty() {
@@ -124,6 +127,7 @@ fn request(a: AnalyzeArgs, color: bool) -> Result<Request, Failure> {
             CliStage::Decode => Stage::Decode,
         }),
         quiet: a.quiet,
+        qp_table,
         out: Out {
             format: match a.format {
                 AnalyzeFormat::Text => OutputFormat::Text,
@@ -161,9 +165,36 @@ fn live_config(a: &AnalyzeArgs) -> Result<session::Config, Failure> {
     Ok(cfg)
 }
 
+/// `--qp-table FILE|live ...`: every table read and checked, `None` without the option.
+fn qp_tables(sources: &[PathBuf]) -> Result<Option<Vec<rocetap::qptable::QpEntry>>, Failure> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut all = Vec::new();
+    for s in sources {
+        let t = if s.as_os_str() == "live" {
+            rocetap::qptable::netlink::read()
+        } else {
+            rocetap::qptable::load_arg(&s.to_string_lossy())
+        };
+        all.extend(t.map_err(|e| Failure::new(format!("analyze: {e}")))?);
+    }
+    Ok(Some(all))
+}
+
 /// Writes the report and turns the rules into the exit code.
-fn finish(out: &Out, p: Pipeline, input: Input, rules: &[rules::Rule]) -> Result<i32, Failure> {
+fn finish(
+    out: &Out,
+    p: Pipeline,
+    mut input: Input,
+    rules: &[rules::Rule],
+    qp_table: Option<&[rocetap::qptable::QpEntry]>,
+) -> Result<i32, Failure> {
     let report = p.finish();
+    if let Some(t) = qp_table {
+        let flows = rocetap::qptable::FlowRef::of(&report.flows);
+        input.qp_table = Some(rocetap::qptable::match_flows(&flows, t));
+    }
     // An unknown rule name is an error even when the output could be written.
     let verdicts = rules::check(rules, |n| lookup(&report, n)).map_err(Failure::new)?;
     let o = out;

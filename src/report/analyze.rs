@@ -28,6 +28,10 @@ pub struct Input {
     pub bytes: u64,
     /// Inputs that end in the middle of a record, with the complete frames read.
     pub cut_short: Vec<crate::capture::input::CutShort>,
+    /// With `--qp-table`: the kernel's QPs behind each flow (the document's top-level
+    /// `qp_table` key, not part of `input`).
+    #[serde(skip)]
+    pub qp_table: Option<Vec<crate::qptable::FlowQps>>,
 }
 
 /// The value of a `--fail-on` name: a key of `totals` or of `derived`.
@@ -104,6 +108,8 @@ pub fn write_report(
                 arp_symptoms: &r.arp_symptoms,
                 rules,
                 events: events.then_some(Events(&r.events)),
+                qp_table: input.qp_table.as_deref(),
+                cm: &r.cm,
             };
             super::pretty_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
             out.write_all(b"\n")
@@ -115,7 +121,8 @@ pub fn write_report(
 /// The JSON document, serialized straight from the report (no `serde_json::Value` tree
 /// in between). Field order is the document's key order: `schema`, `input`, `totals`,
 /// `derived`, `flows`, `connections`, `findings`, `pfc`, `arp`, `arp_symptoms`, `rules`,
-/// and `events` last, only with `--events`.
+/// `events` only with `--events`, `qp_table` only with `--qp-table`, and `cm` last, only
+/// when the capture has CM setups.
 #[derive(Serialize)]
 struct Doc<'a> {
     schema: &'static str,
@@ -131,6 +138,12 @@ struct Doc<'a> {
     rules: Vec<RuleOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     events: Option<Events<'a>>,
+    /// With `--qp-table` only: the kernel's QPs behind each flow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    qp_table: Option<&'a [crate::qptable::FlowQps]>,
+    /// Connection setups from the capture's CM messages, only when there were some.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    cm: &'a [crate::analysis::cm::CmSession],
 }
 
 /// One `--fail-on` rule and its verdict.

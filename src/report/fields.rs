@@ -10,6 +10,8 @@ use dissectors::{AethKind, ArpOp, Decoded, PauseRepr};
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
+mod cm;
+
 /// A field value.
 #[derive(Clone, Copy, Debug)]
 pub enum Value {
@@ -95,6 +97,9 @@ pub struct Ctx<'a> {
 
 type Extract = fn(&Ctx<'_>) -> Option<Value>;
 
+/// A column: its name and its extractor.
+type Field = (&'static str, Extract);
+
 macro_rules! roce {
     ($c:ident, $r:ident => $e:expr) => {
         $c.d.roce.as_ref().and_then(|$r| $e)
@@ -102,8 +107,28 @@ macro_rules! roce {
 }
 
 /// Every column, in order. Names follow Wireshark where it has the field; `rocetap.*`
-/// fields are our own.
-pub const FIELDS: &[(&str, Extract)] = &[
+/// fields are our own. The MAD / CM columns (`fields/cm.rs`) come last.
+pub const FIELDS: &[(&str, Extract)] =
+    &concat::<{ BASE.len() + cm::FIELDS.len() }>(BASE, cm::FIELDS);
+
+/// `a` then `b` as one array (the table is built at compile time from two files).
+const fn concat<const N: usize>(a: &[Field], b: &[Field]) -> [Field; N] {
+    let mut out = [b[0]; N];
+    let mut i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < b.len() {
+        out[a.len() + j] = b[j];
+        j += 1;
+    }
+    out
+}
+
+/// The columns of every frame before the MAD / CM ones.
+const BASE: &[(&str, Extract)] = &[
     ("frame.number", |c| Some(Value::Int(c.number))),
     ("frame.time_epoch", |c| Some(Value::Time(c.frame.ts_ns))),
     ("frame.time_relative", |c| {

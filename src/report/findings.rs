@@ -15,6 +15,7 @@ use serde::Serialize;
 use std::net::Ipv4Addr;
 
 mod qos;
+mod cm;
 
 /// `198.18.0.1 → 198.18.0.2 QP 0x000201`
 pub fn flow_label(f: &FlowSummary) -> String {
@@ -175,6 +176,14 @@ pub fn message(f: &Finding, r: &Report) -> String {
             format!("{frames} frames cut by the capture snaplen: their ICRC could not be checked")
         }
         FindingKind::Qos(q) => qos::message(r, q, &w),
+        k @ (FindingKind::CmRejected { .. }
+        | FindingKind::CmUnanswered { .. }
+        | FindingKind::CmNoRtu { .. }
+        | FindingKind::CmNoDrep { .. }
+        | FindingKind::CmFirstPacketsMissing { .. }
+        | FindingKind::CmNotSetUp { .. }
+        | FindingKind::CmTrafficClass { .. }
+        | FindingKind::CmSetup { .. }) => cm::message(k, &w, &at).unwrap_or_default(),
         FindingKind::InputCutShort { file, frames } => format!(
             "{file} was cut short: it ends in the middle of a record after {frames} complete frames (a capture killed mid-write, a full disk or a partial copy); every complete frame was analyzed, what came after the cut is unknown"
         ),

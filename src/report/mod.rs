@@ -9,6 +9,7 @@ pub mod events;
 pub mod fields;
 pub mod findings;
 pub mod pretty_json;
+pub mod qptable;
 pub mod rules;
 pub mod style;
 pub mod summary;

@@ -8,6 +8,8 @@ use dissectors::{
 };
 use std::fmt::Write as _;
 
+mod mad;
+
 /// Appends the protocol part of the summary (after the addresses) to `out`, with the
 /// trouble words in color when `paint` is on: NAKs and bad ICRCs red, RNR NAKs yellow,
 /// congestion marks (CNP, ECN CE, FECN/BECN) magenta, a malformed frame's stop reason red.
@@ -50,6 +52,11 @@ pub fn describe(d: &Decoded, out: &mut String, paint: Paint) {
 
 /// The BTH and the extended headers of a RoCE frame, its ECN and ICRC verdict.
 fn roce(d: &Decoded, r: &Roce, out: &mut String, paint: Paint) {
+    if let Some(m) = &r.mad {
+        mad::describe(m, out, paint);
+        trailer(d, r, out, paint);
+        return;
+    }
     paint.wrap(out, r.is_cnp().then_some(Tone::Mark), |o| {
         let _ = write!(o, "{}", r.describe());
     });
@@ -103,6 +110,11 @@ fn roce(d: &Decoded, r: &Roce, out: &mut String, paint: Paint) {
     if r.operation.is_some() && r.payload_len > 0 {
         let _ = write!(out, " Len={}", r.payload_len);
     }
+    trailer(d, r, out, paint);
+}
+
+/// The ECN and ICRC marks that end every RoCE summary.
+fn trailer(d: &Decoded, r: &Roce, out: &mut String, paint: Paint) {
     if d.ecn() == Some(Ecn::Ce) {
         out.push(' ');
         paint.push(out, Tone::Mark, "ECN=CE");

@@ -361,6 +361,9 @@ pub(super) fn text(
             flows_table(out, paint, &all)?;
         }
     }
+    if let Some(m) = &input.qp_table {
+        super::qptable::section(out, r, m)?;
+    }
     if events {
         writeln!(out)?;
         writeln!(out, "Events:")?;

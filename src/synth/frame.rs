@@ -273,6 +273,20 @@ pub fn roce(buf: &mut Vec<u8>, path: &Path, ecn: Ecn, p: &Pkt) -> Layout {
     }
 }
 
+/// Recomputes the ICRC of a frame `roce` built on `path` (after its payload was
+/// rewritten, e.g. with a MAD).
+pub fn reseal(buf: &mut [u8], path: &Path, lay: &Layout) {
+    let o = lay.icrc;
+    let crc = match path.encap {
+        Encap::V2 { .. } => {
+            let udp = lay.bth - dissectors::udp::LEN;
+            icrc::roce_v2(&buf[lay.net..udp], &buf[udp..o])
+        }
+        Encap::V1 => icrc::roce_v1(&buf[lay.net..lay.bth], &buf[lay.bth..o]),
+    };
+    buf[o..o + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// The IPv4/IPv6 + UDP headers (RoCE v2) or the GRH (RoCE v1) at `net`, for `tlen`
 /// transport bytes; returns where the BTH starts.
 fn emit_network(buf: &mut [u8], path: &Path, ecn: Ecn, net: usize, tlen: usize) -> usize {

@@ -15,6 +15,7 @@
 //! (thousands of queue pairs, for scale) and `qos` (QoS marking mistakes).
 #![warn(missing_docs)]
 
+mod cm;
 mod encap;
 mod fabric;
 pub mod frame;
@@ -238,6 +239,15 @@ pub const SCENARIOS: &[Scenario] = &[
         link: LinkType::Ethernet,
         ifname: "mlx5_0",
         generate: qos::qos_mismarked,
+        knobs: false,
+    },
+    Scenario {
+        name: "cm-setup",
+        about: "RC connections set up and torn down by the CM (REQ/REP/RTU, DREQ/DREP to QP1, RDMA-CM IP private data); one's first 3 packets not captured; a REQ retried unanswered; a REQ rejected (invalid service ID)",
+        default_packets: 150,
+        link: LinkType::Ethernet,
+        ifname: "mlx5_0",
+        generate: cm::cm_setup,
         knobs: false,
     },
 ];

@@ -229,6 +229,26 @@ impl<'w> Out<'w> {
         self.put(ts, lay.len, lay.len, comment.as_deref())
     }
 
+    /// Writes a RoCE packet whose payload is `payload` (a MAD): `pkt.payload_len` must
+    /// be its length. Counted like [`Out::roce`] (opcode, direction and QP).
+    pub fn roce_payload(
+        &mut self,
+        ts: u64,
+        path: &Path,
+        pkt: &Pkt,
+        payload: &[u8],
+    ) -> io::Result<()> {
+        let lay = frame::roce(&mut self.buf, path, path.ecn, pkt);
+        self.buf[lay.payload..lay.payload + payload.len()].copy_from_slice(payload);
+        frame::reseal(&mut self.buf, path, &lay);
+        self.ops[usize::from(pkt.bth.opcode.0)] += 1;
+        *self
+            .per_qp
+            .entry((path.src, path.dst, pkt.bth.dest_qp.0))
+            .or_insert(0) += 1;
+        self.put(ts, lay.len, lay.len, None)
+    }
+
     /// Writes an ARP frame and counts requests and replies.
     pub fn arp(
         &mut self,

@@ -278,6 +278,75 @@ pub enum FindingKind {
         /// Complete frames read from it before the cut.
         frames: u64,
     },
+    /// Connection setups the CM rejected, with one reason (a finding per reason).
+    CmRejected {
+        /// Sessions rejected with this reason.
+        sessions: u64,
+        /// The IBTA reason code (`dissectors::cm::RejReason`).
+        reason: u16,
+        /// The service the first of them asked for, when its REQ was captured.
+        service_id: Option<u64>,
+        /// The first one's requester.
+        requester: dissectors::Addr,
+        /// The first one's responder.
+        responder: dissectors::Addr,
+    },
+    /// REQs that no REP (nor REJ) answered: the peer's CM is unreachable or not there.
+    CmUnanswered {
+        /// Sessions whose REQs went unanswered.
+        sessions: u64,
+        /// REQs they sent, retries included.
+        reqs: u64,
+        /// The longest mean interval between a session's REQ retries (the CM timeout
+        /// as seen), ns; `None` when no session retried.
+        retry_interval_ns: Option<u64>,
+        /// The first one's requester.
+        requester: dissectors::Addr,
+        /// The first one's responder.
+        responder: dissectors::Addr,
+    },
+    /// REPs that no RTU confirmed.
+    CmNoRtu {
+        /// Sessions with a REP and no RTU.
+        sessions: u64,
+    },
+    /// DREQs that no DREP answered.
+    CmNoDrep {
+        /// Sessions with a DREQ and no DREP.
+        sessions: u64,
+    },
+    /// Flows set up by the CM whose first packets are not in the capture: the first PSN
+    /// captured is after the starting PSN the REQ / REP announced.
+    CmFirstPacketsMissing {
+        /// Flows missing their first packets.
+        flows: u64,
+        /// PSNs missing before their first captured packets, summed.
+        psns: u64,
+    },
+    /// RC flows of a capture with CM setups that no captured setup covers: set up before
+    /// the capture started (it started mid-stream for them), or without the CM.
+    CmNotSetUp {
+        /// Such flows.
+        flows: u64,
+    },
+    /// Flows whose DSCP is not the one the CM path's traffic class asked for.
+    CmTrafficClass {
+        /// Flows whose DSCP differs.
+        flows: u64,
+        /// The first one's traffic class in the REQ (DSCP << 2 | ECN).
+        traffic_class: u8,
+        /// The DSCP the first one's data carried.
+        dscp: u8,
+    },
+    /// Connections the CM set up (REQ → REP → RTU), and how long that took.
+    CmSetup {
+        /// Setups completed with an RTU.
+        connections: u64,
+        /// Median REQ → RTU time, ns.
+        median_ns: u64,
+        /// Longest REQ → RTU time, ns.
+        max_ns: u64,
+    },
 }
 
 /// One problem (or note) about the run.
@@ -320,6 +389,14 @@ impl Finding {
             FindingKind::Truncated { .. } => "truncated",
             FindingKind::InputCutShort { .. } => "input_cut_short",
             FindingKind::Qos(q) => q.code(),
+            FindingKind::CmRejected { .. } => "cm_rejected",
+            FindingKind::CmUnanswered { .. } => "cm_unanswered",
+            FindingKind::CmNoRtu { .. } => "cm_no_rtu",
+            FindingKind::CmNoDrep { .. } => "cm_no_drep",
+            FindingKind::CmFirstPacketsMissing { .. } => "cm_first_packets_missing",
+            FindingKind::CmNotSetUp { .. } => "cm_not_set_up",
+            FindingKind::CmTrafficClass { .. } => "cm_traffic_class",
+            FindingKind::CmSetup { .. } => "cm_setup",
         }
     }
 

@@ -1,0 +1,85 @@
+//! The words of `analyze --qp-table`: under the flows table, one line per flow the
+//! kernel's table explains — which QP on which node and device sent it and which
+//! received it, with pid and command, and where the sender's `sq-psn` lies against the
+//! PSNs captured.
+
+use crate::analysis::Report;
+use crate::qptable::{FlowQps, PsnBound, QpEntry};
+use std::io::{self, Write};
+
+/// `node-a rxe0 QP 0x000011 (RC RTS) pid 4242 ib_write_bw`.
+pub fn qp_words(e: &QpEntry) -> String {
+    let mut s = format!("{} {} QP {}", e.node, e.device, e.lqpn);
+    let kind: Vec<&str> = [e.qp_type.as_str(), e.state.as_str()]
+        .into_iter()
+        .filter(|w| !w.is_empty())
+        .collect();
+    if !kind.is_empty() {
+        s.push_str(&format!(" ({})", kind.join(" ")));
+    }
+    match (e.pid, &e.comm) {
+        (Some(p), Some(c)) => s.push_str(&format!(" pid {p} {c}")),
+        (Some(p), None) => s.push_str(&format!(" pid {p}")),
+        (None, Some(c)) => s.push_str(&format!(" {c} (kernel)")),
+        (None, None) => {}
+    }
+    s
+}
+
+/// What the sender's `sq-psn` says about the capture.
+pub fn bound_words(b: PsnBound) -> String {
+    match b {
+        PsnBound::Before(0) => "the table's sq-psn is the first PSN captured: the capture \
+                                has the connection's first packet since the table"
+            .into(),
+        PsnBound::Before(n) => format!(
+            "the table's sq-psn is {n} before the first PSN captured: {n} packets were sent \
+             that the capture does not have (it started mid-stream, or lost them)"
+        ),
+        PsnBound::Within => "the table's sq-psn lies within the PSNs captured".into(),
+        PsnBound::After(0) => "the table's sq-psn follows the last PSN captured: the capture \
+                               has everything sent up to the table"
+            .into(),
+        PsnBound::After(n) => format!(
+            "the table's sq-psn is {n} past the PSN after the last one captured: {n} packets \
+             were sent after the capture's last"
+        ),
+    }
+}
+
+/// The "QP table" section of the text report.
+pub(super) fn section(out: &mut impl Write, r: &Report, m: &[FlowQps]) -> io::Result<()> {
+    writeln!(out)?;
+    if m.is_empty() {
+        return writeln!(out, "QP table: no flow's QPs are in the tables given.");
+    }
+    writeln!(out, "QP table (the kernel's QPs behind each flow):")?;
+    for q in m {
+        let Some(f) = r.flows.iter().find(|f| f.id == q.flow) else {
+            continue;
+        };
+        writeln!(out, "  flow {} {} → {} QP {}:", f.id, f.src, f.dst, f.qp)?;
+        match &q.sender {
+            Some(e) => writeln!(out, "    sent by {}", qp_words(e))?,
+            None => writeln!(
+                out,
+                "    sender: no QP of the tables is connected to it (a UD sender, or a node without a table)"
+            )?,
+        }
+        match &q.receiver {
+            Some(e) => writeln!(out, "    received by {}", qp_words(e))?,
+            None => writeln!(out, "    receiver: not in the tables")?,
+        }
+        if q.ambiguous > 0 {
+            writeln!(
+                out,
+                "    {} entries fit (the same QPNs on several nodes): no label given",
+                q.ambiguous
+            )?;
+        }
+        if let Some(b) = q.sq_psn {
+            writeln!(out, "    {}", bound_words(b))?;
+        }
+    }
+    Ok(())
+}
