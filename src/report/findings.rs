@@ -14,8 +14,8 @@ use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 use std::net::Ipv4Addr;
 
-mod qos;
 mod cm;
+mod qos;
 
 /// `198.18.0.1 → 198.18.0.2 QP 0x000201`
 pub fn flow_label(f: &FlowSummary) -> String {
