@@ -769,3 +769,74 @@ fn bad_configurations_are_one_line_errors() {
         assert!(e.contains("rocetap-nosuchdev0"), "{e}");
     }
 }
+
+#[test]
+fn qos_checks_join_the_capture_with_the_host() {
+    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    let fx = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qos/bad");
+    let tmp = TempDir::new("agent-qos");
+    let wire = Wire::new("q");
+    // The pod of the fixture: net1 with the address the sample's hub uses, MTU 1500.
+    // (a veth: this kernel may have no dummy driver)
+    run(&[
+        "ip", "-n", &wire.ns, "link", "add", "net1", "type", "veth", "peer", "name", "net1p",
+    ]);
+    run(&[
+        "ip",
+        "-n",
+        &wire.ns,
+        "addr",
+        "add",
+        "198.18.2.2/24",
+        "dev",
+        "net1",
+    ]);
+    run(&[
+        "ip", "-n", &wire.ns, "link", "set", "net1", "mtu", "1500", "up",
+    ]);
+    let port = free_port();
+    let args: Vec<String> = [
+        "-i",
+        &wire.host_if,
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--node-name",
+        "qosnode",
+        "--netcheck-interval",
+        "1s",
+        "--netcheck-netns",
+        &wire.ns,
+        "--sysfs-root",
+        fx.join("sys").to_str().unwrap(),
+        "--qos-from",
+        fx.join("dcb").to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let agent = start_agent(&args, &tmp.path("agent.log"));
+    healthy(port);
+    wire.replay(&sample("qos-mismarked.pcap"));
+    // Data on DSCP 0 -> priority 0 while PFC is on priority 3 only: the joined finding, in
+    // the pod's namespace.
+    let want = format!("netns=\"{}\"", wire.ns);
+    wait_for("the joined QoS finding in /metrics", 30, || {
+        let (_, t) = get(port, "/metrics")?;
+        t.lines()
+            .any(|l| {
+                l.starts_with("rocetap_netcheck_findings{")
+                    && l.contains(&want)
+                    && l.contains("check=\"qos-lossy-data\"")
+            })
+            .then_some(())
+    });
+    signal(&agent, "TERM");
+    let mut agent = agent;
+    let status = wait_for("the agent to exit", 20, || {
+        agent.0.try_wait().ok().flatten()
+    });
+    assert!(status.success());
+}

@@ -11,7 +11,7 @@ use std::time::Duration;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The keys the file may hold, and whether each takes a list.
-pub const KEYS: [(&str, bool); 20] = [
+pub const KEYS: [(&str, bool); 21] = [
     ("interface", true),
     ("listen", false),
     ("node_name", false),
@@ -20,6 +20,7 @@ pub const KEYS: [(&str, bool); 20] = [
     ("roce_port", false),
     ("netcheck_interval", false),
     ("netcheck_netns", true),
+    ("qos_from", false),
     ("dump_dir", false),
     ("dump_on", true),
     ("dump_seconds", false),

@@ -55,6 +55,8 @@ pub struct Config {
     pub netcheck_only: Vec<String>,
     /// sysfs, for RDMA devices and netcheck's RoCE checks.
     pub sysfs_root: PathBuf,
+    /// Recorded `dcb` / `mlnx_qos` outputs (as `netcheck --qos-from`), for the QoS checks.
+    pub qos_from: Option<PathBuf>,
     /// Where `/proc` and `/run/netns` are.
     pub roots: netns::Roots,
     /// Flight recorder bytes per source.
@@ -107,6 +109,7 @@ impl Config {
             netcheck_interval: Some(Duration::from_secs(60)),
             netcheck_only: Vec::new(),
             sysfs_root: PathBuf::from(crate::config::SYSFS_ROOT),
+            qos_from: None,
             roots: netns::Roots::default(),
             recorder_bytes: 32 << 20,
             recorder_seconds: 120,

@@ -157,14 +157,21 @@ pub fn pod_of(roots: &Roots, pid: u32) -> Option<Pod> {
     })
 }
 
-/// Runs netcheck on every namespace (`only`: just these names, when not empty).
-pub fn check_all(roots: &Roots, sysfs: &Path, only: &[String]) -> Vec<NsState> {
+/// Runs netcheck on every namespace (`only`: just these names, when not empty), with the
+/// recorded DCB outputs of `qos_from` and joined with the sources' analyses `captures`.
+pub fn check_all(
+    roots: &Roots,
+    sysfs: &Path,
+    only: &[String],
+    qos_from: Option<&Path>,
+    captures: &[crate::analysis::Report],
+) -> Vec<NsState> {
     list(roots)
         .into_iter()
         .filter(|n| only.is_empty() || only.contains(&n.name))
         .map(|n| {
             let pod = n.pid.and_then(|p| pod_of(roots, p));
-            match crate::netcheck::check_live(&n.target, sysfs) {
+            match crate::netcheck::check_live(&n.target, sysfs, qos_from, captures) {
                 Ok(fs) => {
                     let mut findings: Vec<NsFinding> = fs
                         .into_iter()

@@ -12,7 +12,7 @@ use super::state::{NsState, Published, SourceState};
 use super::topn::{self, TopN};
 use super::window::{self, Window};
 use super::Config;
-use crate::analysis::Analyzer;
+use crate::analysis::{Analyzer, Report};
 use crate::capture::live::{LiveSource, SourceInfo, SourceStats};
 use crate::capture::merge::Merger;
 use crate::capture::{rdma, session};
@@ -21,7 +21,7 @@ use crate::pipeline::{NoSink, Pipeline};
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -63,13 +63,14 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     let usr1 = Arc::new(AtomicBool::new(false));
     signals(&stop, &usr1)?;
     let (rep_tx, rep_rx) = sync_channel::<ReportRequest>(4);
+    let (join_tx, join_rx) = sync_channel::<SyncSender<Vec<Report>>>(2);
     let http = {
         let (shared, stop) = (shared.clone(), stop.clone());
         std::thread::spawn(move || http::serve(server, shared, rep_tx, stop))
     };
     let nc = cfg.netcheck_interval.map(|every| {
         let (shared, stop, cfg) = (shared.clone(), stop.clone(), cfg.clone());
-        std::thread::spawn(move || netcheck_loop(&cfg, every, &shared, &stop, log))
+        std::thread::spawn(move || netcheck_loop(&cfg, every, &shared, &stop, &join_tx, log))
     });
     log.event(
         "started",
@@ -82,7 +83,7 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     );
     let live = opened.start();
     let mut lp = Loop::new(cfg, &infos, log);
-    let reason = lp.run(&live, &stop, &usr1, &rep_rx, &shared);
+    let reason = lp.run(&live, &stop, &usr1, (&rep_rx, &join_rx), &shared);
     let stats = live.stats().to_vec();
     let rest = live.finish();
     for b in rest {
@@ -207,11 +208,25 @@ fn netcheck_loop(
     every: Duration,
     shared: &Mutex<Published>,
     stop: &AtomicBool,
+    analyses: &SyncSender<SyncSender<Vec<Report>>>,
     log: Log,
 ) {
     let mut before: Option<Vec<NsState>> = None;
     loop {
-        let now = netns::check_all(&cfg.roots, &cfg.sysfs_root, &cfg.netcheck_only);
+        // The sources' analyses as they stand, for the joined QoS checks.
+        let (tx, rx) = sync_channel(1);
+        let captures = match analyses.try_send(tx) {
+            Ok(()) => rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        let now = netns::check_all(
+            &cfg.roots,
+            &cfg.sysfs_root,
+            &cfg.netcheck_only,
+            cfg.qos_from.as_deref(),
+            &captures,
+        );
+        drop(captures);
         log_changes(before.as_deref().unwrap_or(&[]), &now, log);
         {
             let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
@@ -343,7 +358,7 @@ impl<'c> Loop<'c> {
         live: &LiveSource,
         stop: &AtomicBool,
         usr1: &AtomicBool,
-        reports: &Receiver<ReportRequest>,
+        (reports, analyses): (&Receiver<ReportRequest>, &Receiver<SyncSender<Vec<Report>>>),
         shared: &Mutex<Published>,
     ) -> &'static str {
         let started = Instant::now();
@@ -369,6 +384,14 @@ impl<'c> Loop<'c> {
                 let (r, input) =
                     dump::analyze(&self.recorded(), self.window_start_ns(), self.analysis());
                 let _ = tx.try_send(dump::report_json(&r, &input));
+            }
+            while let Ok(tx) = analyses.try_recv() {
+                let reps = self
+                    .pipes
+                    .iter()
+                    .map(|p| p.analyzer().snapshot(p.analyzer().events_recorded()))
+                    .collect();
+                let _ = tx.try_send(reps);
             }
             if usr1.swap(false, Ordering::SeqCst) {
                 self.dump("signal", None, shared);

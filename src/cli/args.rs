@@ -446,6 +446,10 @@ pub struct AgentArgs {
     /// Only check this namespace (`host`, a /run/netns name, `pid:PID`). Repeatable.
     #[arg(long = "netcheck-netns", value_name = "NAME")]
     pub netcheck_netns: Vec<String>,
+    /// Recorded `dcb app/apptrust/pfc show` or `mlnx_qos` outputs for the QoS checks (as
+    /// `netcheck --qos-from`).
+    #[arg(long, value_name = "DIR")]
+    pub qos_from: Option<PathBuf>,
     /// Write flight-recorder dumps (annotated pcapng + analysis JSON) here.
     #[arg(long, value_name = "DIR")]
     pub dump_dir: Option<PathBuf>,

@@ -33,6 +33,10 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
         "dump_dir",
         a.dump_dir.as_ref().map(|p| p.display().to_string()),
     );
+    one(
+        "qos_from",
+        a.qos_from.as_ref().map(|p| p.display().to_string()),
+    );
     one("dump_seconds", a.dump_seconds.map(|x| x.to_string()));
     one("dump_interval", a.dump_interval.clone());
     one("dump_keep", a.dump_keep.map(|x| x.to_string()));
@@ -164,6 +168,15 @@ fn apply(
             cfg.netcheck_interval = (!d.is_zero()).then_some(d);
         }
         "netcheck_netns" => cfg.netcheck_only = v.to_vec(),
+        "qos_from" => {
+            let d = PathBuf::from(first);
+            if !d.is_dir() {
+                return Err(format!(
+                    "{first}: not a directory (it holds IF.dcb-app, IF.dcb-apptrust, IF.dcb-pfc or IF.mlnx_qos)"
+                ));
+            }
+            cfg.qos_from = Some(d);
+        }
         "dump_dir" => cfg.dump_dir = Some(PathBuf::from(first)),
         "dump_on" => {
             cfg.dump_on = v

@@ -241,11 +241,15 @@ fn host_checks(
 }
 
 /// Checks one live network namespace as `netcheck --netns NAME` / `--pid PID` does
-/// (sysfs read from `sysfs_root` when it is a directory): its findings, or why its state
-/// could not be read. The agent runs this on every namespace of the node.
+/// (sysfs read from `sysfs_root` when it is a directory; the recorded DCB outputs of
+/// `qos_from`, as `--qos-from`), joined with `captures` as `--capture` joins them: its
+/// findings, or why its state could not be read. The agent runs this on every namespace
+/// of the node with its sources' analyses.
 pub fn check_live(
     target: &netlink::Target,
     sysfs_root: &std::path::Path,
+    qos_from: Option<&std::path::Path>,
+    captures: &[crate::analysis::Report],
 ) -> Result<Vec<checks::Finding>, Failure> {
     let state = load_live(target)?;
     let root = sysfs_root.is_dir().then_some(sysfs_root);
@@ -255,11 +259,14 @@ pub fn check_live(
         None => Vec::new(),
     };
     let mut findings = host_checks(&state, root, &ports);
-    // The host's QoS (ECN, CNP DSCP, traffic class, RDMA-CM defaults, GIDs, MTUs) as far
-    // as sysfs tells it; unreadable QoS state is no reason to lose the routing findings.
+    // The host's QoS (ECN, CNP DSCP, traffic class, RDMA-CM defaults, GIDs, MTUs, and the
+    // DCB state of `qos_from`), alone and joined with the captures.
     if let Some(r) = root {
-        if let Ok(q) = qos::read(r, None, &state, &ports) {
-            qos::host::check(&q, &mut findings);
+        let q = qos::read(r, qos_from, &state, &ports)
+            .map_err(|e| Failure::new(format!("netcheck: --qos-from: {e}")))?;
+        qos::host::check(&q, &mut findings);
+        for c in captures {
+            qos::joined::check(c, &state, &q, &mut findings);
         }
     }
     Ok(findings)
