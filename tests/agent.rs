@@ -742,6 +742,8 @@ fn bad_configurations_are_one_line_errors() {
     );
     assert!(refused(&["-i", "lo", "--dump-dir", "/proc/rocetap-no"])
         .contains("dump directory /proc/rocetap-no"));
+    let e = refused(&["-i", "lo", "--qp-table", "/nonexistent/t.json"]);
+    assert!(e.contains("QP table /nonexistent/t.json"), "{e}");
     let empty = tmp.path("sys");
     std::fs::create_dir_all(&empty).unwrap();
     let e = refused(&["-i", "auto", "--sysfs-root", empty.to_str().unwrap()]);
@@ -833,6 +835,60 @@ fn qos_checks_join_the_capture_with_the_host() {
             })
             .then_some(())
     });
+    signal(&agent, "TERM");
+    let mut agent = agent;
+    let status = wait_for("the agent to exit", 20, || {
+        agent.0.try_wait().ok().flatten()
+    });
+    assert!(status.success());
+}
+
+#[test]
+fn the_kernels_qp_table_labels_the_report() {
+    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    let fx = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qptable");
+    let tmp = TempDir::new("agent-qp");
+    let wire = Wire::new("t");
+    let port = free_port();
+    let args: Vec<String> = [
+        "-i",
+        &wire.host_if,
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--netcheck-interval",
+        "0",
+        "--qp-table",
+        fx.join("clean-rc-h1.json").to_str().unwrap(),
+        "--qp-table",
+        fx.join("clean-rc-h2.json").to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let agent = start_agent(&args, &tmp.path("agent.log"));
+    healthy(port);
+    wire.replay(&sample("clean-rc.pcap"));
+    let frames = analyze_json(&sample("clean-rc.pcap"))["totals"]["frames"].clone();
+    // /report: the window's analysis with each flow's QPs as the kernel's tables name them
+    // (the same matching as `analyze --qp-table`).
+    let doc = wait_for("the replayed frames in /report", 30, || {
+        let (s, body) = get(port, "/report")?;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        (s == 200 && v["totals"]["frames"] == frames).then_some(v)
+    });
+    let t = doc["qp_table"].as_array().expect("qp_table in /report");
+    assert_eq!(t.len(), 4, "{t:?}");
+    let f = t
+        .iter()
+        .find(|q| q["sender"]["lqpn"] == "0x000201")
+        .expect("the flow sent by QP 0x000201");
+    assert_eq!(f["sender"]["node"], "clean-rc-h1");
+    assert_eq!(f["sender"]["pid"], 31337);
+    assert_eq!(f["sender"]["comm"], "ib_write_bw");
+    assert_eq!(f["receiver"]["node"], "clean-rc-h2");
     signal(&agent, "TERM");
     let mut agent = agent;
     let status = wait_for("the agent to exit", 20, || {

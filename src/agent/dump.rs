@@ -13,6 +13,7 @@ use crate::capture::writer::{Format, Interface, Writer};
 use crate::capture::Frame;
 use crate::config::OutputFormat;
 use crate::pipeline::{Pipeline, Sink};
+use crate::qptable::{match_flows, FlowRef, QpEntry};
 use crate::report::analyze::{write_report, Input, Look};
 use dissectors::{Decoded, LinkType};
 use std::fs::File;
@@ -76,17 +77,32 @@ impl Sink for Counting {
     }
 }
 
-/// The analysis of the frames from `from_ns` on, and what was read.
-pub fn analyze(srcs: &[Recorded<'_>], from_ns: u64, a: Analysis) -> (Report, Input) {
+/// The analysis of the frames from `from_ns` on, and what was read (with the flows of
+/// `qp` matched to the kernel's QPs when a table is given).
+pub fn analyze(
+    srcs: &[Recorded<'_>],
+    from_ns: u64,
+    a: Analysis,
+    qp: Option<&[QpEntry]>,
+) -> (Report, Input) {
     let p = replay(srcs, from_ns, a, &mut Counting);
-    let input = Input {
+    let mut input = Input {
         files: srcs.iter().map(|s| s.name.to_string()).collect(),
         frames: p.frames(),
         bytes: p.bytes(),
         cut_short: Vec::new(),
         qp_table: None,
     };
-    (p.finish(), input)
+    let report = p.finish();
+    label(&report, &mut input, qp);
+    (report, input)
+}
+
+/// Matches the report's flows to the kernel's QPs (`analyze --qp-table`).
+fn label(report: &Report, input: &mut Input, qp: Option<&[QpEntry]>) {
+    if let Some(t) = qp {
+        input.qp_table = Some(match_flows(&FlowRef::of(&report.flows), t));
+    }
 }
 
 /// The analysis as the `analyze --format json` document.
@@ -147,6 +163,7 @@ pub fn write(
     a: Analysis,
     reason: &str,
     keep: usize,
+    qp: Option<&[QpEntry]>,
 ) -> io::Result<Written> {
     let stamp = super::log::rfc3339(SystemTime::now()).replace(':', "");
     let base = format!("rocetap-{stamp}-{reason}");
@@ -154,7 +171,7 @@ pub fn write(
     let json = dir.join(format!("{base}.json"));
     let part_p = dir.join(format!(".{base}.pcapng.part"));
     let part_j = dir.join(format!(".{base}.json.part"));
-    let res = write_parts(&part_p, &part_j, srcs, from_ns, a, reason);
+    let res = write_parts(&part_p, &part_j, (srcs, from_ns, a), reason, qp);
     match res {
         Ok((frames, naks)) => {
             std::fs::rename(&part_p, &pcapng)
@@ -183,10 +200,9 @@ pub fn write(
 fn write_parts(
     part_p: &Path,
     part_j: &Path,
-    srcs: &[Recorded<'_>],
-    from_ns: u64,
-    a: Analysis,
+    (srcs, from_ns, a): (&[Recorded<'_>], u64, Analysis),
     reason: &str,
+    qp: Option<&[QpEntry]>,
 ) -> io::Result<(u64, u64)> {
     let ifaces: Vec<Interface> = srcs
         .iter()
@@ -210,7 +226,7 @@ fn write_parts(
     }
     let file = sink.w.into_inner()?;
     file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    let input = Input {
+    let mut input = Input {
         files: srcs.iter().map(|s| s.name.to_string()).collect(),
         frames: p.frames(),
         bytes: p.bytes(),
@@ -219,6 +235,7 @@ fn write_parts(
     };
     let frames = p.frames();
     let report = p.finish();
+    label(&report, &mut input, qp);
     let mut j = File::create(part_j)?;
     j.write_all(&report_json(&report, &input))?;
     j.sync_all()?;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The keys the file may hold, and whether each takes a list.
-pub const KEYS: [(&str, bool); 21] = [
+pub const KEYS: [(&str, bool); 22] = [
     ("interface", true),
     ("listen", false),
     ("node_name", false),
@@ -21,6 +21,7 @@ pub const KEYS: [(&str, bool); 21] = [
     ("netcheck_interval", false),
     ("netcheck_netns", true),
     ("qos_from", false),
+    ("qp_table", true),
     ("dump_dir", false),
     ("dump_on", true),
     ("dump_seconds", false),

@@ -57,6 +57,10 @@ pub struct Config {
     pub sysfs_root: PathBuf,
     /// Recorded `dcb` / `mlnx_qos` outputs (as `netcheck --qos-from`), for the QoS checks.
     pub qos_from: Option<PathBuf>,
+    /// The kernel's QP tables that label the flows of `/report` and of dumps: `live`
+    /// (read again over RDMA netlink each time) or `[ADDR=]FILE` (`rdma res show qp -j`,
+    /// read once at start).
+    pub qp_table: Vec<String>,
     /// Where `/proc` and `/run/netns` are.
     pub roots: netns::Roots,
     /// Flight recorder bytes per source.
@@ -110,6 +114,7 @@ impl Config {
             netcheck_only: Vec::new(),
             sysfs_root: PathBuf::from(crate::config::SYSFS_ROOT),
             qos_from: None,
+            qp_table: Vec::new(),
             roots: netns::Roots::default(),
             recorder_bytes: 32 << 20,
             recorder_seconds: 120,

@@ -49,6 +49,7 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
         format: cfg.log_format,
     };
     check(cfg)?;
+    let tables = QpTables::load(&cfg.qp_table)?;
     let devices = resolve(cfg)?;
     let opened = LiveSource::open(&devices, cfg.live.clone())
         .map_err(|e| session::explain(e, &cfg.sysfs_root))?;
@@ -82,7 +83,7 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
         ],
     );
     let live = opened.start();
-    let mut lp = Loop::new(cfg, &infos, log);
+    let mut lp = Loop::new(cfg, &infos, log, tables);
     let reason = lp.run(&live, &stop, &usr1, (&rep_rx, &join_rx), &shared);
     let stats = live.stats().to_vec();
     let rest = live.finish();
@@ -288,8 +289,55 @@ fn log_changes(before: &[NsState], now: &[NsState], log: Log) {
     }
 }
 
+/// The QP tables of `--qp-table`: files read once (at start, where a bad one is an
+/// error), `live` read again each time it is used.
+struct QpTables {
+    files: Vec<crate::qptable::QpEntry>,
+    live: bool,
+    any: bool,
+}
+
+impl QpTables {
+    fn load(sources: &[String]) -> Result<Self, Failure> {
+        let mut t = QpTables {
+            files: Vec::new(),
+            live: false,
+            any: !sources.is_empty(),
+        };
+        for s in sources {
+            if s == "live" {
+                crate::qptable::netlink::read().map_err(|e| {
+                    Failure::new(format!("agent: --qp-table live: {e}"))
+                        .hint("the node needs RDMA netlink (an RDMA device and its driver)")
+                })?;
+                t.live = true;
+            } else {
+                t.files.extend(
+                    crate::qptable::load_arg(s)
+                        .map_err(|e| Failure::new(format!("agent: --qp-table: {e}")))?,
+                );
+            }
+        }
+        Ok(t)
+    }
+
+    /// Every entry as of now (`None` without `--qp-table`); a live table that cannot be
+    /// read now counts as empty.
+    fn now(&self) -> Option<Vec<crate::qptable::QpEntry>> {
+        if !self.any {
+            return None;
+        }
+        let mut all = self.files.clone();
+        if self.live {
+            all.extend(crate::qptable::netlink::read().unwrap_or_default());
+        }
+        Some(all)
+    }
+}
+
 /// The analysis loop's state.
 struct Loop<'c> {
+    tables: QpTables,
     cfg: &'c Config,
     log: Log,
     infos: Vec<SourceInfo>,
@@ -306,9 +354,10 @@ struct Loop<'c> {
 }
 
 impl<'c> Loop<'c> {
-    fn new(cfg: &'c Config, infos: &[SourceInfo], log: Log) -> Self {
+    fn new(cfg: &'c Config, infos: &[SourceInfo], log: Log, tables: QpTables) -> Self {
         let n = infos.len();
         Loop {
+            tables,
             cfg,
             log,
             infos: infos.to_vec(),
@@ -381,8 +430,13 @@ impl<'c> Loop<'c> {
                 return "all sources ended";
             }
             while let Ok(tx) = reports.try_recv() {
-                let (r, input) =
-                    dump::analyze(&self.recorded(), self.window_start_ns(), self.analysis());
+                let qp = self.tables.now();
+                let (r, input) = dump::analyze(
+                    &self.recorded(),
+                    self.window_start_ns(),
+                    self.analysis(),
+                    qp.as_deref(),
+                );
                 let _ = tx.try_send(dump::report_json(&r, &input));
             }
             while let Ok(tx) = analyses.try_recv() {
@@ -583,6 +637,7 @@ impl<'c> Loop<'c> {
             );
             return;
         };
+        let qp = self.tables.now();
         let res = dump::write(
             dir,
             &self.recorded(),
@@ -590,6 +645,7 @@ impl<'c> Loop<'c> {
             self.analysis(),
             why,
             self.cfg.dump_keep,
+            qp.as_deref(),
         );
         let mut fields = vec![("reason", why.to_string())];
         if let Some(r) = rule {

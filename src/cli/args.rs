@@ -450,6 +450,10 @@ pub struct AgentArgs {
     /// `netcheck --qos-from`).
     #[arg(long, value_name = "DIR")]
     pub qos_from: Option<PathBuf>,
+    /// The kernel's QP table labels the flows of /report and of dumps: `live` (RDMA
+    /// netlink, read again each time) or `[ADDR=]FILE` (`rdma res show qp -j`). Repeatable.
+    #[arg(long = "qp-table", value_name = "FILE|live")]
+    pub qp_table: Vec<String>,
     /// Write flight-recorder dumps (annotated pcapng + analysis JSON) here.
     #[arg(long, value_name = "DIR")]
     pub dump_dir: Option<PathBuf>,

@@ -54,6 +54,7 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
         ("interface", &a.interfaces),
         ("netcheck_netns", &a.netcheck_netns),
         ("dump_on", &a.dump_on),
+        ("qp_table", &a.qp_table),
     ] {
         if !list.is_empty() {
             v.push((k, list.clone()));
@@ -168,6 +169,7 @@ fn apply(
             cfg.netcheck_interval = (!d.is_zero()).then_some(d);
         }
         "netcheck_netns" => cfg.netcheck_only = v.to_vec(),
+        "qp_table" => cfg.qp_table = v.to_vec(),
         "qos_from" => {
             let d = PathBuf::from(first);
             if !d.is_dir() {
