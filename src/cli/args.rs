@@ -23,6 +23,11 @@ pub struct TopArgs {
     /// Do not put the interface into promiscuous mode.
     #[arg(short = 'p', long)]
     pub no_promisc: bool,
+    /// The kernel's QP table names the QPs, pids and commands behind the selected flow in
+    /// its detail view: `live` (RDMA netlink) or `[ADDR=]FILE` (`rdma res show qp -j`).
+    /// Repeatable.
+    #[arg(long = "qp-table", value_name = "FILE|live")]
+    pub qp_table: Vec<PathBuf>,
     /// Root of sysfs, where RDMA devices and their hw_counters are looked up.
     #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT, hide = true)]
     pub sysfs_root: PathBuf,

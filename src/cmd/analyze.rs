@@ -98,7 +98,7 @@ fn request(a: AnalyzeArgs, color: bool) -> Result<Request, Failure> {
             "analyze: --link-speed must be a positive number of Gb/s",
         ));
     }
-    let qp_table = qp_tables(&a.qp_table)?;
+    let qp_table = qp_tables("analyze", &a.qp_table)?;
     let live = if a.interfaces.is_empty() {
         None
     } else if !paths.is_empty() {
@@ -165,8 +165,12 @@ fn live_config(a: &AnalyzeArgs) -> Result<session::Config, Failure> {
     Ok(cfg)
 }
 
-/// `--qp-table FILE|live ...`: every table read and checked, `None` without the option.
-fn qp_tables(sources: &[PathBuf]) -> Result<Option<Vec<rocetap::qptable::QpEntry>>, Failure> {
+/// `--qp-table FILE|live ...`: every table read and checked, `None` without the option
+/// (`cmd` names the command in errors).
+pub(crate) fn qp_tables(
+    cmd: &str,
+    sources: &[PathBuf],
+) -> Result<Option<Vec<rocetap::qptable::QpEntry>>, Failure> {
     if sources.is_empty() {
         return Ok(None);
     }
@@ -177,7 +181,7 @@ fn qp_tables(sources: &[PathBuf]) -> Result<Option<Vec<rocetap::qptable::QpEntry
         } else {
             rocetap::qptable::load_arg(&s.to_string_lossy())
         };
-        all.extend(t.map_err(|e| Failure::new(format!("analyze: {e}")))?);
+        all.extend(t.map_err(|e| Failure::new(format!("{cmd}: {e}")))?);
     }
     Ok(Some(all))
 }

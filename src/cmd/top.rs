@@ -33,5 +33,6 @@ fn config(a: TopArgs) -> Result<tui::Config, Failure> {
         roce_port: a.roce_port,
         promisc: !a.no_promisc,
         sysfs_root: rocetap::config::sysfs_dir(&a.sysfs_root),
+        qp_table: super::analyze::qp_tables("top", &a.qp_table)?.unwrap_or_default(),
     })
 }

@@ -286,9 +286,13 @@ impl FlowRef {
                 src: f.src,
                 dst: f.dst,
                 qp: f.qp,
+                // A report's flows are sorted by id: one binary search, not a walk.
                 peer_qp: f
                     .peer
-                    .and_then(|p| flows.iter().find(|g| g.id == p))
+                    .and_then(|p| match flows.binary_search_by_key(&p, |g| g.id) {
+                        Ok(i) => Some(&flows[i]),
+                        Err(_) => flows.iter().find(|g| g.id == p),
+                    })
                     .map(|g| g.qp),
                 first_psn: f.first_psn,
                 last_psn: f.last_psn,

@@ -166,6 +166,9 @@ pub struct App {
     /// time live); the whole run's average once a replay has ended.
     pub frame_rate: f64,
     last_frames: Option<(u64, u64)>,
+    /// The kernel's QP tables (`top --qp-table`): the detail view names the QPs behind a
+    /// flow; empty without the option.
+    pub qp_table: Vec<crate::qptable::QpEntry>,
     /// The screen shown.
     pub view: View,
     /// The help overlay is shown.
@@ -220,6 +223,7 @@ impl App {
             last_event: HashMap::new(),
             frame_rate: 0.0,
             last_frames: None,
+            qp_table: Vec::new(),
             view: View::Flows,
             help: false,
             sort: Sort::Rate,

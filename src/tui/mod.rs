@@ -56,6 +56,8 @@ pub struct Config {
     pub promisc: bool,
     /// Where sysfs is (RDMA devices and their hw_counters).
     pub sysfs_root: PathBuf,
+    /// The kernel's QP tables (`--qp-table`), read by the command.
+    pub qp_table: Vec<crate::qptable::QpEntry>,
 }
 
 /// Runs the UI until the user quits; returns the exit code.
@@ -123,6 +125,7 @@ pub fn run(a: Config) -> Result<i32, Failure> {
     let done = Arc::new(AtomicBool::new(false));
     watch_stop(stop.clone(), done.clone())?;
     let mut app = App::new(source, mode);
+    app.qp_table = a.qp_table.clone();
     let res = ui(&mut app, &rx, &ctl_tx, &stop);
     done.store(true, Ordering::Relaxed);
     let _ = ctl_tx.send(Control::Quit);

@@ -6,7 +6,9 @@
 use super::{dur, si, spark, title};
 use crate::analysis::report::Latency;
 use crate::analysis::FlowSummary;
+use crate::qptable::{match_flows, FlowRef};
 use crate::report::findings::{flow_label, flow_short};
+use crate::report::qptable::qp_words;
 use crate::tui::app::{App, TREND_LEN};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -26,6 +28,33 @@ fn lat(l: &Latency) -> String {
         ),
         _ => "-".into(),
     }
+}
+
+/// The kernel's QPs behind the flow (`--qp-table`), as `analyze --qp-table` words them.
+fn kernel_qps(app: &App, fl: &FlowSummary) -> Option<Line<'static>> {
+    if app.qp_table.is_empty() {
+        return None;
+    }
+    let mut pair: Vec<FlowSummary> = vec![fl.clone()];
+    if let Some(p) = fl.peer.and_then(|p| app.flow(p)) {
+        pair.push(p.clone());
+    }
+    pair.sort_by_key(|f| f.id);
+    let m = match_flows(&FlowRef::of(&pair), &app.qp_table);
+    let words = match m.iter().find(|q| q.flow == fl.id) {
+        Some(q) => {
+            let side = |e: &Option<crate::qptable::QpEntry>| {
+                e.as_ref().map_or("not in the tables".into(), qp_words)
+            };
+            format!(
+                "kernel: sent by {} · received by {}",
+                side(&q.sender),
+                side(&q.receiver)
+            )
+        }
+        None => "kernel: no QP of the tables fits this flow".into(),
+    };
+    Some(Line::from(words))
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -51,11 +80,14 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App, id: u32) {
             .and_then(|t| t.psn_step.iter().max().copied())
             .unwrap_or(0),
     };
-    let lines = if area.width < 120 {
+    let mut lines = if area.width < 120 {
         narrow_lines(fl, &sparks)
     } else {
         wide_lines(app, fl, &sparks)
     };
+    if let Some(l) = kernel_qps(app, fl) {
+        lines.insert(2.min(lines.len()), l);
+    }
     finish(f, area, app, id, lines);
 }
 

@@ -389,3 +389,24 @@ fn tui_scale_bench_16384_flows() {
     println!("  redraw, filtered ({shown} rows)            {filtered:>10.2?}");
     println!("  redraw after 200 x Down                  {moved:>10.2?}");
 }
+
+#[test]
+fn detail_names_the_kernels_qps_behind_the_flow() {
+    let mut app = app_of("clean-rc.pcap", 1_000_000, Mode::Replay);
+    let fx = root().join("tests/fixtures/qptable");
+    for f in ["clean-rc-h1.json", "clean-rc-h2.json"] {
+        app.qp_table
+            .extend(crate::qptable::load(&fx.join(f)).expect("fixture table"));
+    }
+    app.view = View::Detail(0);
+    for (w, h) in [(140, 40), (100, 40)] {
+        let t = text(&draw(&app, w, h));
+        assert!(
+            t.contains("kernel: sent by clean-rc-h1 mlx5_0 QP 0x000201 (RC RTS) pid 31337"),
+            "{w}x{h}:\n{t}"
+        );
+    }
+    // Without tables the line is not there.
+    app.qp_table.clear();
+    assert!(!text(&draw(&app, 140, 40)).contains("kernel:"));
+}
