@@ -90,24 +90,49 @@ def perftest_lines(out):
 
 
 # ---- rdma res snapshots -------------------------------------------------------------------------
+# Every 0.2 s while the traffic runs, the QP tables (plain and -dd) are appended to a file
+# when they hold an RC QP; read_snapshot merges them into one table: every RC QP that existed
+# at some point of the run, with the values of its last snapshot. (A single "last table"
+# misses a QP that lives less than the sampling interval, such as perftest -R's data QP on
+# a fast run.)
 SNAP_LOOP = (
-    "(while :; do rdma res show qp -j > /tmp/qp.tmp 2>&1; "
-    "if grep -q '\"RC\"' /tmp/qp.tmp; then mv /tmp/qp.tmp /tmp/qp.json; "
-    "rdma res show qp -dd -j > /tmp/qpdd.json 2>&1; fi; sleep 1; done) > /dev/null 2>&1 & echo $! > /tmp/snap.pid")
+    "(: > /tmp/qp.jsonl; : > /tmp/qpdd.jsonl; while :; do rdma res show qp -j > /tmp/qp.tmp 2>&1; "
+    "if grep -q '\"RC\"' /tmp/qp.tmp; then cat /tmp/qp.tmp >> /tmp/qp.jsonl; echo >> /tmp/qp.jsonl; "
+    "rdma res show qp -dd -j >> /tmp/qpdd.jsonl 2>&1; echo >> /tmp/qpdd.jsonl; fi; sleep 0.2 2>/dev/null || sleep 1; done) "
+    "> /dev/null 2>&1 & echo $! > /tmp/snap.pid")
+
+
+def merge_tables(txt):
+    """The union of the JSON tables in `txt` (one per line), keyed by (ifname, port, lqpn),
+    each QP as its last table showed it; None when no line parses."""
+    merged, order, any_parsed = {}, [], False
+    for line in txt.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            table = json.loads(line)
+        except ValueError:
+            continue
+        any_parsed = True
+        for q in table if isinstance(table, list) else []:
+            k = (q.get("ifname"), q.get("port"), q.get("lqpn"))
+            if k not in merged:
+                order.append(k)
+            merged[k] = q
+    return [merged[k] for k in order] if any_parsed else None
 
 
 def read_snapshot(v):
     v.sh("kill $(cat /tmp/snap.pid) 2>/dev/null; true")
     out = {}
-    for key, path in (("qp", "/tmp/qp.json"), ("qp_dd", "/tmp/qpdd.json")):
+    for key, path in (("qp", "/tmp/qp.jsonl"), ("qp_dd", "/tmp/qpdd.jsonl")):
         rc, txt = v.sh(f"cat {path} 2>/dev/null")
         if rc != 0 or not txt.strip():
             out[key] = None
             continue
-        try:
-            out[key] = json.loads(txt)
-        except ValueError:
-            out[key] = {"unparsed": txt[:4000]}
+        t = merge_tables(txt)
+        out[key] = t if t is not None else {"unparsed": txt[:4000]}
     return out
 
 
