@@ -22,6 +22,7 @@ pub mod topn;
 pub mod window;
 
 mod run;
+mod side;
 
 pub use run::run;
 
