@@ -13,24 +13,17 @@
 
 mod common;
 
-use common::{bin, have, in_ci, skip, TempDir};
+use common::{bin, have, in_ci, is_root, run_ok as run, skip, TempDir};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The live tests change network namespaces: one at a time.
 static NETNS_LOCK: Mutex<()> = Mutex::new(());
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
 
 fn ready(tools: &[&str]) -> bool {
     if !is_root() {
@@ -44,19 +37,6 @@ fn ready(tools: &[&str]) -> bool {
         }
     }
     true
-}
-
-fn run(cmd: &[&str]) -> Output {
-    let o = Command::new(cmd[0])
-        .args(&cmd[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        o.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
 }
 
 fn free_port() -> u16 {
@@ -184,7 +164,7 @@ fn truth(name: &str, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("{name}: no truth for {key}"))
 }
 
-fn start_agent(args: &[String], log: &Path) -> Proc {
+fn start_agent(args: &[&str], log: &Path) -> Proc {
     let err = std::fs::File::create(log).unwrap();
     Proc(
         Command::new(bin())
@@ -195,6 +175,16 @@ fn start_agent(args: &[String], log: &Path) -> Proc {
             .spawn()
             .unwrap(),
     )
+}
+
+/// SIGTERM, then the agent must exit 0 within 20 s.
+fn stop_agent(agent: Proc) {
+    signal(&agent, "TERM");
+    let mut agent = agent;
+    let status = wait_for("the agent to exit on SIGTERM", 20, || {
+        agent.0.try_wait().ok().flatten()
+    });
+    assert!(status.success(), "exit status {status:?}");
 }
 
 fn healthy(port: u16) {
@@ -355,7 +345,7 @@ fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
     let port = free_port();
     let dump_dir = tmp.path("dumps");
     let log = tmp.path("agent.log");
-    let args: Vec<String> = [
+    let args = [
         "-i",
         &wire.host_if,
         "--listen",
@@ -378,10 +368,7 @@ fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
         "json",
         "-i",
         &wire2.host_if,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ];
     let agent = start_agent(&args, &log);
     healthy(port);
     let (_prom, pport) = start_prometheus(&tmp, port);
@@ -577,12 +564,7 @@ fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
     });
 
     // SIGTERM: a clean end, nothing half-written.
-    signal(&agent, "TERM");
-    let mut agent = agent;
-    let status = wait_for("the agent to exit on SIGTERM", 20, || {
-        agent.0.try_wait().ok().flatten()
-    });
-    assert!(status.success(), "exit status {status:?}");
+    stop_agent(agent);
     assert!(
         dumps(&dump_dir, ".part").is_empty(),
         "a .part file was left"
@@ -632,7 +614,7 @@ fn a_full_disk_fails_the_dump_cleanly() {
     let wire = Wire::new("f");
     let port = free_port();
     let log = tmp.path("agent.log");
-    let args: Vec<String> = [
+    let args = [
         "-i",
         &wire.host_if,
         "--listen",
@@ -641,10 +623,7 @@ fn a_full_disk_fails_the_dump_cleanly() {
         "0",
         "--dump-dir",
         dir.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ];
     let agent = start_agent(&args, &log);
     healthy(port);
     for _ in 0..3 {
@@ -688,12 +667,7 @@ fn a_full_disk_fails_the_dump_cleanly() {
         text.contains("dump_failed") && text.contains("No space left"),
         "{text}"
     );
-    signal(&agent, "TERM");
-    let mut agent = agent;
-    let status = wait_for("the agent to exit", 20, || {
-        agent.0.try_wait().ok().flatten()
-    });
-    assert!(status.success());
+    stop_agent(agent);
 }
 
 fn host() -> String {
@@ -800,7 +774,7 @@ fn qos_checks_join_the_capture_with_the_host() {
         "ip", "-n", &wire.ns, "link", "set", "net1", "mtu", "1500", "up",
     ]);
     let port = free_port();
-    let args: Vec<String> = [
+    let args = [
         "-i",
         &wire.host_if,
         "--listen",
@@ -812,13 +786,10 @@ fn qos_checks_join_the_capture_with_the_host() {
         "--netcheck-netns",
         &wire.ns,
         "--sysfs-root",
-        fx.join("sys").to_str().unwrap(),
+        &fx.join("sys").display().to_string(),
         "--qos-from",
-        fx.join("dcb").to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+        &fx.join("dcb").display().to_string(),
+    ];
     let agent = start_agent(&args, &tmp.path("agent.log"));
     healthy(port);
     wire.replay(&sample("qos-mismarked.pcap"));
@@ -835,12 +806,7 @@ fn qos_checks_join_the_capture_with_the_host() {
             })
             .then_some(())
     });
-    signal(&agent, "TERM");
-    let mut agent = agent;
-    let status = wait_for("the agent to exit", 20, || {
-        agent.0.try_wait().ok().flatten()
-    });
-    assert!(status.success());
+    stop_agent(agent);
 }
 
 #[test]
@@ -853,7 +819,7 @@ fn the_kernels_qp_table_labels_the_report() {
     let tmp = TempDir::new("agent-qp");
     let wire = Wire::new("t");
     let port = free_port();
-    let args: Vec<String> = [
+    let args = [
         "-i",
         &wire.host_if,
         "--listen",
@@ -861,13 +827,10 @@ fn the_kernels_qp_table_labels_the_report() {
         "--netcheck-interval",
         "0",
         "--qp-table",
-        fx.join("clean-rc-h1.json").to_str().unwrap(),
+        &fx.join("clean-rc-h1.json").display().to_string(),
         "--qp-table",
-        fx.join("clean-rc-h2.json").to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+        &fx.join("clean-rc-h2.json").display().to_string(),
+    ];
     let agent = start_agent(&args, &tmp.path("agent.log"));
     healthy(port);
     wire.replay(&sample("clean-rc.pcap"));
@@ -889,10 +852,5 @@ fn the_kernels_qp_table_labels_the_report() {
     assert_eq!(f["sender"]["pid"], 31337);
     assert_eq!(f["sender"]["comm"], "ib_write_bw");
     assert_eq!(f["receiver"]["node"], "clean-rc-h2");
-    signal(&agent, "TERM");
-    let mut agent = agent;
-    let status = wait_for("the agent to exit", 20, || {
-        agent.0.try_wait().ok().flatten()
-    });
-    assert!(status.success());
+    stop_agent(agent);
 }

@@ -3,16 +3,9 @@
 
 mod common;
 
-use common::{rocetap, skip, TempDir};
+use common::{is_root, rocetap, skip, TempDir};
 use std::path::Path;
 use std::process::Command;
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
 
 /// Exit 2, `rocetap: ...` containing `needle`, then at most a `hint:` line containing `hint`.
 fn fails(out: &std::process::Output, needle: &str, hint: Option<&str>) {

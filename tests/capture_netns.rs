@@ -8,21 +8,14 @@
 
 mod common;
 
-use common::{bin, have, pcap_bytes, skip, TempDir};
+use common::{bin, have, is_root, pcap_bytes, run_ok as run, skip, TempDir};
 use pcap_parser::{PcapBlockOwned, PcapError};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
 
 /// True when the test can run; prints why not otherwise.
 fn ready(tools: &[&str]) -> bool {
@@ -42,19 +35,6 @@ fn ready(tools: &[&str]) -> bool {
         }
     }
     true
-}
-
-fn run(cmd: &[&str]) -> Output {
-    let o = Command::new(cmd[0])
-        .args(&cmd[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        o.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
 }
 
 static SEQ: AtomicU32 = AtomicU32::new(0);

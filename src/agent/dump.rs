@@ -12,7 +12,7 @@ use crate::capture::annotate::Annotator;
 use crate::capture::writer::{Format, Interface, Writer};
 use crate::capture::Frame;
 use crate::config::OutputFormat;
-use crate::pipeline::{Pipeline, Sink};
+use crate::pipeline::{NoSink, Pipeline, Sink};
 use crate::qptable::{match_flows, FlowRef, QpEntry};
 use crate::report::analyze::{write_report, Input, Look};
 use dissectors::{Decoded, LinkType};
@@ -70,13 +70,6 @@ fn replay<S: Sink>(srcs: &[Recorded<'_>], from_ns: u64, a: Analysis, sink: &mut 
     p
 }
 
-struct Counting;
-impl Sink for Counting {
-    fn after(&mut self, _: &Frame<'_>, _: Option<&Decoded>, _: &Analyzer) -> ControlFlow<()> {
-        ControlFlow::Continue(())
-    }
-}
-
 /// The analysis of the frames from `from_ns` on, and what was read (with the flows of
 /// `qp` matched to the kernel's QPs when a table is given).
 pub fn analyze(
@@ -85,7 +78,12 @@ pub fn analyze(
     a: Analysis,
     qp: Option<&[QpEntry]>,
 ) -> (Report, Input) {
-    let p = replay(srcs, from_ns, a, &mut Counting);
+    finish(replay(srcs, from_ns, a, &mut NoSink), srcs, qp)
+}
+
+/// Ends a replay: the report, and what was read with the flows matched to the kernel's
+/// QPs (`analyze --qp-table`) when `qp` is given.
+fn finish(p: Pipeline, srcs: &[Recorded<'_>], qp: Option<&[QpEntry]>) -> (Report, Input) {
     let mut input = Input {
         files: srcs.iter().map(|s| s.name.to_string()).collect(),
         frames: p.frames(),
@@ -94,15 +92,10 @@ pub fn analyze(
         qp_table: None,
     };
     let report = p.finish();
-    label(&report, &mut input, qp);
-    (report, input)
-}
-
-/// Matches the report's flows to the kernel's QPs (`analyze --qp-table`).
-fn label(report: &Report, input: &mut Input, qp: Option<&[QpEntry]>) {
     if let Some(t) = qp {
         input.qp_table = Some(match_flows(&FlowRef::of(&report.flows), t));
     }
+    (report, input)
 }
 
 /// The analysis as the `analyze --format json` document.
@@ -226,16 +219,8 @@ fn write_parts(
     }
     let file = sink.w.into_inner()?;
     file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    let mut input = Input {
-        files: srcs.iter().map(|s| s.name.to_string()).collect(),
-        frames: p.frames(),
-        bytes: p.bytes(),
-        cut_short: Vec::new(),
-        qp_table: None,
-    };
-    let frames = p.frames();
-    let report = p.finish();
-    label(&report, &mut input, qp);
+    let (report, input) = finish(p, srcs, qp);
+    let frames = input.frames;
     let mut j = File::create(part_j)?;
     j.write_all(&report_json(&report, &input))?;
     j.sync_all()?;
