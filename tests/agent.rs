@@ -834,6 +834,25 @@ fn the_kernels_qp_table_labels_the_report() {
     let agent = start_agent(&args, &tmp.path("agent.log"));
     healthy(port);
     wire.replay(&sample("clean-rc.pcap"));
+    // Hostile HTTP: unknown paths, other methods, garbage and a cut request line are
+    // answered or dropped, and the agent goes on serving.
+    assert_eq!(get(port, "/nope").map(|x| x.0), Some(404));
+    for raw in [
+        &b"POST /metrics HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc"[..],
+        b"\x00\xff\xfe garbage\r\n\r\n",
+        b"GET /metr",
+    ] {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = c.write_all(raw);
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+        if raw.starts_with(b"POST") {
+            assert!(String::from_utf8_lossy(&buf).contains(" 405 "), "{buf:?}");
+        }
+    }
+    assert_eq!(get(port, "/healthz").map(|x| x.0), Some(200));
     let frames = analyze_json(&sample("clean-rc.pcap"))["totals"]["frames"].clone();
     // /report: the window's analysis with each flow's QPs as the kernel's tables name them
     // (the same matching as `analyze --qp-table`).
