@@ -9,48 +9,103 @@ use std::io::{self, Write};
 
 pub(super) fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
-    let mut cells: Vec<(String, String)> = Vec::new();
+    let mut cells = Cells::default();
     for (i, f) in r.flows.iter().enumerate() {
-        cells.clear();
+        cells.start(i == 0);
         f.serialize(Flat {
-            prefix: String::new(),
-            out: &mut cells,
+            cells: &mut cells,
+            depth: 0,
         })
         .map_err(io::Error::other)?;
         if i == 0 {
-            w.write_record(cells.iter().map(|(k, _)| k.as_str()))
-                .map_err(io::Error::other)?;
+            w.write_record(&cells.keys).map_err(io::Error::other)?;
         }
-        w.write_record(cells.iter().map(|(_, c)| c.as_str()))
+        w.write_record(&cells.vals[..cells.n])
             .map_err(io::Error::other)?;
     }
     w.flush()
 }
 
-/// Flattens a flow summary into (column, cell) pairs as it serializes, with no
-/// `serde_json::Value` in between: nested objects become `a.b` columns, the maps of
-/// counts (`opcodes`, `rnr_timers`) one `k=v;...` cell, `null` an empty cell, strings
-/// as they are and numbers as JSON writes them (the cells of the former Value-based
-/// writer, byte for byte).
-struct Flat<'a> {
-    prefix: String,
-    out: &'a mut Vec<(String, String)>,
+/// One row's cells, reused from row to row so that a row allocates nothing once the
+/// first has sized the buffers: the values in order, the column names (collected for
+/// the first row only, for the header) and the column path of the value being written.
+#[derive(Default)]
+struct Cells {
+    vals: Vec<Vec<u8>>,
+    n: usize,
+    keys: Vec<String>,
+    header: bool,
+    /// `a.b` of the current value; its parts end at `ends`.
+    path: String,
+    ends: Vec<usize>,
+    /// Inside a one-cell map (`k=v;...`): whether a part was written yet.
+    parts: Option<bool>,
 }
 
-/// Columns whose map is one `k=v;...` cell.
-fn one_cell(prefix: &str) -> bool {
-    prefix == "opcodes" || prefix == "rnr_timers"
-}
+impl Cells {
+    fn start(&mut self, header: bool) {
+        self.n = 0;
+        self.header = header;
+        self.path.clear();
+        self.ends.clear();
+        self.parts = None;
+    }
 
-fn join(prefix: &str, key: &str) -> String {
-    if prefix.is_empty() {
-        key.to_string()
-    } else {
-        format!("{prefix}.{key}")
+    /// A new cell, empty, for the value at the current path.
+    fn cell(&mut self) -> &mut Vec<u8> {
+        if self.header {
+            self.keys.push(self.path.clone());
+        }
+        if self.vals.len() == self.n {
+            self.vals.push(Vec::new());
+        }
+        let c = &mut self.vals[self.n];
+        c.clear();
+        self.n += 1;
+        c
+    }
+
+    /// Where a value goes: a new cell, or the open `k=v;...` cell after its `k=`.
+    fn out(&mut self) -> &mut Vec<u8> {
+        if self.parts.is_some() {
+            let n = self.n - 1;
+            &mut self.vals[n]
+        } else {
+            self.cell()
+        }
+    }
+
+    fn enter(&mut self, key: &str) {
+        self.ends.push(self.path.len());
+        if !self.path.is_empty() {
+            self.path.push('.');
+        }
+        self.path.push_str(key);
+    }
+
+    fn leave(&mut self) {
+        let at = self.ends.pop().unwrap_or(0);
+        self.path.truncate(at);
     }
 }
 
-/// A map key or a value inside a one-cell map, as the JSON text of a `Value` shows it.
+/// Flattens a flow summary into its row as it serializes, with no `serde_json::Value`
+/// in between: nested objects become `a.b` columns, the maps of counts (`opcodes`,
+/// `rnr_timers`) one `k=v;...` cell, `null` an empty cell, strings as they are and
+/// numbers as JSON writes them (the cells of the former Value-based writer, byte for
+/// byte).
+struct Flat<'a> {
+    cells: &'a mut Cells,
+    /// Nesting of maps and structs above this value.
+    depth: usize,
+}
+
+/// Columns whose map is one `k=v;...` cell.
+fn one_cell(path: &str) -> bool {
+    path == "opcodes" || path == "rnr_timers"
+}
+
+/// A value inside a one-cell map, or a sequence, as the JSON text of a `Value` shows it.
 fn json_text<T: Serialize + ?Sized>(v: &T) -> Result<String, serde_json::Error> {
     Ok(match serde_json::to_value(v)? {
         Value::String(s) => s,
@@ -58,14 +113,23 @@ fn json_text<T: Serialize + ?Sized>(v: &T) -> Result<String, serde_json::Error> 
     })
 }
 
-impl<'a> Flat<'a> {
-    fn cell(self, c: String) -> Result<(), serde_json::Error> {
-        self.out.push((self.prefix, c));
+impl Flat<'_> {
+    fn text(self, t: &[u8]) -> Result<(), serde_json::Error> {
+        self.cells.out().extend_from_slice(t);
         Ok(())
     }
-    fn json<T: Serialize>(self, v: T) -> Result<(), serde_json::Error> {
-        let c = serde_json::to_string(&v)?;
-        self.cell(c)
+    fn int(self, v: impl itoa::Integer) -> Result<(), serde_json::Error> {
+        let mut b = itoa::Buffer::new();
+        self.text(b.format(v).as_bytes())
+    }
+    /// `null`: an empty cell (inside a `k=v` cell, JSON's `null`).
+    fn null(self) -> Result<(), serde_json::Error> {
+        let t: &[u8] = if self.cells.parts.is_some() {
+            b"null"
+        } else {
+            b""
+        };
+        self.text(t)
     }
 }
 
@@ -75,12 +139,24 @@ struct FlatSeq<'a> {
     items: Vec<Value>,
 }
 
+/// An object's fields (a column each, `a.b` when nested) or a one-cell map's parts.
 struct FlatMap<'a> {
-    prefix: String,
-    out: &'a mut Vec<(String, String)>,
-    key: Option<String>,
-    /// `Some` while collecting a one-cell map's `k=v` parts.
-    parts: Option<Vec<String>>,
+    cells: &'a mut Cells,
+    depth: usize,
+    /// Path parts above it before a struct variant entered its name.
+    base: usize,
+    /// This map is a one-cell map whose cell it opened.
+    one: bool,
+    /// The text of the key of the entry whose value comes next.
+    key: String,
+}
+
+macro_rules! ints {
+    ($($f:ident: $t:ty),*) => {
+        $(fn $f(self, v: $t) -> Result<(), Self::Error> {
+            self.int(v)
+        })*
+    };
 }
 
 impl<'a> serde::Serializer for Flat<'a> {
@@ -94,64 +170,43 @@ impl<'a> serde::Serializer for Flat<'a> {
     type SerializeStruct = FlatMap<'a>;
     type SerializeStructVariant = FlatMap<'a>;
 
+    ints!(serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
+        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64);
+
     fn serialize_bool(self, v: bool) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
+        self.text(if v { b"true" } else { b"false" })
     }
     fn serialize_f32(self, v: f32) -> Result<(), Self::Error> {
         self.serialize_f64(f64::from(v))
     }
     fn serialize_f64(self, v: f64) -> Result<(), Self::Error> {
-        // A `Value` holds no NaN or infinity: they were null, an empty cell.
+        // A `Value` holds no NaN or infinity: they were null.
         if v.is_finite() {
-            self.json(v)
+            serde_json::to_writer(self.cells.out(), &v)
         } else {
-            self.cell(String::new())
+            self.null()
         }
     }
     fn serialize_char(self, v: char) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
+        self.text(v.encode_utf8(&mut [0; 4]).as_bytes())
     }
     fn serialize_str(self, v: &str) -> Result<(), Self::Error> {
-        self.cell(v.to_string())
+        self.text(v.as_bytes())
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Self::Error> {
-        self.json(v)
+        serde_json::to_writer(self.cells.out(), v)
     }
     fn serialize_none(self) -> Result<(), Self::Error> {
-        self.cell(String::new())
+        self.null()
     }
     fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<(), Self::Error> {
         v.serialize(self)
     }
     fn serialize_unit(self) -> Result<(), Self::Error> {
-        self.cell(String::new())
+        self.null()
     }
     fn serialize_unit_struct(self, _: &'static str) -> Result<(), Self::Error> {
-        self.cell(String::new())
+        self.null()
     }
     fn serialize_unit_variant(
         self,
@@ -159,7 +214,7 @@ impl<'a> serde::Serializer for Flat<'a> {
         _: u32,
         variant: &'static str,
     ) -> Result<(), Self::Error> {
-        self.cell(variant.to_string())
+        self.text(variant.as_bytes())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
@@ -175,13 +230,21 @@ impl<'a> serde::Serializer for Flat<'a> {
         variant: &'static str,
         v: &T,
     ) -> Result<(), Self::Error> {
-        let prefix = join(&self.prefix, variant);
+        if self.cells.parts.is_some() {
+            return nested_in_cell();
+        }
+        self.cells.enter(variant);
         v.serialize(Flat {
-            prefix,
-            out: self.out,
-        })
+            cells: &mut *self.cells,
+            depth: self.depth + 1,
+        })?;
+        self.cells.leave();
+        Ok(())
     }
     fn serialize_seq(self, len: Option<usize>) -> Result<FlatSeq<'a>, Self::Error> {
+        if self.cells.parts.is_some() {
+            return nested_in_cell();
+        }
         Ok(FlatSeq {
             flat: self,
             items: Vec::with_capacity(len.unwrap_or(0)),
@@ -204,20 +267,28 @@ impl<'a> serde::Serializer for Flat<'a> {
         variant: &'static str,
         len: usize,
     ) -> Result<FlatSeq<'a>, Self::Error> {
-        let prefix = join(&self.prefix, variant);
-        Flat {
-            prefix,
-            out: self.out,
+        if self.cells.parts.is_some() {
+            return nested_in_cell();
         }
-        .serialize_seq(Some(len))
+        // The sequence's one cell is named after the variant.
+        self.cells.enter(variant);
+        self.serialize_seq(Some(len))
     }
     fn serialize_map(self, _: Option<usize>) -> Result<FlatMap<'a>, Self::Error> {
-        let parts = one_cell(&self.prefix).then(Vec::new);
+        if self.cells.parts.is_some() {
+            return nested_in_cell();
+        }
+        let one = one_cell(&self.cells.path);
+        if one {
+            self.cells.cell();
+            self.cells.parts = Some(false);
+        }
         Ok(FlatMap {
-            prefix: self.prefix,
-            out: self.out,
-            key: None,
-            parts,
+            cells: self.cells,
+            depth: self.depth,
+            base: self.depth,
+            one,
+            key: String::new(),
         })
     }
     fn serialize_struct(self, _: &'static str, len: usize) -> Result<FlatMap<'a>, Self::Error> {
@@ -230,13 +301,27 @@ impl<'a> serde::Serializer for Flat<'a> {
         variant: &'static str,
         len: usize,
     ) -> Result<FlatMap<'a>, Self::Error> {
-        let prefix = join(&self.prefix, variant);
-        Flat {
-            prefix,
-            out: self.out,
+        if self.cells.parts.is_some() {
+            return nested_in_cell();
         }
-        .serialize_map(Some(len))
+        self.cells.enter(variant);
+        let base = self.depth;
+        let mut m = Flat {
+            cells: self.cells,
+            depth: base + 1,
+        }
+        .serialize_map(Some(len))?;
+        m.base = base;
+        Ok(m)
     }
+}
+
+/// A one-cell map of counts holds scalars only: anything else is an error (the report
+/// fails visibly), never a cell silently wrong.
+fn nested_in_cell<T>() -> Result<T, serde_json::Error> {
+    Err(serde::ser::Error::custom(
+        "a CSV count cell (k=v;...) cannot hold a nested value",
+    ))
 }
 
 impl FlatSeq<'_> {
@@ -245,73 +330,69 @@ impl FlatSeq<'_> {
         Ok(())
     }
     fn done(self) -> Result<(), serde_json::Error> {
-        let c = Value::Array(self.items).to_string();
-        self.flat.cell(c)
-    }
-}
-
-impl serde::ser::SerializeSeq for FlatSeq<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
-        self.push(v)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        self.done()
-    }
-}
-
-impl serde::ser::SerializeTuple for FlatSeq<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
-        self.push(v)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        self.done()
-    }
-}
-
-impl serde::ser::SerializeTupleStruct for FlatSeq<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
-        self.push(v)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        self.done()
-    }
-}
-
-impl serde::ser::SerializeTupleVariant for FlatSeq<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
-        self.push(v)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        self.done()
-    }
-}
-
-impl FlatMap<'_> {
-    fn entry<T: Serialize + ?Sized>(
-        &mut self,
-        key: String,
-        v: &T,
-    ) -> Result<(), serde_json::Error> {
-        match &mut self.parts {
-            Some(parts) => parts.push(format!("{key}={}", json_text(v)?)),
-            None => v.serialize(Flat {
-                prefix: join(&self.prefix, &key),
-                out: &mut *self.out,
-            })?,
+        let depth = self.flat.depth;
+        let cells = self.flat.cells;
+        serde_json::to_writer(cells.cell(), &Value::Array(self.items))?;
+        // A tuple variant entered its name (a plain sequence did not).
+        if cells.ends.len() > depth {
+            cells.leave();
         }
         Ok(())
     }
+}
+
+macro_rules! seq_impls {
+    ($($tr:ident :: $m:ident),*) => {
+        $(impl serde::ser::$tr for FlatSeq<'_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn $m<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+                self.push(v)
+            }
+            fn end(self) -> Result<(), Self::Error> {
+                self.done()
+            }
+        })*
+    };
+}
+seq_impls!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
+
+impl FlatMap<'_> {
+    fn entry<T: Serialize + ?Sized>(&mut self, key: &str, v: &T) -> Result<(), serde_json::Error> {
+        if self.one {
+            let first = self.cells.parts == Some(false);
+            self.cells.parts = Some(true);
+            let c = self.cells.out();
+            if !first {
+                c.push(b';');
+            }
+            c.extend_from_slice(key.as_bytes());
+            c.push(b'=');
+            return v.serialize(Flat {
+                cells: &mut *self.cells,
+                depth: self.depth,
+            });
+        }
+        self.cells.enter(key);
+        v.serialize(Flat {
+            cells: &mut *self.cells,
+            depth: self.depth + 1,
+        })?;
+        self.cells.leave();
+        Ok(())
+    }
     fn done(self) -> Result<(), serde_json::Error> {
-        if let Some(parts) = self.parts {
-            self.out.push((self.prefix, parts.join(";")));
+        if self.one {
+            self.cells.parts = None;
+        }
+        // A struct variant entered its name.
+        if self.cells.ends.len() > self.base {
+            self.cells.leave();
         }
         Ok(())
     }
@@ -321,44 +402,36 @@ impl serde::ser::SerializeMap for FlatMap<'_> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), Self::Error> {
-        self.key = Some(json_text(k)?);
+        self.key = json_text(k)?;
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
-        let key = self.key.take().unwrap_or_default();
-        self.entry(key, v)
+        let key = std::mem::take(&mut self.key);
+        self.entry(&key, v)?;
+        self.key = key;
+        Ok(())
     }
     fn end(self) -> Result<(), Self::Error> {
         self.done()
     }
 }
 
-impl serde::ser::SerializeStruct for FlatMap<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), Self::Error> {
-        self.entry(key.to_string(), v)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        self.done()
-    }
+macro_rules! struct_impls {
+    ($($tr:ident),*) => {
+        $(impl serde::ser::$tr for FlatMap<'_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result<(), Self::Error> {
+                self.entry(key, v)
+            }
+            fn end(self) -> Result<(), Self::Error> {
+                self.done()
+            }
+        })*
+    };
 }
-
-impl serde::ser::SerializeStructVariant for FlatMap<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), Self::Error> {
-        self.entry(key.to_string(), v)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        self.done()
-    }
-}
+struct_impls!(SerializeStruct, SerializeStructVariant);
