@@ -43,7 +43,7 @@ pub(super) fn account(f: &mut Flow, ts: u64, d: &Decoded, r: &Roce, pause_start:
     }
     match r.operation {
         Some(o) => {
-            f.ops[o as usize] += 1;
+            f.ops.add(o);
             // First and Middle packets are exactly one PMTU long.
             if matches!(
                 o,

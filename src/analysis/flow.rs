@@ -317,6 +317,67 @@ pub struct FlowCounters {
     pub pfc_stall_ns: u64,
 }
 
+/// All zero: what a flow that never counted anything reports.
+const NO_COUNTS: FlowCounters = FlowCounters {
+    psn_gap_events: 0,
+    missing_psns: 0,
+    recovered_gap_events: 0,
+    unrecovered_gap_events: 0,
+    capture_loss_gap_events: 0,
+    retransmitted_packets: 0,
+    retransmission_episodes: 0,
+    nak_retransmission_episodes: 0,
+    rnr_retransmission_episodes: 0,
+    timeout_retransmission_episodes: 0,
+    read_retransmission_episodes: 0,
+    duplicate_packets: 0,
+    reordered_packets: 0,
+    nak_retransmissions: 0,
+    rnr_retransmissions: 0,
+    timeout_retransmissions: 0,
+    read_retransmissions: 0,
+    unknown_retransmissions: 0,
+    nak_psn_seq: 0,
+    nak_invalid_request: 0,
+    nak_remote_access: 0,
+    nak_remote_operational: 0,
+    nak_invalid_rd_request: 0,
+    nak_reserved: 0,
+    rnr_nak: 0,
+    reads: 0,
+    read_rerequests: 0,
+    read_responses_resent: 0,
+    read_missing_responses: 0,
+    ce_marked: 0,
+    cnp_sent: 0,
+    cnp_received: 0,
+    ce_without_cnp: 0,
+    cnp_without_ce: 0,
+    pfc_stalls: 0,
+    pfc_stall_ns: 0,
+};
+
+/// A flow's [`FlowCounters`], allocated with its first count: clean traffic never
+/// counts a gap, a NAK or a CE mark, and pays 8 bytes instead of the counters' 288.
+/// Reading gives zeros until then; writing (through `DerefMut`) allocates.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LazyCounters(Option<Box<FlowCounters>>);
+
+impl std::ops::Deref for LazyCounters {
+    type Target = FlowCounters;
+    #[inline]
+    fn deref(&self) -> &FlowCounters {
+        self.0.as_deref().unwrap_or(&NO_COUNTS)
+    }
+}
+
+impl std::ops::DerefMut for LazyCounters {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut FlowCounters {
+        self.0.get_or_insert_with(Box::default)
+    }
+}
+
 /// The delays only a flow with trouble has: NAK -> resend, RNR NAK -> resend, the
 /// requester's timeouts, CE mark -> CNP.
 #[derive(Clone, Debug, Default)]
@@ -330,6 +391,65 @@ pub(crate) struct Delays {
 /// Number of distinct BTH operations counted in the opcode mix.
 pub(crate) const N_OPS: usize = dissectors::Operation::ALL.len();
 
+/// Operations counted inline per flow; a flow using more (a READ flow: requests,
+/// response kinds, ACKs) moves its counts to a full table, allocated then.
+const INLINE_OPS: usize = 6;
+
+/// A flow's packets by BTH operation: most flows use a handful of operations (a WRITE
+/// stream: First, Middle, Last; its ACK stream: one), so they are counted in a few inline
+/// slots (64 bytes instead of a table of every operation).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct OpCounts {
+    /// `Operation as u8 + 1` of each inline slot; 0 when free.
+    ids: [u8; INLINE_OPS],
+    counts: [u64; INLINE_OPS],
+    /// Every operation's count, once more than `INLINE_OPS` were seen.
+    all: Option<Box<[u64; N_OPS]>>,
+}
+
+impl OpCounts {
+    /// Counts a packet of operation `o`.
+    #[inline]
+    pub fn add(&mut self, o: dissectors::Operation) {
+        if let Some(all) = self.all.as_deref_mut() {
+            all[o as usize] += 1;
+            return;
+        }
+        let id = o as u8 + 1;
+        for i in 0..INLINE_OPS {
+            if self.ids[i] == id {
+                self.counts[i] += 1;
+                return;
+            }
+            if self.ids[i] == 0 {
+                self.ids[i] = id;
+                self.counts[i] = 1;
+                return;
+            }
+        }
+        let mut all = Box::new([0u64; N_OPS]);
+        for i in 0..INLINE_OPS {
+            all[usize::from(self.ids[i] - 1)] = self.counts[i];
+        }
+        all[o as usize] += 1;
+        self.all = Some(all);
+    }
+
+    /// Each operation's count, indexed by `Operation as usize` (zeros for the unused).
+    pub fn table(&self) -> [u64; N_OPS] {
+        if let Some(all) = self.all.as_deref() {
+            return *all;
+        }
+        let mut t = [0u64; N_OPS];
+        for i in 0..INLINE_OPS {
+            if self.ids[i] > 0 {
+                t[usize::from(self.ids[i] - 1)] = self.counts[i];
+            }
+        }
+        t
+    }
+}
+
 /// Everything the analyzer keeps about one live flow. Laid out in declaration order
 /// (`repr(C)`): the fields every packet updates first, then the request stream (whose
 /// hot part leads), the opcode mix and the ACK latency; what only trouble, pairing or the
@@ -338,6 +458,9 @@ pub(crate) const N_OPS: usize = dissectors::Operation::ALL.len();
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub(crate) struct Flow {
+    /// The key as the flow index compares it, first: a lookup confirms its hit here, on
+    /// the line the packet's counts go to.
+    pub(super) packed: super::table::Packed,
     pub last_ts: u64,
     pub packets: u64,
     pub bytes: u64,
@@ -360,19 +483,21 @@ pub(crate) struct Flow {
     /// The latest DSCP, PCP and RoCE version of the flow's packets other than CNPs, and
     /// the first CNP's DSCP and PCP (`super::qos::track`; CNPs ride their own class).
     pub marks: super::qos::Marks,
+    /// How often the QoS marks changed (`super::qos::track`), CNPs on another DSCP.
+    pub mark_counts: super::qos::MarkCounts,
     /// Hashes of (src, dst) and (dst, src), for the analyzer's recent-PSN table.
     pub pair_hash: [u64; 2],
-    pub req: ReqStream,
-    pub ops: [u64; N_OPS],
-    pub ack_latency: LogHist,
+    pub ops: OpCounts,
     pub other_ops: u64,
+    pub ack_latency: LogHist,
+    pub req: ReqStream,
     pub key: FlowKey,
     pub peer_id: Option<u32>,
     /// Its place in the analyzer's list of flows of its address pair.
     pub pair_pos: u32,
     /// Responses that found no request stream to pair with (the slow search is rationed).
     pub pair_tries: u32,
-    pub counters: FlowCounters,
+    pub counters: LazyCounters,
     pub resp: RespStream,
     /// RNR NAKs by timer code, allocated with the first.
     pub rnr_timers: Option<Box<[u32; 32]>>,
@@ -386,8 +511,6 @@ pub(crate) struct Flow {
     /// Bytes and time at the first and the last CNP this flow's sender received.
     pub first_cnp: Option<(u64, u64)>,
     pub last_cnp: Option<(u64, u64)>,
-    /// How often the QoS marks changed (`super::qos::track`), CNPs on another DSCP.
-    pub mark_counts: super::qos::MarkCounts,
 }
 
 impl Flow {
@@ -398,6 +521,7 @@ impl Flow {
 
     pub fn new(id: u32, key: FlowKey, version: RoceVersion, ts: u64) -> Self {
         Flow {
+            packed: super::table::Packed::of(&key),
             id,
             key,
             peer: None,
@@ -412,7 +536,7 @@ impl Flow {
             packets: 0,
             bytes: 0,
             messages: 0,
-            ops: [0; N_OPS],
+            ops: OpCounts::default(),
             other_ops: 0,
             pmtu: 0,
             dscp: None,
@@ -423,7 +547,7 @@ impl Flow {
             first_psn: None,
             last_psn: None,
             rnr_timers: None,
-            counters: FlowCounters::default(),
+            counters: LazyCounters::default(),
             req: ReqStream::default(),
             resp: RespStream::default(),
             ack_latency: LogHist::default(),

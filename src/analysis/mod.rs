@@ -21,6 +21,7 @@ pub mod events;
 pub mod flow;
 mod gaps;
 pub(crate) mod hist;
+mod index;
 mod net;
 mod pairing;
 mod qos;
@@ -120,7 +121,7 @@ pub(crate) struct Global {
 /// Deterministic: the same frames give the same report.
 pub struct Analyzer {
     cfg: Config,
-    index: FxHashMap<Packed, u32>,
+    index: index::FlowIndex,
     /// Direct-mapped cache of recent flows (key, slot); slot `NO_SLOT` when empty.
     cache: [(Packed, u32); CACHE_WAYS],
     /// Live flows, boxed: a retired flow's memory goes back at once (the slot vector
@@ -156,7 +157,7 @@ impl Analyzer {
     pub fn new(cfg: Config) -> Self {
         Analyzer {
             cfg,
-            index: FxHashMap::default(),
+            index: index::FlowIndex::default(),
             cache: [(
                 Packed {
                     src: 0,

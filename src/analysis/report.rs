@@ -20,7 +20,7 @@ pub use super::net::{
 };
 pub use super::qos::{DscpShare, Qos, SplitConnection};
 pub use finding::{Congestion, Finding, FindingKind, NakError, Severity, Worst};
-pub(super) use summary::{add_flow, summarize};
+pub(super) use summary::{add_flow, add_live, summarize};
 
 /// What happened, for the event list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -58,6 +58,16 @@ impl Packed {
         Some(Packed::of(&FlowKey { src, dst, qp }))
     }
 
+    /// The hash the flow index files it under.
+    #[inline]
+    pub(super) fn hash32(&self) -> u32 {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        self.hash(&mut h);
+        let h = h.finish();
+        (h ^ (h >> 32)) as u32
+    }
+
     /// Position in the direct-mapped flow cache.
     #[inline]
     pub(super) fn way(&self) -> usize {
@@ -143,8 +153,8 @@ impl Analyzer {
                 pf.peer = None;
             }
         }
-        let packed = Packed::of(&f.key);
-        self.index.remove(&packed);
+        let packed = f.packed;
+        self.index.remove(packed.hash32(), slot);
         self.cache[packed.way()].1 = NO_SLOT;
         if let Some(v) = self.by_pair.get_mut(&(f.key.src, f.key.dst)) {
             let pos = f.pair_pos as usize;
@@ -160,11 +170,12 @@ impl Analyzer {
                 self.by_pair.remove(&(f.key.src, f.key.dst));
             }
         }
-        let summary = report::summarize(&f);
-        report::add_flow(&mut self.sums, &summary);
         if self.done.len() < self.cfg.max_flow_summaries {
+            let summary = report::summarize(&f);
+            report::add_flow(&mut self.sums, &summary);
             self.done.push(summary);
         } else {
+            report::add_live(&mut self.sums, &f);
             self.sums.flow_summaries_dropped += 1;
         }
         self.free.push(slot);
@@ -177,8 +188,14 @@ impl Analyzer {
         if s != NO_SLOT && k == packed {
             return s;
         }
-        let s = match self.index.get(&packed) {
-            Some(&s) => s,
+        let slots = &self.slots;
+        let found = self.index.find(packed.hash32(), |c| {
+            slots[c as usize]
+                .as_ref()
+                .is_some_and(|f| f.packed == packed)
+        });
+        let s = match found {
+            Some(s) => s,
             None => self.new_flow(packed, d, r, ts),
         };
         self.cache[way] = (packed, s);
@@ -213,7 +230,7 @@ impl Analyzer {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.index.insert(packed, slot);
+        self.index.insert(packed.hash32(), slot);
         self.by_pair
             .get_mut(&(key.src, key.dst))
             .expect("entry made above")
@@ -267,6 +284,8 @@ pub(super) fn settle(f: &mut Flow, log: &mut EventLog) {
     for g in &gaps[..n] {
         unrecovered(f, g, log);
     }
-    f.counters.ce_without_cnp += f.ce_since_cnp;
-    f.ce_since_cnp = 0;
+    if f.ce_since_cnp > 0 {
+        f.counters.ce_without_cnp += f.ce_since_cnp;
+        f.ce_since_cnp = 0;
+    }
 }

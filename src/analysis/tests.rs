@@ -1322,3 +1322,38 @@ fn qos_marks_change_counts_and_cnps_kept_apart() {
     assert_eq!(r.totals.cnp_other_dscp, 1);
     assert!(r.findings.iter().any(|f| f.code() == "cnp_other_dscp"));
 }
+
+/// The per-flow budget of issue #17 (at most 2 KiB per live flow on clean traffic): the
+/// fixed part of a flow, allocated whole for every flow, stays within 1.5 KiB; the rest
+/// (its ACK-latency buckets, the index entry, the tables) within the remaining half KiB,
+/// which `benches/scale.rs` measures.
+#[test]
+fn flow_state_stays_small() {
+    use super::flow::{Flow, FlowCounters, LazyCounters, OpCounts};
+    let n = std::mem::size_of::<Flow>();
+    assert!(n <= 1536, "a live flow's fixed state grew to {n} bytes");
+    assert_eq!(std::mem::size_of::<LazyCounters>(), 8);
+    assert!(std::mem::size_of::<OpCounts>() <= 64);
+    assert!(
+        std::mem::size_of::<FlowCounters>() > 200,
+        "the counters are boxed for a reason"
+    );
+}
+
+/// The inline opcode counts give the same table as counting every operation directly,
+/// with few operations (inline) and with all of them (moved to the full table midway).
+#[test]
+fn op_counts_match_a_plain_table() {
+    use super::flow::OpCounts;
+    use dissectors::Operation;
+    for kinds in [1usize, 3, 6, 7, Operation::ALL.len()] {
+        let mut c = OpCounts::default();
+        let mut want = [0u64; Operation::ALL.len()];
+        for i in 0..5_000usize {
+            let o = Operation::ALL[(i * 7 + i / 3) % kinds];
+            c.add(o);
+            want[o as usize] += 1;
+        }
+        assert_eq!(c.table(), want, "{kinds} kinds");
+    }
+}

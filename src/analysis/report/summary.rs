@@ -60,7 +60,7 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
     let dur = f.last_ts.saturating_sub(f.first_ts);
     let secs = dur as f64 / 1e9;
     let mut opcodes = BTreeMap::new();
-    for (i, &n) in f.ops.iter().enumerate() {
+    for (i, &n) in f.ops.table().iter().enumerate() {
         if n > 0 {
             opcodes.insert(OPS[i].name(), n);
         }
@@ -115,7 +115,7 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
         icrc_ok: f.icrc[0],
         icrc_bad: f.icrc[1],
         icrc_unchecked: f.icrc[2],
-        counters: f.counters,
+        counters: *f.counters,
         cnp_per_s: if secs > 0.0 {
             f.counters.cnp_received as f64 / secs
         } else {
@@ -142,8 +142,18 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
 /// Adds a flow's counters to the run's totals (done when the flow is retired, so the
 /// totals stay exact even when its summary is not kept).
 pub(in crate::analysis) fn add_flow(t: &mut Totals, f: &FlowSummary) {
+    let icrc = [f.icrc_ok, f.icrc_bad, f.icrc_unchecked];
+    add_counts(t, &f.counters, icrc, f.cnp_other_dscp);
+}
+
+/// [`add_flow`] straight from a live flow, for one whose summary is not kept: the same
+/// sums without building the summary (its quantiles, its opcode map).
+pub(in crate::analysis) fn add_live(t: &mut Totals, f: &Flow) {
+    add_counts(t, &f.counters, f.icrc, f.mark_counts.cnp_other_dscp);
+}
+
+fn add_counts(t: &mut Totals, c: &FlowCounters, icrc: [u64; 3], cnp_other_dscp: u32) {
     t.flows += 1;
-    let c = &f.counters;
     t.nak_psn_seq += c.nak_psn_seq;
     t.nak_invalid_request += c.nak_invalid_request;
     t.nak_remote_access += c.nak_remote_access;
@@ -175,9 +185,9 @@ pub(in crate::analysis) fn add_flow(t: &mut Totals, f: &FlowSummary) {
     t.read_responses_resent += c.read_responses_resent;
     t.ce_without_cnp += c.ce_without_cnp;
     t.cnp_without_ce += c.cnp_without_ce;
-    t.icrc_ok += f.icrc_ok;
-    t.icrc_bad += f.icrc_bad;
-    t.icrc_unchecked += f.icrc_unchecked;
+    t.icrc_ok += icrc[0];
+    t.icrc_bad += icrc[1];
+    t.icrc_unchecked += icrc[2];
     t.pfc_stalls += c.pfc_stalls;
-    t.cnp_other_dscp += u64::from(f.cnp_other_dscp);
+    t.cnp_other_dscp += u64::from(cnp_other_dscp);
 }
