@@ -236,13 +236,18 @@ impl CmTracker {
     /// packets each flow misses, and adds the CM findings and sessions to `r`.
     pub fn finish(self, r: &mut Report) {
         let mut sessions = self.sessions;
+        let listed = r.connections.len() as u64;
         for s in &mut sessions {
             settle(s, r);
         }
         let mut found = findings(&sessions, r);
         r.findings.append(&mut found);
         r.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-        r.totals.connections = r.connections.len() as u64;
+        // The sessions paired listed flows anew (undoing other pairings of them): the
+        // totals move by as much. (They also count connections whose flows' summaries
+        // were not kept, which the list does not hold.)
+        r.totals.connections =
+            (r.totals.connections + r.connections.len() as u64).saturating_sub(listed);
         r.cm = sessions;
     }
 }

@@ -39,7 +39,7 @@ use flow::{Cause, Flow, Pending};
 use gaps::acked;
 pub use report::{Event, EventKind, FlowSummary, Report, Totals};
 use rustc_hash::FxHashMap;
-use table::{send_tag, two_flows, Packed, RecentSend, CACHE_WAYS, NO_SLOT};
+use table::{send_tag, two_flows, Packed, CACHE_WAYS, NO_SLOT};
 
 /// Analyzer settings.
 #[derive(Clone, Copy, Debug)]
@@ -135,7 +135,7 @@ pub struct Analyzer {
     by_pair: FxHashMap<(Addr, Addr), Vec<u32>>,
     /// Which request flow sent a PSN most recently, by (requester, responder, PSN),
     /// direct-mapped: how a response finds the request stream it answers in one probe.
-    recent: Vec<RecentSend>,
+    recent: table::Recent,
     done: Vec<FlowSummary>,
     /// Totals of every retired flow, kept or not.
     sums: Totals,
@@ -170,7 +170,7 @@ impl Analyzer {
             last_seen: Vec::new(),
             free: Vec::new(),
             by_pair: FxHashMap::default(),
-            recent: vec![RecentSend::default(); 4096],
+            recent: table::Recent::default(),
             done: Vec::new(),
             sums: Totals::default(),
             connections: Vec::new(),
@@ -282,9 +282,7 @@ impl Analyzer {
             // Only an unpaired request stream can be paired by a response's PSN (a paired
             // one is never taken over), so only its PSNs go into the table.
             if f.peer.is_none() && r.transport() != Transport::Ud {
-                let tag = send_tag(f.pair_hash[0], r.bth.psn);
-                let mask = self.recent.len() - 1;
-                self.recent[tag as usize & mask] = RecentSend { tag, slot, ts };
+                self.recent.note(send_tag(f.pair_hash[0], r.bth.psn), slot);
             }
         }
     }

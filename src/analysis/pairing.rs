@@ -10,6 +10,12 @@ use dissectors::Psn;
 /// two directions of a connection are paired.
 pub(super) const PAIR_WINDOW: i32 = 1 << 16;
 
+/// A host pair with at most this many flows the other way is searched whole.
+const WALK_ALL: usize = 64;
+/// Beyond that, how many of them one unanswered response looks at (the next ones in
+/// turn at the next response).
+const WALK_WINDOW: usize = 32;
+
 impl Analyzer {
     /// Finds the request stream this response answers: a flow in the opposite
     /// direction whose recent requests cover PSN `p`. Pairs the two flows for good.
@@ -40,20 +46,19 @@ impl Analyzer {
         let f = self.slots[slot as usize].as_ref()?;
         let current = f.peer;
         // One probe: the flow that sent exactly this PSN most recently, if unpaired.
-        let tag = send_tag(f.pair_hash[1], p);
-        let hit = self.recent[tag as usize & (self.recent.len() - 1)];
-        let found =
-            (hit.tag == tag && hit.ts <= now && hit.slot != slot && Some(hit.slot) != current)
-                .then_some(hit.slot)
-                .filter(|&c| {
-                    self.slots[c as usize].as_ref().is_some_and(|cf| {
-                        cf.key.src == f.key.dst
-                            && cf.key.dst == f.key.src
-                            && cf.req.started
-                            && cf.peer.is_none()
-                    })
+        let found = self
+            .recent
+            .find(send_tag(f.pair_hash[1], p))
+            .filter(|&c| c != slot && Some(c) != current)
+            .filter(|&c| {
+                self.slots[c as usize].as_ref().is_some_and(|cf| {
+                    cf.key.src == f.key.dst
+                        && cf.key.dst == f.key.src
+                        && cf.req.started
+                        && cf.peer.is_none()
                 })
-                .filter(|&c| self.sent_at(c, p, now).is_some());
+            })
+            .filter(|&c| self.sent_at(c, p, now).is_some());
         if let Some(c) = found {
             return Some(self.link(slot, c));
         }
@@ -63,18 +68,21 @@ impl Analyzer {
             return None;
         }
         let cands = self.by_pair.get(&(f.key.dst, f.key.src))?;
-        // The slow search walks the other direction's flows: always while they are few,
-        // rationed (1st, 2nd, 4th, 8th ... try) where a host pair has many QPs, so the
-        // cost per packet does not grow with them.
-        let tries = f.pair_tries.saturating_add(1);
-        let walk = cands.len() <= 64 || tries.is_power_of_two();
-        self.slots[slot as usize].as_mut()?.pair_tries = tries;
-        if !walk {
-            return None;
-        }
+        // The slow search walks the other direction's flows: all of them while they are
+        // few; where a host pair has many QPs, the next WALK_WINDOW of them at each try,
+        // in turn, for an exact sender only, so the cost per packet does not grow with
+        // them.
+        let tries = f.pair_tries;
+        let whole = cands.len() <= WALK_ALL;
+        let (from, n) = if whole {
+            (0, cands.len())
+        } else {
+            ((tries as usize * WALK_WINDOW) % cands.len(), WALK_WINDOW)
+        };
         let mut exact: Option<(u64, u32)> = None;
         let mut near: Option<(i32, u32)> = None;
-        for &c in cands {
+        for i in 0..n {
+            let c = cands[(from + i) % cands.len()];
             if c == slot || Some(c) == current {
                 continue;
             }
@@ -96,8 +104,15 @@ impl Analyzer {
         }
         let c = match (exact, near) {
             (Some((_, c)), _) => c,
-            (None, Some((_, c))) if !exact_only => c,
-            _ => return None,
+            // The nearest stream is a guess worth taking only among all of them: in a part
+            // of a large host pair, an exact sender may be in another part.
+            (None, Some((_, c))) if whole => c,
+            _ => {
+                if let Some(f) = self.slots[slot as usize].as_mut() {
+                    f.pair_tries = f.pair_tries.wrapping_add(1);
+                }
+                return None;
+            }
         };
         Some(self.link(slot, c))
     }

@@ -76,13 +76,86 @@ impl Packed {
     }
 }
 
-/// One entry of the recent-PSN table.
+/// Entries per bucket of the recent-PSN table.
+pub(super) const RECENT_WAYS: usize = 8;
+
+/// One entry of the recent-PSN table: 8 bytes, a bucket of eight in one cache line.
+/// The tag is a hash, not a proof: a hit is confirmed against the flow (its addresses)
+/// and its own ring of sent PSNs.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct RecentSend {
     /// [`send_tag`] of (requester, responder, PSN); 0 when empty.
-    pub(super) tag: u64,
+    pub(super) tag: u32,
     pub(super) slot: u32,
-    pub(super) ts: u64,
+}
+
+/// A bucket: one cache line, so a probe costs one.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
+struct Bucket([RecentSend; RECENT_WAYS]);
+
+/// Which request flow sent a PSN most recently, by (requester, responder, PSN): buckets
+/// of [`RECENT_WAYS`] entries, the newest first (a bucket drops its oldest), sized with
+/// the flows (a bucket, eight entries, per flow) and re-filed, not forgotten, when it
+/// grows.
+#[derive(Debug)]
+pub(super) struct Recent {
+    buckets: Vec<Bucket>,
+}
+
+impl Default for Recent {
+    fn default() -> Self {
+        Recent {
+            buckets: vec![Bucket::default(); 512],
+        }
+    }
+}
+
+impl Recent {
+    #[inline]
+    fn bucket(&self, tag: u32) -> usize {
+        // Bit 0 of every tag is set (0 marks an empty entry): the bucket is of the others.
+        (tag >> 1) as usize & (self.buckets.len() - 1)
+    }
+
+    /// Notes that flow `slot` sent the PSN of `tag`: the newest sender of a tag replaces
+    /// the older one.
+    #[inline]
+    pub(super) fn note(&mut self, tag: u32, slot: u32) {
+        let b = self.bucket(tag);
+        let ways = &mut self.buckets[b].0;
+        let at = ways
+            .iter()
+            .position(|e| e.tag == tag || e.tag == 0)
+            .unwrap_or(RECENT_WAYS - 1);
+        ways.copy_within(0..at, 1);
+        ways[0] = RecentSend { tag, slot };
+    }
+
+    /// The flow that most recently sent the PSN of `tag`, if one is on file.
+    #[inline]
+    pub(super) fn find(&self, tag: u32) -> Option<u32> {
+        self.buckets[self.bucket(tag)]
+            .0
+            .iter()
+            .find(|e| e.tag == tag)
+            .map(|e| e.slot)
+    }
+
+    /// Grows to eight entries per flow for `flows` flows, re-filing what it holds.
+    pub(super) fn fit(&mut self, flows: usize) {
+        let want = flows.next_power_of_two().max(512);
+        if want <= self.buckets.len() {
+            return;
+        }
+        let old = std::mem::replace(&mut self.buckets, vec![Bucket::default(); want]);
+        for Bucket(ways) in old {
+            // Oldest first, so that each bucket keeps its newest.
+            for e in ways.iter().rev().filter(|e| e.tag != 0) {
+                self.note(e.tag, e.slot);
+            }
+        }
+    }
 }
 
 /// A hash of an address pair (computed once per flow, for both directions).
@@ -93,11 +166,12 @@ pub(super) fn pair_hash(src: u128, dst: u128) -> u64 {
     h.finish()
 }
 
-/// A non-zero 64-bit tag of a request PSN between a pair of addresses: one multiply per
+/// A non-zero 32-bit tag of a request PSN between a pair of addresses: one multiply per
 /// packet on top of the flow's precomputed pair hash.
 #[inline]
-pub(super) fn send_tag(pair: u64, psn: Psn) -> u64 {
-    (pair ^ u64::from(psn.0).wrapping_mul(0x9e37_79b9_7f4a_7c15)).rotate_left(23) | 1
+pub(super) fn send_tag(pair: u64, psn: Psn) -> u32 {
+    let h = (pair ^ u64::from(psn.0).wrapping_mul(0x9e37_79b9_7f4a_7c15)).rotate_left(23);
+    ((h ^ (h >> 32)) as u32) | 1
 }
 
 /// Entries of the direct-mapped cache in front of the flow hash map: the flows of the
@@ -235,12 +309,7 @@ impl Analyzer {
             .get_mut(&(key.src, key.dst))
             .expect("entry made above")
             .push(slot);
-        if self.index.len() * 2 > self.recent.len() {
-            // Resized (and forgotten: it is a cache) as flows grow, so lookups stay
-            // one probe with few collisions.
-            let n = (self.index.len() * 4).next_power_of_two();
-            self.recent = vec![RecentSend::default(); n];
-        }
+        self.recent.fit(self.index.len());
         slot
     }
 }
