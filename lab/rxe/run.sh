@@ -29,7 +29,8 @@ bash "$here/build.sh"
 # appended to the initramfs (the kernel unpacks concatenated archives in order): ROCETAP_BIN,
 # else the release build of this tree (cargo build --release, a no-op when up to date).
 # The host is Debian bookworm like the guests, so the binary's glibc and libpcap are the
-# guests' own; lab.py runs `rocetap --version` in each VM and fails the scenario if it breaks.
+# guests' own; lab.py runs `rocetap --version` in each VM of the scenarios that use it and
+# records why it does not run (tests/lab_rxe.rs then fails those scenarios' QP-table rows).
 repo=$(cd "$here/../.." && pwd)
 bin=${ROCETAP_BIN:-}
 if [ -z "$bin" ] && command -v cargo >/dev/null; then
