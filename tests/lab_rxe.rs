@@ -943,6 +943,9 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
         );
         check_cm(&mut t, &an, truth);
     }
+    if truth.get("qp_table_live").is_some() {
+        check_live_table(&mut t, truth);
+    }
     let mut rows = Vec::new();
     let mut infos = Vec::new();
     lab_qos::rows(
@@ -1135,6 +1138,258 @@ fn check_cm(t: &mut Table, an: &Value, truth: &Value) {
     }
 }
 
+/// The fields of a QP compared between rdma's table and rocetap's (JSON values; absent =
+/// null), besides the key (ifname, lqpn): where the QP is in its life (port, remote QPN,
+/// state: they change as it is set up), what never changes (type, pid, comm), and the PSNs
+/// (they move on while it sends and receives).
+const LIFE: [&str; 3] = ["port", "rqpn", "state"];
+const FIXED: [&str; 3] = ["type", "pid", "comm"];
+const PSNS: [&str; 2] = ["sq-psn", "rq-psn"];
+
+fn live_key(q: &Value) -> Option<(String, i64)> {
+    Some((q["ifname"].as_str()?.to_string(), q["lqpn"].as_i64()?))
+}
+
+fn live_map(v: &Value) -> Option<HashMap<(String, i64), &Value>> {
+    let a = v.as_array()?;
+    a.iter().map(|q| Some((live_key(q)?, q))).collect()
+}
+
+fn same(x: &Value, y: &Value, fields: &[&str]) -> bool {
+    fields.iter().all(|f| x[*f] == y[*f])
+}
+
+/// `early`'s PSNs are not after `late`'s (in 24-bit PSN order), field by field.
+fn psns_ordered(early: &Value, late: &Value) -> Result<(), String> {
+    for f in PSNS {
+        let v = |q: &Value| q[f].as_i64().map(|x| x as u32);
+        let ok = match (v(early), v(late)) {
+            (Some(x), Some(y)) => psn_le(x, y),
+            (None, None) => true,
+            _ => false,
+        };
+        if !ok {
+            return Err(format!("{f} {} then {}", early[f], late[f]));
+        }
+    }
+    Ok(())
+}
+
+/// What the samples of one VM showed: QPs compared and what differed.
+#[derive(Default)]
+struct LiveTally {
+    samples: usize,
+    /// QP readings that rocetap's table must match in full: both rdma tables around it
+    /// agree on every field but the PSNs.
+    steady: usize,
+    steady_rc: usize,
+    /// RC QPNs read steady at least once.
+    steady_rc_qpns: HashSet<i64>,
+    /// Readings of QPs set up or torn down within the bracket that rocetap's matched with
+    /// the rdma table at the same point of the QP's life.
+    transitional: usize,
+    /// RC QPNs compared either way.
+    rc_qpns: HashSet<i64>,
+    /// QPs changing within the bracket that rocetap read at a point neither rdma table
+    /// shows (only their type, pid and command are compared).
+    changing: usize,
+    /// Seconds rocetap qp-table took (T2 - T1) and the rdma bracket (T3 - T0).
+    rocetap_s: Vec<f64>,
+    bracket_s: Vec<f64>,
+    mismatches: Vec<String>,
+}
+
+impl LiveTally {
+    /// One sample: `rdma -d` before, rocetap, `rdma -dd` after.
+    fn add(&mut self, i: usize, s: &Value) {
+        self.samples += 1;
+        let t: Vec<f64> = s["t"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_f64)
+            .collect();
+        if t.len() == 4 {
+            self.rocetap_s.push(t[2] - t[1]);
+            self.bracket_s.push(t[3] - t[0]);
+        }
+        if s["rocetap_rc"].as_i64() != Some(0) {
+            let out = s["rocetap"].to_string();
+            self.mismatches.push(format!(
+                "sample {i}: rocetap qp-table rc {}: {}",
+                s["rocetap_rc"],
+                &out[..out.len().min(300)]
+            ));
+            return;
+        }
+        let (Some(b), Some(r), Some(a)) = (
+            live_map(&s["before"]),
+            live_map(&s["rocetap"]),
+            live_map(&s["after"]),
+        ) else {
+            self.mismatches.push(format!(
+                "sample {i}: a table is not a JSON array of QPs with ifname and lqpn"
+            ));
+            return;
+        };
+        let mut bad = |what: String| self.mismatches.push(format!("sample {i}: {what}"));
+        for (k, qb) in &b {
+            if let Some(qa) = a.get(k) {
+                if same(qb, qa, &LIFE) && same(qb, qa, &FIXED) && !r.contains_key(k) {
+                    bad(format!(
+                        "{} QP {} is in both rdma tables, not in rocetap's",
+                        k.0, k.1
+                    ));
+                }
+            }
+        }
+        for (k, qr) in &r {
+            let (qb, qa) = (b.get(k).copied(), a.get(k).copied());
+            let name = format!("{} QP {}", k.0, k.1);
+            let Some(any) = qb.or(qa) else {
+                bad(format!(
+                    "rocetap lists {name}, neither rdma table has it: {qr}"
+                ));
+                continue;
+            };
+            if !same(qr, any, &FIXED) {
+                bad(format!("{name}: rdma {any} rocetap {qr}"));
+                continue;
+            }
+            let rc = qr["type"] == "RC";
+            let steady = matches!((qb, qa), (Some(x), Some(y)) if same(x, y, &LIFE));
+            if steady {
+                let (qb, qa) = (qb.unwrap(), qa.unwrap());
+                if !same(qr, qb, &LIFE) {
+                    bad(format!("{name}: rdma {qb} rocetap {qr}"));
+                } else if let Err(e) = psns_ordered(qb, qr).and_then(|()| psns_ordered(qr, qa)) {
+                    bad(format!(
+                        "{name}: {e} (rdma before, rocetap, rdma after: {qb} {qr} {qa})"
+                    ));
+                }
+                self.steady += 1;
+                if rc {
+                    self.steady_rc += 1;
+                    self.steady_rc_qpns.insert(k.1);
+                    self.rc_qpns.insert(k.1);
+                }
+                continue;
+            }
+            // set up or torn down within the bracket: compared with the rdma table that
+            // shows the QP at the same point of its life
+            let mut matched = false;
+            for (early, late) in [(qb, Some(*qr)), (Some(*qr), qa)] {
+                let (Some(early), Some(late)) = (early, late) else {
+                    continue;
+                };
+                if same(early, late, &LIFE) {
+                    matched = true;
+                    if let Err(e) = psns_ordered(early, late) {
+                        bad(format!("{name}: {e} ({early} then {late})"));
+                    }
+                }
+            }
+            if matched {
+                self.transitional += 1;
+                if rc {
+                    self.rc_qpns.insert(k.1);
+                }
+            } else {
+                self.changing += 1;
+            }
+        }
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// `rocetap qp-table` (RDMA netlink) against `rdma res show qp -d -j` in each VM, sampled by
+/// lab.py while perftest's QPs existed, each rocetap reading between two rdma ones: every QP
+/// the two rdma tables agree on must be in rocetap's with the same port, remote QPN, type,
+/// state, pid and command, and PSNs between rdma's; a QP set up or torn down in between is
+/// held to the rdma table at its point of life; rocetap lists no QP neither rdma table has.
+fn check_live_table(t: &mut Table, truth: &Value) {
+    let live = &truth["qp_table_live"];
+    if let Some(e) = live["error"].as_str() {
+        t.check(
+            "rocetap",
+            "qp-table in the VMs",
+            false,
+            e.to_string(),
+            "run.sh puts this tree's rocetap into the VMs (ROCETAP_BIN or a release build)",
+        );
+        return;
+    }
+    let qps = &truth["perftest"]["client_qps"][0];
+    let data = [
+        ("A", qps["local_qpn"].as_i64()),
+        ("B", qps["remote_qpn"].as_i64()),
+    ];
+    let (mut data_seen, mut steady_rc) = (Vec::new(), 0);
+    for (vm, data_qpn) in data {
+        let mut tally = LiveTally::default();
+        for (i, s) in live[vm].as_array().into_iter().flatten().enumerate() {
+            tally.add(i, s);
+        }
+        let sorted = |h: &HashSet<i64>| {
+            let mut q: Vec<_> = h.iter().copied().collect();
+            q.sort_unstable();
+            q
+        };
+        let mut detail = format!(
+            "{} samples; steady {} ({} RC, QPNs {:?}), set up / torn down {}, RC QPNs compared {:?}, not compared {}; rocetap {:.1} s, bracket {:.1} s (medians)",
+            tally.samples,
+            tally.steady,
+            tally.steady_rc,
+            sorted(&tally.steady_rc_qpns),
+            tally.transitional,
+            sorted(&tally.rc_qpns),
+            tally.changing,
+            median(&tally.rocetap_s),
+            median(&tally.bracket_s),
+        );
+        if let Some(m) = tally.mismatches.first() {
+            detail = format!(
+                "{detail}; {} mismatches, first: {m}",
+                tally.mismatches.len()
+            );
+        }
+        t.check(
+            "rocetap",
+            &format!("qp-table = rdma res show qp ({vm})"),
+            tally.mismatches.is_empty() && tally.steady > 0,
+            detail,
+            "same QPs (lqpn, rqpn, type, state, port, pid, comm), PSNs between rdma's before and after",
+        );
+        steady_rc += tally.steady_rc;
+        if let Some(q) = data_qpn.filter(|q| tally.rc_qpns.contains(q)) {
+            data_seen.push(format!("{vm} 0x{q:x}"));
+        }
+    }
+    if live["require_steady_rc"].as_bool() == Some(true) {
+        t.check(
+            "lab",
+            "qp-table: an RC QP read steady",
+            steady_rc > 0,
+            format!("{steady_rc} readings"),
+            "perftest's QP lives for many samples here: rocetap's reading of it is compared in full",
+        );
+    }
+    t.info(
+        "qp-table: perftest's data QP compared",
+        if data_seen.is_empty() {
+            "on neither VM".into()
+        } else {
+            data_seen.join(", ")
+        },
+        "under TCG a sample takes seconds: a QP living about as long may fall between them",
+    );
+}
+
 /// Checks every scenario in `dir` that has both files; returns the report and failures.
 fn check_dir(
     dir: &Path,
@@ -1252,6 +1507,8 @@ fn lab_rxe_scenarios() {
                 .arg(repo().join("lab/rxe/run.sh"))
                 .arg(&dir)
                 .arg("all")
+                // the binary under test goes into the VMs (rocetap qp-table vs rdma)
+                .env("ROCETAP_BIN", common::bin())
                 .stdout(Stdio::inherit())
                 .stderr(Stdio::inherit())
                 .spawn()

@@ -26,6 +26,7 @@ import wire  # noqa: E402
 CLIENT_TIMEOUT = 200   # s, perftest client (its own timeout(1) inside the VM)
 SERVER_TIMEOUT = 240   # s, perftest server
 HW = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
+ROCETAP = "/usr/local/bin/rocetap"   # put there by run.sh (not on the agent's PATH)
 
 
 # ---- faults ---------------------------------------------------------------------------------
@@ -96,10 +97,78 @@ def perftest_lines(out):
 # misses a QP that lives less than the sampling interval, such as perftest -R's data QP on
 # a fast run.)
 SNAP_LOOP = (
-    "(: > /tmp/qp.jsonl; : > /tmp/qpdd.jsonl; while :; do rdma res show qp -j > /tmp/qp.tmp 2>&1; "
+    "(: > /tmp/qp.jsonl; : > /tmp/qpdd.jsonl; while :; do "
+    "rdma res show qp -j > /tmp/qp.tmp 2>&1; "
     "if grep -q '\"RC\"' /tmp/qp.tmp; then cat /tmp/qp.tmp >> /tmp/qp.jsonl; echo >> /tmp/qp.jsonl; "
-    "rdma res show qp -dd -j >> /tmp/qpdd.jsonl 2>&1; echo >> /tmp/qpdd.jsonl; fi; sleep 0.2 2>/dev/null || sleep 1; done) "
-    "> /dev/null 2>&1 & echo $! > /tmp/snap.pid")
+    "rdma res show qp -dd -j >> /tmp/qpdd.jsonl 2>&1; echo >> /tmp/qpdd.jsonl; fi; "
+    "sleep 0.2 2>/dev/null || sleep 1; done) > /dev/null 2>&1 & echo $! > /tmp/snap.pid")
+
+# In the scenarios with `live_table` the loop also reads the table through this tree's
+# rocetap (`rocetap qp-table`, RDMA netlink), bracketed by rdma in time: `rdma res show qp -d
+# -j` (the "before" table, also the plain snapshot: rdma prints the same QP keys with and
+# without -d), `rocetap qp-table`, `rdma res show qp -dd -j` (the "after" table, also the -dd
+# snapshot: -d's keys plus the driver's drv_* ones). So rocetap adds one command per sample.
+# Up to LIVE_SAMPLES samples are taken back to back (no sleep) while an RC QP exists, so that
+# perftest -R's short-lived data QP is read steady at least once; each is written to
+# /tmp/live.txt as "#sample T0 T1 T2 T3" (bash's $EPOCHREALTIME before each command and at
+# the end), "#before", "#rocetap", "#rc RC", "#after", "#end" blocks. tests/lab_rxe.rs
+# compares the QPs the two rdma tables agree on with rocetap's. This loop ends at its next
+# turn once /tmp/snap.stop exists.
+LIVE_SAMPLES = 40
+LIVE_LOOP = (
+    "(rm -f /tmp/snap.stop; n=0; : > /tmp/qp.jsonl; : > /tmp/qpdd.jsonl; : > /tmp/live.txt; "
+    "while [ ! -e /tmp/snap.stop ]; do "
+    "t0=$EPOCHREALTIME; rdma res show qp -d -j > /tmp/qp.tmp 2>&1; "
+    "if grep -q '\"RC\"' /tmp/qp.tmp; then cat /tmp/qp.tmp >> /tmp/qp.jsonl; echo >> /tmp/qp.jsonl; "
+    f"if [ $n -lt {LIVE_SAMPLES} ]; then n=$((n+1)); "
+    f"t1=$EPOCHREALTIME; {ROCETAP} qp-table > /tmp/live.tmp 2>&1; rc=$?; t2=$EPOCHREALTIME; "
+    "rdma res show qp -dd -j > /tmp/qpdd.tmp 2>&1; t3=$EPOCHREALTIME; "
+    "{ echo \"#sample $t0 $t1 $t2 $t3\"; echo '#before'; cat /tmp/qp.tmp; echo '#rocetap'; cat /tmp/live.tmp; "
+    "echo \"#rc $rc\"; echo '#after'; cat /tmp/qpdd.tmp; echo '#end'; } >> /tmp/live.txt; "
+    "cat /tmp/qpdd.tmp >> /tmp/qpdd.jsonl; echo >> /tmp/qpdd.jsonl; continue; fi; "
+    "rdma res show qp -dd -j >> /tmp/qpdd.jsonl 2>&1; echo >> /tmp/qpdd.jsonl; fi; "
+    "sleep 0.2 2>/dev/null || sleep 1; done) > /dev/null 2>&1 & echo $! > /tmp/snap.pid")
+
+
+def snap_loop(live):
+    return LIVE_LOOP if live else SNAP_LOOP
+
+
+def parse_live(txt):
+    """/tmp/live.txt -> [{t, before, rocetap, rocetap_rc, after}]: `t` the four times of the
+    sample (s), each table the parsed JSON (or {"unparsed": text} when it is not JSON, such
+    as an error message). A sample cut short (no "#end") is left out."""
+    out, cur, key, buf = [], None, None, []
+
+    def flush():
+        if cur is not None and key is not None:
+            t = "\n".join(buf).strip()
+            try:
+                cur[key] = json.loads(t)
+            except ValueError:
+                cur[key] = {"unparsed": t[:2000]}
+    for line in txt.splitlines():
+        if line.startswith("#") and line.split(" ")[0] in ("#sample", "#before", "#rocetap", "#rc", "#after", "#end"):
+            flush()
+            buf, key = [], None
+            word, _, rest = line.partition(" ")
+            if word == "#sample":
+                try:
+                    cur = {"t": [float(x) for x in rest.split()]}
+                except ValueError:
+                    cur = {"t": rest}
+            elif cur is None:
+                continue
+            elif word in ("#before", "#rocetap", "#after"):
+                key = word[1:]
+            elif word == "#rc":
+                cur["rocetap_rc"] = int(rest) if rest.lstrip("-").isdigit() else rest
+            elif word == "#end":
+                out.append(cur)
+                cur = None
+        else:
+            buf.append(line)
+    return out
 
 
 def merge_tables(txt):
@@ -123,9 +192,19 @@ def merge_tables(txt):
     return [merged[k] for k in order] if any_parsed else None
 
 
-def read_snapshot(v):
-    v.sh("kill $(cat /tmp/snap.pid) 2>/dev/null; true")
+def read_snapshot(v, live=False):
+    """The loop's tables. The live loop was told to stop (/tmp/snap.stop, see main_run) and
+    ends at its next turn, so no sample is cut in half; the plain loop is killed at once (a
+    table cut short is one line merge_tables skips)."""
+    if live:
+        v.sh("for i in $(seq 50); do kill -0 $(cat /tmp/snap.pid) 2>/dev/null || break; sleep 0.2; done; "
+             "kill $(cat /tmp/snap.pid) 2>/dev/null; true", timeout=30)
+    else:
+        v.sh("kill $(cat /tmp/snap.pid) 2>/dev/null; true")
     out = {}
+    if live:
+        rc, txt = v.sh("cat /tmp/live.txt 2>/dev/null", timeout=120)
+        out["live"] = parse_live(txt) if rc == 0 else {"error": txt[:2000]}
     for key, path in (("qp", "/tmp/qp.jsonl"), ("qp_dd", "/tmp/qpdd.jsonl")):
         rc, txt = v.sh(f"cat {path} 2>/dev/null")
         if rc != 0 or not txt.strip():
@@ -206,7 +285,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
     timing = {}
     a = b = None
     try:
-        a, b = vmmod.pair(run_dir, mtu=sc.mtu)
+        a, b = vmmod.pair(run_dir, mtu=sc.mtu, rocetap=bool(sc.live_table))
         vms = {"A": a, "B": b}
         for v in (a, b):
             v.wait_ready(300)
@@ -215,6 +294,8 @@ def main_run(out_dir, name, iters=None, snaplen=None):
         truth["perftest_version"] = a.sh("ib_write_bw --version 2>&1 | grep -i version")[1].strip()
         truth["qemu"] = {"argv_A": a.cmdline}
         truth["sysfs"] = {n: v.sysfs_facts() for n, v in vms.items()}
+        if sc.live_table:
+            truth["rocetap_in_vm"] = rocetap_in_vms(vms)
         a.sh(f"ping -c 2 -W 3 {vmmod.B_IP}", timeout=30, check=True)
         b.sh(f"ping -c 1 -W 3 {vmmod.A_IP}", timeout=30, check=True)
         for f in sc.faults:
@@ -246,7 +327,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
                "for i in $(seq 50); do grep -q 'listening on' /tmp/tcpdump.log && break; sleep 0.2; done; "
                "cat /tmp/tcpdump.log")
         for v in (a, b):
-            v.sh(SNAP_LOOP)
+            v.sh(snap_loop(bool(sc.live_table)))
         if sc.server:
             b.sh(f"nohup {srv} > /tmp/server.log 2>&1 & echo $! > /tmp/server.pid")
         # perftest's server is ready once it listens for the client's TCP exchange (port
@@ -272,7 +353,11 @@ def main_run(out_dir, name, iters=None, snaplen=None):
             time.sleep(0.5)
         b.sh("kill $(cat /tmp/server.pid) 2>/dev/null; true")
         out_srv = b.sh("cat /tmp/server.log")[1]
-        snaps = {n: read_snapshot(v) for n, v in vms.items()}
+        if sc.live_table:
+            for v in (a, b):  # both loops finish their last sample at the same time
+                v.sh("touch /tmp/snap.stop")
+        snaps = {n: read_snapshot(v, bool(sc.live_table)) for n, v in vms.items()}
+        live = {n: snaps[n].pop("live") for n in snaps if "live" in snaps[n]}
         time.sleep(1)
         _, tcpd_log = cap.sh("kill -INT $(cat /tmp/tcpdump.pid); for i in $(seq 50); do "
                              "kill -0 $(cat /tmp/tcpdump.pid) 2>/dev/null || break; sleep 0.2; done; cat /tmp/tcpdump.log")
@@ -318,6 +403,11 @@ def main_run(out_dir, name, iters=None, snaplen=None):
     truth["tc"] = tc
     truth["netem"] = netem_facts(sc, tc, dlt)
     truth["rdma_res_qp"] = snaps
+    if sc.live_table:
+        # the bracketed samples, or why there are none (no rocetap in the VMs)
+        truth["qp_table_live"] = dict(live, require_steady_rc=sc.live_table == "steady") \
+            if truth["rocetap_in_vm"].get("ok") else {
+                "error": truth["rocetap_in_vm"].get("error", "rocetap did not run in the VMs")}
     truth["wire"] = wire.summary(pcap)
     truth["observable"] = observable(sc, truth)
     truth["setup_log"] = setup
@@ -334,6 +424,23 @@ def main_run(out_dir, name, iters=None, snaplen=None):
     if (truth["perftest"]["client_rc"] != 0) != sc.client_fails:
         raise SystemExit(f"{name}: perftest client rc {rc_cli}, expected "
                          f"{'a failure' if sc.client_fails else '0'}")
+
+
+def rocetap_in_vms(vms):
+    """This tree's rocetap (ROCETAP, appended to the initramfs by run.sh) runs in each VM: its
+    version, or why not (then tests/lab_rxe.rs fails the QP-table rows of `live_table`
+    scenarios, with this reason)."""
+    info = {"binary_on_host": os.environ.get("RXE_ROCETAP_BIN")}
+    if not os.environ.get("RXE_INITRD"):
+        info["error"] = "run.sh had no rocetap binary for the VMs (ROCETAP_BIN, or cargo for a release build)"
+        return info
+    for n, v in vms.items():
+        rc, out = v.sh(f"{ROCETAP} --version", timeout=60)
+        info[n] = out.strip()
+        if rc != 0:
+            info["error"] = f"{n}: rocetap --version rc={rc}: {out.strip()[:500]}"
+    info["ok"] = "error" not in info
+    return info
 
 
 def tap_relation(sc):

@@ -25,6 +25,35 @@ done
 out=$1; shift
 # idempotent (about 1 s when everything is built); repacks the initramfs if init.sh changed
 bash "$here/build.sh"
+# This tree's rocetap goes into the VMs (/usr/local/bin/rocetap) as a second cpio archive
+# appended to the initramfs (the kernel unpacks concatenated archives in order): ROCETAP_BIN,
+# else the release build of this tree (cargo build --release, a no-op when up to date).
+# The host is Debian bookworm like the guests, so the binary's glibc and libpcap are the
+# guests' own; lab.py runs `rocetap --version` in each VM of the scenarios that use it and
+# records why it does not run (tests/lab_rxe.rs then fails those scenarios' QP-table rows).
+repo=$(cd "$here/../.." && pwd)
+bin=${ROCETAP_BIN:-}
+if [ -z "$bin" ] && command -v cargo >/dev/null; then
+  echo "building this tree's rocetap (release) for the VMs"
+  if (cd "$repo" && cargo build --release --locked --quiet --bin rocetap); then
+    bin=${CARGO_TARGET_DIR:-$repo/target}/release/rocetap
+    case "$bin" in /*) ;; *) bin=$repo/$bin ;; esac
+  fi
+fi
+overlay=
+if [ -n "$bin" ] && [ -x "$bin" ]; then
+  mkdir -p "$L/run"
+  overlay=$(mktemp -d "$L/run/rocetap-bin.XXXXXX")
+  mkdir -p "$overlay/root/usr/local/bin"
+  strip -o "$overlay/root/usr/local/bin/rocetap" "$bin" 2>/dev/null || cp "$bin" "$overlay/root/usr/local/bin/rocetap"
+  chmod 0755 "$overlay/root/usr" "$overlay/root/usr/local" "$overlay/root/usr/local/bin" "$overlay/root/usr/local/bin/rocetap"
+  # only usr/...: an entry for "." would give the guest's / the temporary directory's mode
+  ( cd "$overlay/root" && find usr -print | cpio -o -H newc -R 0:0 --quiet | gzip -1 ) > "$overlay/bin.cpio.gz"
+  cat "$L/rocetap-initrd.img" "$overlay/bin.cpio.gz" > "$overlay/initrd.img"
+  export RXE_INITRD="$overlay/initrd.img" RXE_ROCETAP_BIN="$bin"
+else
+  echo "no rocetap binary for the VMs (set ROCETAP_BIN or install cargo): the QP-table checks will fail" >&2
+fi
 if [ "$1" = all ]; then
   mapfile -t all < <(python3 "$here/lab.py" list | awk '{print $1}')
   set -- "${all[@]}"
@@ -45,7 +74,7 @@ cleanup() {
   fi
   child= rundir=
 }
-trap cleanup EXIT
+trap 'cleanup; [ -z "$overlay" ] || rm -rf "$overlay"' EXIT
 trap 'exit 130' INT TERM HUP
 
 rc=0

@@ -41,6 +41,10 @@ class Scenario:
     faults: list = field(default_factory=list)
     server: bool = True       # start perftest's server on B (False: nobody listens)
     client_fails: bool = False  # the client is expected to fail (exit non-zero)
+    # compare `rocetap qp-table` (RDMA netlink) with `rdma res show qp` in both VMs while the
+    # QPs exist: "steady" where perftest's QP lives for several samples (an RC QP must be
+    # compared in full), "any" where they live about as long as one sample under TCG
+    live_table: str = ""
 
     def perftest(self, iters=None):
         n = self.iters if iters is None else iters
@@ -70,7 +74,8 @@ SCENARIOS = [
              "ib_write_bw", 600, faults=[ingress("B", "loss 2%")]),
     Scenario("ack-loss", "10% loss of the responder's RoCE egress (its ACKs), before the wire; tap on the requester; "
              "tx-depth 1, so a lost ACK is recovered only by the requester's retransmit timer",
-             "ib_write_bw", 200, flags="-t 1", tap="A", faults=[egress("B", "loss 10%")]),
+             "ib_write_bw", 200, flags="-t 1", tap="A", faults=[egress("B", "loss 10%")],
+             live_table="steady"),
     Scenario("read-loss", "2% loss of the responder's RoCE egress (READ responses and ACKs); tap on the requester",
              "ib_read_bw", 600, tap="A", faults=[egress("B", "loss 2%")]),
     Scenario("read-loss-full", "as read-loss, full frames (ICRC checkable; snaplen-independence check)",
@@ -91,7 +96,7 @@ SCENARIOS = [
     Scenario("multi-qp", "4 QPs (-q 4), 2% loss on the responder's ingress AFTER its tap, so every QP retries",
              "ib_write_bw", 200, flags="-q 4", faults=[ingress("B", "loss 2%")]),
     Scenario("rdma-cm", "connection setup through rdma_cm (-R): CM MADs (UD to QP1) on the wire, full frames",
-             "ib_write_bw", 200, flags="-R", snap=0),
+             "ib_write_bw", 200, flags="-R", snap=0, live_table="any"),
     Scenario("rdma-cm-no-server", "rdma_cm (-R) client with no server listening on B: the CM's REQ meets no "
              "listener (a REJ, or REQ retries); the client fails; full frames",
              "ib_write_bw", 10, flags="-R", snap=0, server=False, client_fails=True),

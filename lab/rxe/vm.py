@@ -22,7 +22,11 @@ def qemu_bin():
     raise SystemExit(f"qemu-system-x86_64 not found under {LAB}; run lab/rxe/build.sh")
 
 
-def initrd():
+def initrd(rocetap=False):
+    """build.sh's initramfs, or with `rocetap` run.sh's copy with this tree's rocetap appended
+    (RXE_INITRD; only the scenarios that run it boot the bigger image)."""
+    if rocetap and os.environ.get("RXE_INITRD"):
+        return os.environ["RXE_INITRD"]
     return os.path.join(LAB, "rocetap-initrd.img")
 
 
@@ -73,7 +77,7 @@ def kill_recorded(run_dir):
 
 
 class VM:
-    def __init__(self, name, ip, mac, mtu, netdev, run_dir, mem=768):
+    def __init__(self, name, ip, mac, mtu, netdev, run_dir, mem=768, rocetap=False):
         self.name, self.ip, self.mtu, self.run_dir = name, ip, mtu, run_dir
         os.makedirs(run_dir, exist_ok=True)
         self.ctl = os.path.join(run_dir, f"{name}.ctl")
@@ -89,7 +93,7 @@ class VM:
                else ["-accel", "tcg", "-cpu", "max"])
         self.cmdline = [
             qemu_bin(), "-L", os.path.join(LAB, "fw"), *acc, "-m", str(mem), "-smp", "1",
-            "-kernel", os.path.join(LAB, "vmlinuz"), "-initrd", initrd(),
+            "-kernel", os.path.join(LAB, "vmlinuz"), "-initrd", initrd(rocetap),
             "-append", f"console=ttyS0 panic=-1 quiet loglevel=4 lab.name={name} lab.ip={ip}/24 lab.mtu={mtu}",
             "-display", "none", "-no-reboot", "-monitor", "none", "-serial", f"file:{self.console}",
             "-netdev", netdev, "-device", f"virtio-net-pci,netdev=n0,mac={mac},romfile=",
@@ -250,13 +254,16 @@ def shquote(s):
     return "'" + s.replace("'", "'\"'\"'") + "'"
 
 
-def pair(run_dir, mtu=1500):
-    """Two VMs on one L2 'cable': a qemu socket netdev over 127.0.0.1 (A listens, B connects)."""
+def pair(run_dir, mtu=1500, rocetap=False):
+    """Two VMs on one L2 'cable': a qemu socket netdev over 127.0.0.1 (A listens, B connects).
+    With `rocetap`, both boot the initramfs that has this tree's rocetap."""
     port = free_port()
-    a = VM("A", A_IP, "52:54:00:18:00:01", mtu, f"socket,id=n0,listen=127.0.0.1:{port}", run_dir)
+    a = VM("A", A_IP, "52:54:00:18:00:01", mtu, f"socket,id=n0,listen=127.0.0.1:{port}", run_dir,
+           rocetap=rocetap)
     try:
         time.sleep(1.0)
-        b = VM("B", B_IP, "52:54:00:18:00:02", mtu, f"socket,id=n0,connect=127.0.0.1:{port}", run_dir)
+        b = VM("B", B_IP, "52:54:00:18:00:02", mtu, f"socket,id=n0,connect=127.0.0.1:{port}", run_dir,
+               rocetap=rocetap)
     except BaseException:
         a.stop()
         raise

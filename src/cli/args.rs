@@ -419,6 +419,14 @@ pub struct InterfacesArgs {
     pub sysfs_root: PathBuf,
 }
 
+#[derive(Args, Debug)]
+pub struct QpTableArgs {
+    /// `live`: this node's table, read over RDMA netlink; or FILE: a saved table (the
+    /// JSON of `rdma res show qp -j`), checked as `analyze --qp-table` checks it.
+    #[arg(value_name = "FILE|live", default_value = "live")]
+    pub source: PathBuf,
+}
+
 #[derive(Args, Debug, Default)]
 pub struct AgentArgs {
     /// Capture from this device: a netdev or mirror port, an RDMA device (`mlx5_0`) when

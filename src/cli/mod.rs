@@ -195,6 +195,11 @@ rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into o
     /// List capture devices (like tcpdump -D) and RDMA devices with their netdevs,
     /// port state, link layer and RoCE GIDs.
     Interfaces(InterfacesArgs),
+    /// Print the kernel's QP table (every QP's device, port, local and remote QPN, type,
+    /// state, PSNs, pid and command) as the JSON of `rdma res show qp -j`, read over RDMA
+    /// netlink: no `rdma` binary needed.
+    #[command(after_help = QP_TABLE_HELP)]
+    QpTable(QpTableArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     #[command(after_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
@@ -224,6 +229,15 @@ pub struct ManArgs {
     #[arg(long, value_name = "DIR", required = true)]
     pub out_dir: PathBuf,
 }
+
+const QP_TABLE_HELP: &str = "Examples:
+  rocetap qp-table > node-a.json               # this node's QPs, while the job runs
+  rocetap analyze trace.pcap --qp-table 198.18.0.1=node-a.json
+  rocetap qp-table saved.json                  # check a saved table (exit 2 names the entry)
+
+The output has the keys rdma prints (ifname, port, lqpn, rqpn, type, state, rq-psn,
+sq-psn, pid, comm) and is read back by --qp-table FILE. An unreadable table is one line
+on stderr and exit 2.";
 
 const CAPTURE_HELP: &str = "Examples:
   sudo rocetap capture -i eth2 -w roce.pcapng

@@ -9,6 +9,7 @@ pub mod decode;
 pub mod gen;
 pub mod interfaces;
 pub mod netcheck;
+pub mod qptable;
 pub mod synth;
 pub mod top;
 
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Interfaces(a) => interfaces::run(a),
         Command::Top(a) => top::run(a),
         Command::Agent(a) => agent::run(*a),
+        Command::QpTable(a) => qptable::run(a),
         Command::Completions(a) => gen::completions(a.shell),
         Command::Man(a) => gen::man_pages(&a.out_dir),
     }

@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod json;
 pub mod netlink;
 
 use crate::analysis::FlowSummary;

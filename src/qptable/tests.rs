@@ -231,3 +231,24 @@ fn netlink_answers_parse_nested_and_flat() {
     assert_eq!(out[0].device, "rxe1");
     assert_eq!(out[0].lqpn, Qpn(17));
 }
+
+#[test]
+fn a_table_written_as_rdma_json_reads_back_the_same() {
+    let t = parse("node-a.json", "node-a", A).unwrap();
+    let mut out = Vec::new();
+    json::write(&mut out, &t).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.ends_with("]\n") && text.lines().count() == 1, "{text}");
+    // the keys rdma prints, absent ones left out (GSI: no rqpn, rq-psn, pid)
+    assert!(
+        text.starts_with(
+            "[{\"port\":1,\"ifname\":\"rxe0\",\"lqpn\":1,\"type\":\"GSI\",\"state\":\"RTS\",\
+             \"sq-psn\":0,\"comm\":\"ib_core\"},"
+        ),
+        "{text}"
+    );
+    assert_eq!(parse("again.json", "node-a", &text).unwrap(), t);
+    let mut out = Vec::new();
+    json::write(&mut out, &[]).unwrap();
+    assert_eq!(out, b"[]\n");
+}

@@ -1,0 +1,324 @@
+//! The findings of a run, built once at its end from the totals, the flow summaries, the
+//! link-level summary and the events, in the order the report shows them.
+
+use super::{Congestion, Finding, FindingKind, NakError, RateChange, RnrWait, Severity, Worst};
+use crate::analysis::flow::Trigger;
+use crate::analysis::net::{ArpSymptomKind, NetSummary};
+use crate::analysis::report::{Event, EventKind, FlowSummary, Totals};
+
+fn first_event(events: &[Event], flow: Option<u32>, pred: impl Fn(&Event) -> bool) -> Option<u64> {
+    events
+        .iter()
+        .filter(|e| flow.is_none() || e.flow == flow)
+        .find(|e| pred(e))
+        .map(|e| e.t_ns)
+}
+
+/// The largest of the flows' medians of one latency.
+fn max_median(flows: &[FlowSummary], of: impl Fn(&FlowSummary) -> Option<u64>) -> Option<u64> {
+    flows.iter().filter_map(of).max()
+}
+
+/// Collects findings in the order the report shows them within one severity.
+struct Out(Vec<Finding>);
+
+impl Out {
+    fn add(
+        &mut self,
+        severity: Severity,
+        kind: FindingKind,
+        count: u64,
+        t_ns: Option<u64>,
+        worst: Worst,
+    ) {
+        self.0.push(Finding {
+            severity,
+            kind,
+            count,
+            t_ns,
+            worst,
+        });
+    }
+}
+
+/// Every finding of a run, worst first (in a fixed order within a severity).
+pub(in crate::analysis) fn findings(
+    t: &Totals,
+    flows: &[FlowSummary],
+    net: &NetSummary,
+    events: &[Event],
+) -> Vec<Finding> {
+    let mut out = Out(Vec::new());
+    retransmissions(&mut out, t, flows, events);
+    nak_errors(&mut out, t, flows, events);
+    icrc(&mut out, t, flows);
+    recovery(&mut out, t, flows, events);
+    link(&mut out, t, flows, net);
+    congestion_and_frames(&mut out, t, flows);
+    let mut out = out.0;
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    out
+}
+
+/// NAK (PSN sequence error) resends, timeouts, unrecovered gaps.
+fn retransmissions(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) {
+    if t.nak_psn_seq > 0 {
+        let ts = first_event(events, None, |e| {
+            e.kind == EventKind::Nak && e.code == Some(0)
+        });
+        let kind = FindingKind::NakPsnSeq {
+            naks: t.nak_psn_seq,
+            retransmitted: t.nak_retransmissions,
+            nak_to_resend_ns: max_median(flows, |f| f.nak_to_resend.median_ns),
+        };
+        let worst = Worst::of(flows, |f| f.counters.nak_psn_seq);
+        out.add(Severity::Error, kind, t.nak_psn_seq, ts, worst);
+    }
+    if t.timeout_retransmissions > 0 {
+        let kind = FindingKind::TimeoutRetransmissions {
+            packets: t.timeout_retransmissions,
+            observed_ns: max_median(flows, |f| f.timeout_observed.median_ns),
+        };
+        let ts = first_event(events, None, |e| e.trigger == Some(Trigger::Timeout));
+        let worst = Worst::of(flows, |f| f.counters.timeout_retransmissions);
+        out.add(Severity::Error, kind, t.timeout_retransmissions, ts, worst);
+    }
+    let unrecovered_net = t.unrecovered_gap_events - t.capture_loss_gap_events;
+    if unrecovered_net > 0 {
+        let worst = Worst::of(flows, |f| {
+            f.counters.unrecovered_gap_events - f.counters.capture_loss_gap_events
+        });
+        let kind = FindingKind::UnrecoveredGaps {
+            gaps: unrecovered_net,
+        };
+        out.add(Severity::Error, kind, unrecovered_net, None, worst);
+    }
+}
+
+/// NAKs with an error code, one finding per code.
+fn nak_errors(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) {
+    for code in NakError::ALL {
+        let n = code.total(t);
+        if n == 0 {
+            continue;
+        }
+        let worst = Worst::of(flows, |f| code.of(&f.counters));
+        let ts = first_event(events, worst.top.first().map(|w| w.0), |e| {
+            e.kind == EventKind::Nak && e.code != Some(0)
+        });
+        out.add(
+            Severity::Error,
+            FindingKind::NakError { code, naks: n },
+            n,
+            ts,
+            worst,
+        );
+    }
+}
+
+fn icrc(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
+    if t.icrc_bad == 0 {
+        return;
+    }
+    let checked = t.icrc_ok + t.icrc_bad;
+    if t.icrc_ok == 0 {
+        let kind = FindingKind::IcrcNotPreserved {
+            bad: t.icrc_bad,
+            checked,
+        };
+        out.add(Severity::Warning, kind, t.icrc_bad, None, Worst::default());
+    } else {
+        let kind = FindingKind::IcrcBad {
+            bad: t.icrc_bad,
+            checked,
+        };
+        let worst = Worst::of(flows, |f| f.icrc_bad);
+        out.add(Severity::Error, kind, t.icrc_bad, None, worst);
+    }
+}
+
+/// Capture loss, RNR, READ re-requests, unknown resends, duplicates, reordering.
+fn recovery(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) {
+    let first = |pred: &dyn Fn(&Event) -> bool| first_event(events, None, pred);
+    if t.capture_loss_gap_events > 0 {
+        let kind = FindingKind::CaptureLoss {
+            gaps: t.capture_loss_gap_events,
+            missing_psns: t.missing_psns,
+        };
+        let ts = first(&|e| e.capture_loss == Some(true));
+        let worst = Worst::of(flows, |f| f.counters.capture_loss_gap_events);
+        out.add(
+            Severity::Warning,
+            kind,
+            t.capture_loss_gap_events,
+            ts,
+            worst,
+        );
+    }
+    if t.rnr_nak > 0 {
+        let waits = flows
+            .iter()
+            .filter(|f| f.rnr_wait.count > 0)
+            .take(3)
+            .map(|f| RnrWait {
+                flow: f.id,
+                requested_us_mean: f.rnr_requested_us_mean.unwrap_or(0.0),
+                waited_median_ns: f.rnr_wait.median_ns.unwrap_or(0),
+            })
+            .collect();
+        let kind = FindingKind::RnrNak {
+            naks: t.rnr_nak,
+            resent: t.rnr_retransmissions,
+            waits,
+        };
+        let ts = first(&|e| e.kind == EventKind::RnrNak);
+        out.add(
+            Severity::Warning,
+            kind,
+            t.rnr_nak,
+            ts,
+            Worst::of(flows, |f| f.counters.rnr_nak),
+        );
+    }
+    if t.read_rerequests > 0 {
+        let kind = FindingKind::ReadRerequests {
+            rerequests: t.read_rerequests,
+            resent: t.read_retransmissions,
+        };
+        let ts = first(&|e| e.kind == EventKind::ReadRerequest);
+        let worst = Worst::of(flows, |f| f.counters.read_rerequests);
+        out.add(Severity::Warning, kind, t.read_rerequests, ts, worst);
+    }
+    if t.unknown_retransmissions > 0 {
+        let n = t.unknown_retransmissions;
+        let kind = FindingKind::UnknownRetransmissions { packets: n };
+        let worst = Worst::of(flows, |f| f.counters.unknown_retransmissions);
+        out.add(Severity::Warning, kind, n, None, worst);
+    }
+    if t.duplicate_packets > 0 {
+        let n = t.duplicate_packets;
+        let ts = first(&|e| e.kind == EventKind::Duplicate);
+        let worst = Worst::of(flows, |f| f.counters.duplicate_packets);
+        out.add(
+            Severity::Info,
+            FindingKind::DuplicatePackets { packets: n },
+            n,
+            ts,
+            worst,
+        );
+    }
+    if t.reordered_packets > 0 {
+        let n = t.reordered_packets;
+        let ts = first(&|e| e.kind == EventKind::Reordered);
+        let worst = Worst::of(flows, |f| f.counters.reordered_packets);
+        out.add(
+            Severity::Info,
+            FindingKind::ReorderedPackets { packets: n },
+            n,
+            ts,
+            worst,
+        );
+    }
+}
+
+/// PFC, the ARP / reply-path symptoms (one finding per kind), unanswered ARP.
+fn link(out: &mut Out, t: &Totals, flows: &[FlowSummary], net: &NetSummary) {
+    if t.pfc_pause_frames > 0 {
+        let kind = FindingKind::PfcPause {
+            frames: t.pfc_pause_frames,
+            stalls: t.pfc_stalls,
+        };
+        let worst = Worst::of(flows, |f| f.counters.pfc_stalls);
+        out.add(Severity::Warning, kind, t.pfc_pause_frames, None, worst);
+    }
+    for (kind, total) in [
+        (
+            ArpSymptomKind::CrossSubnetUnanswered,
+            t.arp_cross_subnet_unanswered,
+        ),
+        (ArpSymptomKind::ReplyPathMismatch, t.arp_reply_path_mismatch),
+        (ArpSymptomKind::DuplicateAddress, t.arp_duplicate_address),
+        (
+            ArpSymptomKind::CrossSubnet,
+            t.arp_cross_subnet
+                .saturating_sub(t.arp_cross_subnet_unanswered),
+        ),
+    ] {
+        let Some(first) = net.symptoms.iter().find(|s| s.kind() == kind) else {
+            continue;
+        };
+        let finding = FindingKind::Arp { kind, total };
+        out.add(
+            kind.severity(),
+            finding,
+            total,
+            Some(first.t_ns),
+            Worst::default(),
+        );
+    }
+    if t.arp_unanswered > 0 {
+        let kind = FindingKind::ArpUnanswered {
+            requests: t.arp_unanswered,
+        };
+        out.add(
+            Severity::Warning,
+            kind,
+            t.arp_unanswered,
+            None,
+            Worst::default(),
+        );
+    }
+}
+
+/// Congestion (CE and CNP), malformed and truncated frames.
+fn congestion_and_frames(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
+    if t.ce_marked > 0 || t.cnp > 0 {
+        let rates = flows
+            .iter()
+            .filter_map(|f| {
+                Some(RateChange {
+                    flow: f.id,
+                    gbps_before: f.gbps_before_first_cnp?,
+                    gbps_after: f.gbps_after_last_cnp?,
+                })
+            })
+            .take(3)
+            .collect();
+        let kind = FindingKind::Congestion(Congestion {
+            ce_marked: t.ce_marked,
+            cnp: t.cnp,
+            ce_without_cnp: t.ce_without_cnp,
+            cnp_without_ce: t.cnp_without_ce,
+            ce_to_cnp_ns: max_median(flows, |f| f.ce_to_cnp.median_ns),
+            rates,
+        });
+        let worst = Worst::of(flows, |f| f.counters.ce_marked);
+        out.add(Severity::Info, kind, t.ce_marked, None, worst);
+    }
+    if t.malformed > 0 {
+        let kind = FindingKind::Malformed {
+            frames: t.malformed,
+        };
+        out.add(Severity::Warning, kind, t.malformed, None, Worst::default());
+    }
+    if t.truncated > 0 {
+        let kind = FindingKind::Truncated {
+            frames: t.truncated,
+        };
+        out.add(Severity::Info, kind, t.truncated, None, Worst::default());
+    }
+}
+
+/// A finding for an input that ends in the middle of a record.
+pub(in crate::analysis) fn cut_short(file: &str, frames: u64) -> Finding {
+    Finding {
+        severity: Severity::Warning,
+        kind: FindingKind::InputCutShort {
+            file: file.to_string(),
+            frames,
+        },
+        count: frames,
+        t_ns: None,
+        worst: Worst::default(),
+    }
+}
