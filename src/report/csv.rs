@@ -8,7 +8,6 @@ use serde_json::Value;
 use std::io::{self, Write};
 
 pub(super) fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
-    let mut w = csv::Writer::from_writer(out);
     let mut cells = Cells::default();
     for (i, f) in r.flows.iter().enumerate() {
         cells.start(i == 0);
@@ -17,21 +16,56 @@ pub(super) fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
             depth: 0,
         })
         .map_err(io::Error::other)?;
+        cells.end_row();
         if i == 0 {
-            w.write_record(&cells.keys).map_err(io::Error::other)?;
+            let mut head = Vec::new();
+            for (j, k) in cells.keys.iter().enumerate() {
+                if j > 0 {
+                    head.push(b',');
+                }
+                let at = head.len();
+                head.extend_from_slice(k.as_bytes());
+                quote_from(&mut head, at);
+            }
+            head.push(b'\n');
+            out.write_all(&head)?;
         }
-        w.write_record(&cells.vals[..cells.n])
-            .map_err(io::Error::other)?;
+        out.write_all(&cells.row)?;
     }
-    w.flush()
+    out.flush()
 }
 
-/// One row's cells, reused from row to row so that a row allocates nothing once the
-/// first has sized the buffers: the values in order, the column names (collected for
-/// the first row only, for the header) and the column path of the value being written.
+/// Quotes the field that starts at `at` (the last one of `buf`) where CSV needs it — it
+/// holds a comma, a double quote, CR or LF — doubling its quotes: what the `csv` crate's
+/// writer does by default (QuoteStyle::Necessary), written here because a row is built
+/// in one buffer as the summary serializes and the crate's per-field calls and second
+/// buffer cost more than the serializing (16,384 flows x 99 columns).
+fn quote_from(buf: &mut Vec<u8>, at: usize) {
+    let needs = buf[at..]
+        .iter()
+        .any(|&b| matches!(b, b',' | b'"' | b'\r' | b'\n'));
+    if !needs {
+        return;
+    }
+    let field: Vec<u8> = buf.drain(at..).collect();
+    buf.push(b'"');
+    for b in field {
+        if b == b'"' {
+            buf.push(b'"');
+        }
+        buf.push(b);
+    }
+    buf.push(b'"');
+}
+
+/// One row, built in one buffer reused from row to row (a row allocates nothing once the
+/// first has sized it): the cells written so far, the column names (collected for the
+/// first row only, for the header) and the column path of the value being written.
 #[derive(Default)]
 struct Cells {
-    vals: Vec<Vec<u8>>,
+    row: Vec<u8>,
+    /// Where the last cell starts in `row`.
+    cell_at: usize,
     n: usize,
     keys: Vec<String>,
     header: bool,
@@ -44,6 +78,8 @@ struct Cells {
 
 impl Cells {
     fn start(&mut self, header: bool) {
+        self.row.clear();
+        self.cell_at = 0;
         self.n = 0;
         self.header = header;
         self.path.clear();
@@ -51,25 +87,32 @@ impl Cells {
         self.parts = None;
     }
 
+    /// Ends the row: its last cell, the line.
+    fn end_row(&mut self) {
+        if self.n > 0 {
+            quote_from(&mut self.row, self.cell_at);
+        }
+        self.row.push(b'\n');
+    }
+
     /// A new cell, empty, for the value at the current path.
     fn cell(&mut self) -> &mut Vec<u8> {
         if self.header {
             self.keys.push(self.path.clone());
         }
-        if self.vals.len() == self.n {
-            self.vals.push(Vec::new());
+        if self.n > 0 {
+            quote_from(&mut self.row, self.cell_at);
+            self.row.push(b',');
         }
-        let c = &mut self.vals[self.n];
-        c.clear();
+        self.cell_at = self.row.len();
         self.n += 1;
-        c
+        &mut self.row
     }
 
     /// Where a value goes: a new cell, or the open `k=v;...` cell after its `k=`.
     fn out(&mut self) -> &mut Vec<u8> {
         if self.parts.is_some() {
-            let n = self.n - 1;
-            &mut self.vals[n]
+            &mut self.row
         } else {
             self.cell()
         }
@@ -77,10 +120,13 @@ impl Cells {
 
     fn enter(&mut self, key: &str) {
         self.ends.push(self.path.len());
-        if !self.path.is_empty() {
-            self.path.push('.');
+        // After the header only the top-level key matters (which maps are one cell).
+        if self.header || self.ends.len() == 1 {
+            if !self.path.is_empty() {
+                self.path.push('.');
+            }
+            self.path.push_str(key);
         }
-        self.path.push_str(key);
     }
 
     fn leave(&mut self) {
@@ -402,7 +448,12 @@ impl serde::ser::SerializeMap for FlatMap<'_> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), Self::Error> {
-        self.key = json_text(k)?;
+        // Keys are names and numbers (`#[serde(flatten)]` fields, the count maps): written
+        // into the reused buffer; anything else as its JSON text.
+        self.key.clear();
+        if k.serialize(KeyText(&mut self.key)).is_err() {
+            self.key = json_text(k)?;
+        }
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
@@ -435,3 +486,161 @@ macro_rules! struct_impls {
     };
 }
 struct_impls!(SerializeStruct, SerializeStructVariant);
+
+/// A map key's text, written into a reused buffer: strings as they are, integers in
+/// decimal; anything else is refused (and taken as its JSON text by the caller).
+struct KeyText<'a>(&'a mut String);
+
+macro_rules! key_ints {
+    ($($f:ident: $t:ty),*) => {
+        $(fn $f(self, v: $t) -> Result<(), Self::Error> {
+            self.0.push_str(itoa::Buffer::new().format(v));
+            Ok(())
+        })*
+    };
+}
+
+macro_rules! key_refused {
+    ($($f:ident($($t:ty),*)),*) => {
+        $(fn $f(self, $(_: $t),*) -> Result<(), Self::Error> {
+            Err(serde::ser::Error::custom("not a plain key"))
+        })*
+    };
+}
+
+impl serde::Serializer for KeyText<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    type SerializeSeq = serde::ser::Impossible<(), serde_json::Error>;
+    type SerializeTuple = serde::ser::Impossible<(), serde_json::Error>;
+    type SerializeTupleStruct = serde::ser::Impossible<(), serde_json::Error>;
+    type SerializeTupleVariant = serde::ser::Impossible<(), serde_json::Error>;
+    type SerializeMap = serde::ser::Impossible<(), serde_json::Error>;
+    type SerializeStruct = serde::ser::Impossible<(), serde_json::Error>;
+    type SerializeStructVariant = serde::ser::Impossible<(), serde_json::Error>;
+
+    key_ints!(serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
+        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64);
+    key_refused!(
+        serialize_bool(bool),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str)
+    );
+
+    fn serialize_str(self, v: &str) -> Result<(), Self::Error> {
+        self.0.push_str(v);
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+    ) -> Result<(), Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> Result<(), Self::Error> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+    fn serialize_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStruct, Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, Self::Error> {
+        Err(serde::ser::Error::custom("not a plain key"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Fields quoted exactly as the `csv` crate's writer quotes them.
+    #[test]
+    fn quoting_matches_the_csv_crate() {
+        let fields = [
+            "plain",
+            "",
+            "a,b",
+            "say \"hi\"",
+            "two\nlines",
+            "cr\r",
+            "198.51.100.7",
+            "x=1;y=2",
+            "\"",
+            ",",
+            " lead",
+            "é",
+        ];
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(fields).unwrap();
+        let want = w.into_inner().unwrap();
+        let mut got = Vec::new();
+        for (i, f) in fields.iter().enumerate() {
+            if i > 0 {
+                got.push(b',');
+            }
+            let at = got.len();
+            got.extend_from_slice(f.as_bytes());
+            super::quote_from(&mut got, at);
+        }
+        got.push(b'\n');
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            String::from_utf8(want).unwrap()
+        );
+    }
+}
