@@ -6,7 +6,11 @@
 #   (also with --max-flows 1, which keeps one finished flow's summary),
 # and the 2,000,000-frame trace of benches/analyze.sh (`synth clean-rc`), for reference.
 # Prints one table: wall time, frames/s, peak RSS, and the ratio of 8,192-QP to 128-QP
-# frames/s (1.0 would be "as fast with thousands of QPs as with a hundred").
+# frames/s (1.0 would be "as fast with thousands of QPs as with a hundred"); then, from
+# `cargo bench --bench scale` (benches/scale.rs) on the same traces, what the wall time
+# does not show apart: the analysis alone, memory per live flow, each report writer, and
+# `top` (the feeder's snapshot, applying it, redraws) with that many flows; and last the
+# targets of issue #17 against those figures.
 #
 # Needs /usr/bin/time (GNU time) for the peak RSS: `apt-get install -y time`.
 # ROCETAP=PATH measures another rocetap binary (the traces still come from this tree's
@@ -69,6 +73,7 @@ row() {
     flows=$(grep -m1 '"flows":' "$TMP/$trace.pcap.truth.json" | tr -dc 0-9 || true)
     [ -z "$flows" ] && flows=8
     MFPS=$(echo "$frames / $bw / 1000000" | bc -l)
+    RSS_MAX=$br
     printf '%-40s %9d %7d %8.2f %10.3f %10.1f\n' "$label" "$frames" "$flows" "$bw" "$MFPS" \
         "$(echo "$br / 1024" | bc -l)"
 }
@@ -78,7 +83,41 @@ row "128 QPs, 128 peers" q128 "$RUNS"
 F128=$MFPS
 row "8,192 QPs, 128 peers" q8192 "$RUNS"
 F8192=$MFPS
+R8192=$(echo "$RSS_MAX / 1024" | bc -l)
 row "50,000 QPs, 2 hosts" q50k "$SLOW_RUNS"
+F50K=$MFPS
 row "50,000 QPs, 2 hosts, --max-flows 1" q50k "$SLOW_RUNS" --max-flows 1
 row "clean-rc 2M frames (benches/analyze.sh)" clean "$RUNS"
-printf '8,192-QP / 128-QP frames/s: %.2f\n' "$(echo "$F8192 / $F128" | bc -l)"
+RATIO=$(echo "$F8192 / $F128" | bc -l)
+printf '8,192-QP / 128-QP frames/s: %.2f\n' "$RATIO"
+echo
+if [ -n "${ROCETAP:-}" ]; then
+    echo "(the in-process figures below are of this tree, not of $BIN)"
+fi
+INPROC=(q128 q8192)
+((SLOW_RUNS > 0)) && INPROC+=(q50k)
+cargo bench -q --bench scale -- "${INPROC[@]/#/$TMP/}" | sed "s|$TMP/||" | tee "$TMP/inproc"
+echo
+# target NAME OK DETAIL
+target() { printf '%-58s %-4s %s\n' "$1" "$([ "$2" = 1 ] && echo met || echo MISS)" "$3"; }
+num() { grep -A4 "^$1.pcap" "$TMP/inproc" | grep "$2" | sed -E "s/.*$3.*/\1/"; }
+echo "issue #17 targets"
+per_flow=$(num q8192 memory ' ([0-9]+) bytes per live flow')
+target "<= 2 KiB per live flow (8,192 QPs, clean)" "$((per_flow <= 2048))" "$per_flow bytes"
+target "8,192 QPs under 64 MiB peak RSS" "$(echo "$R8192 < 64" | bc)" "$(printf %.1f "$R8192") MiB"
+target "8,192 QPs within 1.5x the frames/s of 128 QPs" "$(echo "$RATIO >= 0.6667" | bc)" \
+    "ratio $(printf %.2f "$RATIO") (>= 0.67)"
+if ((SLOW_RUNS > 0)); then
+    target "50,000 QPs between two hosts above 3 M frames/s" "$(echo "$F50K > 3" | bc)" \
+        "$(printf %.2f "$F50K") M frames/s"
+fi
+json=$(num q8192 report 'JSON ([0-9.]+) ms.*')
+csv=$(num q8192 report 'CSV ([0-9.]+) ms.*')
+target "16,384 flows written in under 0.1 s (JSON / CSV)" \
+    "$(echo "$json < 100 && $csv < 100" | bc)" "JSON $json ms, CSV $csv ms"
+redraw=$(num q8192 top 'redraw ([0-9.]+) ms, sort.*')
+snap=$(num q8192 top 'snapshot ([0-9.]+) ms.*')
+apply=$(num q8192 top 'apply ([0-9.]+) ms.*')
+target "top, 16,384 flows: redraw, snapshot, apply under 20 ms" \
+    "$(echo "$redraw < 20 && $snap < 20 && $apply < 20" | bc)" \
+    "redraw $redraw ms, snapshot $snap ms, apply $apply ms"
