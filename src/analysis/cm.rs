@@ -282,7 +282,9 @@ fn settle(s: &mut CmSession, r: &mut Report) {
     for (k, (i, start)) in [(a, p.start_psn), (b, q.start_psn)].into_iter().enumerate() {
         let Some(i) = i else { continue };
         let f = &r.flows[i];
-        if let (Some(first), true) = (f.first_psn, requests_only(f)) {
+        // The request stream's own first PSN: the flow may also carry responses to the
+        // other side's requests, whose PSNs are the other side's sequence.
+        if let Some(first) = f.first_request_psn {
             let d = first.diff(start);
             if d >= 0 {
                 s.missing_at_start[k] = Some(d as u32);

@@ -178,6 +178,8 @@ pub(crate) struct ReqStream {
     pub first_ident: Option<u16>,
     /// The next new PSN.
     pub next: Psn,
+    /// The PSN of the first request seen (once `started`).
+    pub first: Psn,
     /// The PSN after the last request packet, new or resent: where a resend run goes on.
     pub cursor: Psn,
     /// Packets whose identification came after / before the latest one: where nearly

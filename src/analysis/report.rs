@@ -406,6 +406,11 @@ pub struct FlowSummary {
     /// PSN of its last packet; `None` before any BTH packet.
     #[serde(serialize_with = "psn")]
     pub last_psn: Option<Psn>,
+    /// PSN of the first request it carried (its sender's own send sequence; the flow's
+    /// first packet may be a response to the other side's requests); `None` without one.
+    /// Not in the JSON document: what the CM and QP-table matching use.
+    #[serde(skip)]
+    pub first_request_psn: Option<Psn>,
     /// Packets with ECN = Not-ECT (00).
     pub ecn_not_ect: u64,
     /// Packets with ECN = ECT(1) (01).

@@ -79,6 +79,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
     };
     if !f.req.started {
         f.req.started = true;
+        f.req.first = p;
         f.req.next = p;
         f.req.cursor = p;
     }

@@ -1357,3 +1357,58 @@ fn op_counts_match_a_plain_table() {
         assert_eq!(c.table(), want, "{kinds} kinds");
     }
 }
+
+/// A connection set up by the CM whose first packets the capture missed is found even
+/// when the requester's flow also carries responses (ACKs of the responder's own
+/// requests): the missing count comes from the flow's first *request* PSN, not from its
+/// first packet's.
+#[test]
+fn first_packets_missing_are_found_on_a_flow_that_also_carries_responses() {
+    let (mut frames, truth) = crate::synth::tests::decoded_with_truth("cm-setup", 400, 1);
+    let want = &truth["facts"]["cm_connections"][1];
+    let missing = want["first_packets_missing"].as_u64().unwrap();
+    assert!(missing > 0, "{want}");
+    let ip = |k: &str| match want[k].as_str().unwrap().parse::<IpAddr>().unwrap() {
+        IpAddr::V4(v) => v.octets(),
+        IpAddr::V6(_) => unreachable!("cm-setup is IPv4"),
+    };
+    let (requester, responder) = (ip("requester"), ip("responder"));
+    let qp = u32::from_str_radix(
+        want["responder_qp"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    // Before the requester's first captured data packet: an ACK it sends, in the same
+    // flow (to the responder's QP), for a request of the responder's own (PSN 0x777).
+    let at = frames
+        .iter()
+        .position(|(_, d)| {
+            d.roce.as_ref().is_some_and(|r| {
+                r.bth.dest_qp == Qpn(qp)
+                    && r.mad.is_none()
+                    && d.ip.is_some_and(|i| i.src == IpAddr::from(requester))
+            })
+        })
+        .expect("the requester's data");
+    let t = frames[at].0 - 1;
+    let a = with(pkt(requester, responder, qp, ACK, 0x777), |r| {
+        r.aeth = Some(AethRepr {
+            syndrome: 0x1f,
+            msn: Msn(0),
+        })
+    });
+    frames.insert(at, (t, a));
+    let r = run_at(&frames);
+    let s =
+        r.cm.iter()
+            .find(|s| s.rep.is_some_and(|p| p.qpn == Qpn(qp)))
+            .expect("the session");
+    assert_eq!(s.missing_at_start[0], Some(missing as u32));
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| matches!(f.kind, report::FindingKind::CmFirstPacketsMissing { .. })));
+}

@@ -504,7 +504,7 @@ fn open(p: &Path, force: bool) -> io::Result<File> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::capture::file::for_each_frame;
     use dissectors::{Config, IcrcStatus, StopKind};
@@ -583,7 +583,16 @@ mod tests {
 
     /// Every frame of a scenario, decoded, with its timestamp.
     pub fn decoded(name: &str, packets: u64, seed: u64) -> Vec<(u64, dissectors::Decoded)> {
-        let (buf, _) = gen(find(name).unwrap(), packets, seed);
+        decoded_with_truth(name, packets, seed).0
+    }
+
+    /// [`decoded`], with the scenario's truth document.
+    pub fn decoded_with_truth(
+        name: &str,
+        packets: u64,
+        seed: u64,
+    ) -> (Vec<(u64, dissectors::Decoded)>, serde_json::Value) {
+        let (buf, truth) = gen(find(name).unwrap(), packets, seed);
         let mut v = Vec::new();
         for_each_frame(&buf[..], |f| {
             v.push((
@@ -593,7 +602,7 @@ mod tests {
             ControlFlow::Continue(())
         })
         .unwrap();
-        v
+        (v, truth)
     }
 
     #[test]

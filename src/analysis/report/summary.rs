@@ -108,6 +108,7 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
         cnp_other_dscp: f.mark_counts.cnp_other_dscp,
         first_psn: f.first_psn,
         last_psn: f.last_psn,
+        first_request_psn: f.req.started.then_some(f.req.first),
         ecn_not_ect: f.ecn[0],
         ecn_ect1: f.ecn[1],
         ecn_ect0: f.ecn[2],
