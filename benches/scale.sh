@@ -118,6 +118,10 @@ target "16,384 flows written in under 0.1 s (JSON / CSV)" \
 redraw=$(num q8192 top 'redraw ([0-9.]+) ms, sort.*')
 snap=$(num q8192 top 'snapshot ([0-9.]+) ms.*')
 apply=$(num q8192 top 'apply ([0-9.]+) ms.*')
-target "top, 16,384 flows: redraw, snapshot, apply under 20 ms" \
-    "$(echo "$redraw < 20 && $snap < 20 && $apply < 20" | bc)" \
-    "redraw $redraw ms, snapshot $snap ms, apply $apply ms"
+sortr=$(num q8192 top 'sort\+redraw ([0-9.]+) ms.*')
+filt=$(num q8192 top 'filter\+redraw ([0-9.]+) ms.*')
+# What the UI thread does per refresh: apply the snapshot, draw. (The snapshot itself is
+# taken on the feeder thread, printed for information.)
+target "top, 16,384 flows: apply + redraw under 20 ms" \
+    "$(echo "$apply + $redraw < 20 && $sortr < 20 && $filt < 20" | bc)" \
+    "apply $apply + redraw $redraw ms; sort $sortr, filter $filt ms; (feeder's snapshot $snap ms)"
