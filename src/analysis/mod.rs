@@ -463,9 +463,7 @@ impl Analyzer {
 
     /// Ends the run: settles every live flow and returns the report.
     pub fn finish(mut self) -> Report {
-        for slot in 0..self.slots.len() {
-            self.retire(slot as u32);
-        }
+        self.retire_all();
         let net = std::mem::take(&mut self.net).finish(&mut self.log);
         let mut r = report::build(
             self.capture,

@@ -222,6 +222,38 @@ impl Analyzer {
         };
         self.last_seen[slot as usize] = u64::MAX;
         settle(&mut f, &mut self.log);
+        self.unlink(slot, &f);
+        self.keep(&f);
+        self.free.push(slot);
+    }
+
+    /// At the end of the run: settles and summarises every flow, leaving the tables that
+    /// find flows as they are (they go with the analyzer): no index, pair list or peer
+    /// is updated for a flow that is about to go.
+    pub(super) fn retire_all(&mut self) {
+        for slot in 0..self.slots.len() {
+            if let Some(mut f) = self.slots[slot].take() {
+                settle(&mut f, &mut self.log);
+                self.keep(&f);
+            }
+        }
+    }
+
+    /// The flow's summary kept, or its counts added to the totals beyond the summaries kept.
+    fn keep(&mut self, f: &Flow) {
+        if self.done.len() < self.cfg.max_flow_summaries {
+            let summary = report::summarize(f);
+            report::add_flow(&mut self.sums, &summary);
+            self.done.push(summary);
+        } else {
+            report::add_live(&mut self.sums, f);
+            self.sums.flow_summaries_dropped += 1;
+        }
+    }
+
+    /// Takes a retired flow out of the tables that find it: its peer, the index and its
+    /// cache, the list of its address pair.
+    fn unlink(&mut self, slot: u32, f: &Flow) {
         if let Some(p) = f.peer {
             if let Some(pf) = self.slots[p as usize].as_mut() {
                 pf.peer = None;
@@ -244,15 +276,6 @@ impl Analyzer {
                 self.by_pair.remove(&(f.key.src, f.key.dst));
             }
         }
-        if self.done.len() < self.cfg.max_flow_summaries {
-            let summary = report::summarize(&f);
-            report::add_flow(&mut self.sums, &summary);
-            self.done.push(summary);
-        } else {
-            report::add_live(&mut self.sums, &f);
-            self.sums.flow_summaries_dropped += 1;
-        }
-        self.free.push(slot);
     }
 
     #[inline]
