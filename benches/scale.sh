@@ -94,13 +94,13 @@ echo
 if [ -n "${ROCETAP:-}" ]; then
     echo "(the in-process figures below are of this tree, not of $BIN)"
 fi
-INPROC=(q128 q8192)
-((SLOW_RUNS > 0)) && INPROC+=(q50k)
+INPROC=(q128.pcap q8192.pcap)
+((SLOW_RUNS > 0)) && INPROC+=(q50k.pcap)
 cargo bench -q --bench scale -- "${INPROC[@]/#/$TMP/}" | sed "s|$TMP/||" | tee "$TMP/inproc"
 echo
 # target NAME OK DETAIL
 target() { printf '%-58s %-4s %s\n' "$1" "$([ "$2" = 1 ] && echo met || echo MISS)" "$3"; }
-num() { grep -A4 "^$1.pcap" "$TMP/inproc" | grep "$2" | sed -E "s/.*$3.*/\1/"; }
+num() { grep -A4 "^$1.pcap" "$TMP/inproc" | grep -E "^  $2 " | sed -E "s/.*$3.*/\1/"; }
 echo "issue #17 targets"
 per_flow=$(num q8192 memory ' ([0-9]+) bytes per live flow')
 target "<= 2 KiB per live flow (8,192 QPs, clean)" "$((per_flow <= 2048))" "$per_flow bytes"
