@@ -69,7 +69,7 @@ fn bench(path: &str, runs: u32) {
     let mut p = Pipeline::new(dcfg, Analyzer::new(Config::default()));
     let t = Instant::now();
     if let Err(e) = p.read_files(&[PathBuf::from(path)], true, &mut NoSink) {
-        eprintln!("{path}: {e:?}");
+        eprintln!("scale: {e}");
         std::process::exit(2);
     }
     let ingest = t.elapsed();

@@ -194,7 +194,7 @@ struct FlatMap<'a> {
     /// This map is a one-cell map whose cell it opened.
     one: bool,
     /// The text of the key of the entry whose value comes next.
-    key: String,
+    key: Vec<u8>,
 }
 
 macro_rules! ints {
@@ -334,7 +334,7 @@ impl<'a> serde::Serializer for Flat<'a> {
             depth: self.depth,
             base: self.depth,
             one,
-            key: String::new(),
+            key: Vec::new(),
         })
     }
     fn serialize_struct(self, _: &'static str, len: usize) -> Result<FlatMap<'a>, Self::Error> {
@@ -448,17 +448,23 @@ impl serde::ser::SerializeMap for FlatMap<'_> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), Self::Error> {
-        // Keys are names and numbers (`#[serde(flatten)]` fields, the count maps): written
-        // into the reused buffer; anything else as its JSON text.
+        // Keys are names and numbers (`#[serde(flatten)]` fields, the count maps): the JSON
+        // writer's key text, unquoted, in the reused buffer; one it had to escape (or could
+        // not write) as the text of its `Value`.
         self.key.clear();
-        if k.serialize(KeyText(&mut self.key)).is_err() {
-            self.key = json_text(k)?;
+        if super::pretty_json::write_key(&mut self.key, k) && !self.key.contains(&b'\\') {
+            self.key.pop();
+            self.key.remove(0);
+        } else {
+            self.key.clear();
+            self.key.extend_from_slice(json_text(k)?.as_bytes());
         }
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
         let key = std::mem::take(&mut self.key);
-        self.entry(&key, v)?;
+        let name = std::str::from_utf8(&key).map_err(serde::ser::Error::custom)?;
+        self.entry(name, v)?;
         self.key = key;
         Ok(())
     }
@@ -486,125 +492,6 @@ macro_rules! struct_impls {
     };
 }
 struct_impls!(SerializeStruct, SerializeStructVariant);
-
-/// A map key's text, written into a reused buffer: strings as they are, integers in
-/// decimal; anything else is refused (and taken as its JSON text by the caller).
-struct KeyText<'a>(&'a mut String);
-
-macro_rules! key_ints {
-    ($($f:ident: $t:ty),*) => {
-        $(fn $f(self, v: $t) -> Result<(), Self::Error> {
-            self.0.push_str(itoa::Buffer::new().format(v));
-            Ok(())
-        })*
-    };
-}
-
-macro_rules! key_refused {
-    ($($f:ident($($t:ty),*)),*) => {
-        $(fn $f(self, $(_: $t),*) -> Result<(), Self::Error> {
-            Err(serde::ser::Error::custom("not a plain key"))
-        })*
-    };
-}
-
-impl serde::Serializer for KeyText<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    type SerializeSeq = serde::ser::Impossible<(), serde_json::Error>;
-    type SerializeTuple = serde::ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleStruct = serde::ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleVariant = serde::ser::Impossible<(), serde_json::Error>;
-    type SerializeMap = serde::ser::Impossible<(), serde_json::Error>;
-    type SerializeStruct = serde::ser::Impossible<(), serde_json::Error>;
-    type SerializeStructVariant = serde::ser::Impossible<(), serde_json::Error>;
-
-    key_ints!(serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
-        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64);
-    key_refused!(
-        serialize_bool(bool),
-        serialize_f32(f32),
-        serialize_f64(f64),
-        serialize_char(char),
-        serialize_bytes(&[u8]),
-        serialize_none(),
-        serialize_unit(),
-        serialize_unit_struct(&'static str)
-    );
-
-    fn serialize_str(self, v: &str) -> Result<(), Self::Error> {
-        self.0.push_str(v);
-        Ok(())
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-    fn serialize_unit_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-    ) -> Result<(), Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<(), Self::Error> {
-        v.serialize(self)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<(), Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-    fn serialize_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStruct, Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Self::Error> {
-        Err(serde::ser::Error::custom("not a plain key"))
-    }
-}
 
 #[cfg(test)]
 mod tests {

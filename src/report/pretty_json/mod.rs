@@ -17,6 +17,12 @@ use std::io::Write;
 mod key;
 use key::KeySerializer;
 
+/// Writes a map key as the document writes it (a string quoted and escaped; numbers,
+/// booleans and chars quoted) into `buf`; false when it cannot be a key.
+pub(in crate::report) fn write_key<T: Serialize + ?Sized>(buf: &mut Vec<u8>, key: &T) -> bool {
+    key.serialize(KeySerializer(buf)).is_ok()
+}
+
 /// Writes `value` as pretty JSON to `out`, as `serde_json::to_writer_pretty` would.
 pub fn to_writer_pretty<W: Write, T: Serialize + ?Sized>(out: W, value: &T) -> Result<(), Error> {
     let mut s = Pretty {
