@@ -182,11 +182,11 @@ mod tests {
     use super::*;
 
     fn with(text: &str) -> Result<Vec<(String, Vec<String>)>, String> {
-        let p = std::env::temp_dir().join(format!(
-            "rocetap-agent-cfg-{}-{}.yaml",
-            std::process::id(),
-            text.len()
-        ));
+        // A file of its own per call: tests run in parallel threads of one process.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p =
+            std::env::temp_dir().join(format!("rocetap-agent-cfg-{}-{n}.yaml", std::process::id()));
         std::fs::write(&p, text).unwrap();
         let r = load(&p).map_err(|e| e.what);
         let _ = std::fs::remove_file(&p);
