@@ -24,7 +24,7 @@ pub(super) fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
                     head.push(b',');
                 }
                 let at = head.len();
-                head.extend_from_slice(k.as_bytes());
+                head.extend_from_slice(k);
                 quote_from(&mut head, at);
             }
             head.push(b'\n');
@@ -67,13 +67,17 @@ struct Cells {
     /// Where the last cell starts in `row`.
     cell_at: usize,
     n: usize,
-    keys: Vec<String>,
+    keys: Vec<Vec<u8>>,
     header: bool,
     /// `a.b` of the current value; its parts end at `ends`.
-    path: String,
+    path: Vec<u8>,
     ends: Vec<usize>,
     /// Inside a one-cell map (`k=v;...`): whether a part was written yet.
     parts: Option<bool>,
+    /// Key buffers of maps that ended, for the next ones (no allocation per row).
+    spare_keys: Vec<Vec<u8>>,
+    /// After the header: the top-level key being written has a one-cell map.
+    top_one: bool,
 }
 
 impl Cells {
@@ -85,6 +89,7 @@ impl Cells {
         self.path.clear();
         self.ends.clear();
         self.parts = None;
+        self.top_one = false;
     }
 
     /// Ends the row: its last cell, the line.
@@ -118,14 +123,26 @@ impl Cells {
         }
     }
 
-    fn enter(&mut self, key: &str) {
+    fn enter(&mut self, key: &[u8]) {
         self.ends.push(self.path.len());
-        // After the header only the top-level key matters (which maps are one cell).
-        if self.header || self.ends.len() == 1 {
+        if self.header {
             if !self.path.is_empty() {
-                self.path.push('.');
+                self.path.push(b'.');
             }
-            self.path.push_str(key);
+            self.path.extend_from_slice(key);
+        } else if self.ends.len() == 1 {
+            // After the header only the top-level key matters: whether its map is one
+            // cell (the path stays empty).
+            self.top_one = one_cell(key);
+        }
+    }
+
+    /// Whether a map here is one `k=v;...` cell.
+    fn one_cell_here(&self) -> bool {
+        if self.header {
+            one_cell(&self.path)
+        } else {
+            !self.ends.is_empty() && self.top_one
         }
     }
 
@@ -147,8 +164,8 @@ struct Flat<'a> {
 }
 
 /// Columns whose map is one `k=v;...` cell.
-fn one_cell(path: &str) -> bool {
-    path == "opcodes" || path == "rnr_timers"
+fn one_cell(path: &[u8]) -> bool {
+    path == b"opcodes" || path == b"rnr_timers"
 }
 
 /// A value inside a one-cell map, or a sequence, as the JSON text of a `Value` shows it.
@@ -279,7 +296,7 @@ impl<'a> serde::Serializer for Flat<'a> {
         if self.cells.parts.is_some() {
             return nested_in_cell();
         }
-        self.cells.enter(variant);
+        self.cells.enter(variant.as_bytes());
         v.serialize(Flat {
             cells: &mut *self.cells,
             depth: self.depth + 1,
@@ -317,24 +334,25 @@ impl<'a> serde::Serializer for Flat<'a> {
             return nested_in_cell();
         }
         // The sequence's one cell is named after the variant.
-        self.cells.enter(variant);
+        self.cells.enter(variant.as_bytes());
         self.serialize_seq(Some(len))
     }
     fn serialize_map(self, _: Option<usize>) -> Result<FlatMap<'a>, Self::Error> {
         if self.cells.parts.is_some() {
             return nested_in_cell();
         }
-        let one = one_cell(&self.cells.path);
+        let one = self.cells.one_cell_here();
         if one {
             self.cells.cell();
             self.cells.parts = Some(false);
         }
+        let key = self.cells.spare_keys.pop().unwrap_or_default();
         Ok(FlatMap {
             cells: self.cells,
             depth: self.depth,
             base: self.depth,
             one,
-            key: Vec::new(),
+            key,
         })
     }
     fn serialize_struct(self, _: &'static str, len: usize) -> Result<FlatMap<'a>, Self::Error> {
@@ -350,7 +368,7 @@ impl<'a> serde::Serializer for Flat<'a> {
         if self.cells.parts.is_some() {
             return nested_in_cell();
         }
-        self.cells.enter(variant);
+        self.cells.enter(variant.as_bytes());
         let base = self.depth;
         let mut m = Flat {
             cells: self.cells,
@@ -409,7 +427,7 @@ seq_impls!(
 );
 
 impl FlatMap<'_> {
-    fn entry<T: Serialize + ?Sized>(&mut self, key: &str, v: &T) -> Result<(), serde_json::Error> {
+    fn entry<T: Serialize + ?Sized>(&mut self, key: &[u8], v: &T) -> Result<(), serde_json::Error> {
         if self.one {
             let first = self.cells.parts == Some(false);
             self.cells.parts = Some(true);
@@ -417,7 +435,7 @@ impl FlatMap<'_> {
             if !first {
                 c.push(b';');
             }
-            c.extend_from_slice(key.as_bytes());
+            c.extend_from_slice(key);
             c.push(b'=');
             return v.serialize(Flat {
                 cells: &mut *self.cells,
@@ -440,6 +458,7 @@ impl FlatMap<'_> {
         if self.cells.ends.len() > self.base {
             self.cells.leave();
         }
+        self.cells.spare_keys.push(self.key);
         Ok(())
     }
 }
@@ -449,13 +468,10 @@ impl serde::ser::SerializeMap for FlatMap<'_> {
     type Error = serde_json::Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), Self::Error> {
         // Keys are names and numbers (`#[serde(flatten)]` fields, the count maps): the JSON
-        // writer's key text, unquoted, in the reused buffer; one it had to escape (or could
-        // not write) as the text of its `Value`.
+        // writer's key text without its quotes, in the reused buffer; one it would have to
+        // escape (or could not write) as the text of its `Value`.
         self.key.clear();
-        if super::pretty_json::write_key(&mut self.key, k) && !self.key.contains(&b'\\') {
-            self.key.pop();
-            self.key.remove(0);
-        } else {
+        if !super::pretty_json::write_key_text(&mut self.key, k) {
             self.key.clear();
             self.key.extend_from_slice(json_text(k)?.as_bytes());
         }
@@ -463,9 +479,9 @@ impl serde::ser::SerializeMap for FlatMap<'_> {
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
         let key = std::mem::take(&mut self.key);
-        let name = std::str::from_utf8(&key).map_err(serde::ser::Error::custom)?;
-        self.entry(name, v)?;
+        let done = self.entry(&key, v);
         self.key = key;
+        done?;
         Ok(())
     }
     fn end(self) -> Result<(), Self::Error> {
@@ -483,7 +499,7 @@ macro_rules! struct_impls {
                 key: &'static str,
                 v: &T,
             ) -> Result<(), Self::Error> {
-                self.entry(key, v)
+                self.entry(key.as_bytes(), v)
             }
             fn end(self) -> Result<(), Self::Error> {
                 self.done()

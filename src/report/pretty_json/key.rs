@@ -1,21 +1,30 @@
 //! Map keys as serde_json writes them (`#[serde(flatten)]` and maps go through here).
 
-use super::{escape_into, float_digits, Error};
+use super::{escape_into, float_digits, needs_escape, Error};
 use serde::ser::{self, Serialize};
 
 /// Map keys, as serde_json writes them: strings, and numbers, booleans and chars in
-/// quotes; anything else is an error ("key must be a string").
-pub(super) struct KeySerializer<'a>(pub(super) &'a mut Vec<u8>);
+/// quotes; anything else is an error ("key must be a string"). Without quotes (the
+/// second field false), the key's bare text, and an error for a string that JSON would
+/// have to escape.
+pub(super) struct KeySerializer<'a>(pub(super) &'a mut Vec<u8>, pub(super) bool);
 
 impl KeySerializer<'_> {
+    #[inline]
+    fn quote(&mut self) {
+        if self.1 {
+            self.0.push(b'"');
+        }
+    }
+
     /// A float key: its digits in quotes; serde_json refuses a non-finite one.
-    fn float<F: zmij::Float>(self, v: F, finite: bool) -> Result<(), Error> {
+    fn float<F: zmij::Float>(mut self, v: F, finite: bool) -> Result<(), Error> {
         if !finite {
             return Err(ser::Error::custom("float key must be finite"));
         }
-        self.0.push(b'"');
+        self.quote();
         float_digits(self.0, v);
-        self.0.push(b'"');
+        self.quote();
         Ok(())
     }
 }
@@ -26,11 +35,11 @@ fn key_error() -> Error {
 
 macro_rules! quoted {
     ($($name:ident: $t:ty => $fmt:expr),*) => {$(
-        fn $name(self, v: $t) -> Result<(), Error> {
-            self.0.push(b'"');
+        fn $name(mut self, v: $t) -> Result<(), Error> {
+            self.quote();
             #[allow(clippy::redundant_closure_call)] // one formatting expression per type
             ($fmt)(&mut *self.0, v);
-            self.0.push(b'"');
+            self.quote();
             Ok(())
         }
     )*};
@@ -69,6 +78,13 @@ impl ser::Serializer for KeySerializer<'_> {
         self.serialize_str(v.encode_utf8(&mut [0; 4]))
     }
     fn serialize_str(self, v: &str) -> Result<(), Error> {
+        if !self.1 {
+            if needs_escape(v.as_bytes()) {
+                return Err(ser::Error::custom("key text needs escaping"));
+            }
+            self.0.extend_from_slice(v.as_bytes());
+            return Ok(());
+        }
         self.0.push(b'"');
         escape_into(self.0, v);
         self.0.push(b'"');

@@ -17,10 +17,10 @@ use std::io::Write;
 mod key;
 use key::KeySerializer;
 
-/// Writes a map key as the document writes it (a string quoted and escaped; numbers,
-/// booleans and chars quoted) into `buf`; false when it cannot be a key.
-pub(in crate::report) fn write_key<T: Serialize + ?Sized>(buf: &mut Vec<u8>, key: &T) -> bool {
-    key.serialize(KeySerializer(buf)).is_ok()
+/// Writes a map key's bare text (the document's key without its quotes) into `buf`;
+/// false when it cannot be a key or is a string the document would have to escape.
+pub(in crate::report) fn write_key_text<T: Serialize + ?Sized>(buf: &mut Vec<u8>, key: &T) -> bool {
+    key.serialize(KeySerializer(buf, false)).is_ok()
 }
 
 /// Writes `value` as pretty JSON to `out`, as `serde_json::to_writer_pretty` would.
@@ -162,25 +162,39 @@ pub(super) fn escape_into(buf: &mut Vec<u8>, s: &str) {
 /// Whether any byte is `"`, `\` or a control character, eight bytes at a time (field
 /// names and addresses never are).
 #[inline]
-fn needs_escape(bytes: &[u8]) -> bool {
+pub(super) fn needs_escape(bytes: &[u8]) -> bool {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     // A byte of `v` is zero / below `n` (n <= 128): the classic exact word tests.
     let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
     let below = |v: u64, n: u64| v.wrapping_sub(LO * n) & !v & HI;
+    let hit = |w: [u8; 8]| {
+        let w = u64::from_le_bytes(w);
+        below(w, 0x20) | zero(w ^ (LO * 0x22)) | zero(w ^ (LO * 0x5c)) != 0
+    };
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
         let mut w = [0u8; 8];
         w.copy_from_slice(c);
-        let w = u64::from_le_bytes(w);
-        if below(w, 0x20) | zero(w ^ (LO * 0x22)) | zero(w ^ (LO * 0x5c)) != 0 {
+        if hit(w) {
             return true;
         }
     }
-    chunks
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    // The last few bytes as one more word: the last eight (again, in part), or those
+    // there are padded with a byte that never needs escaping.
+    let rest = chunks.remainder();
+    if rest.is_empty() {
+        return false;
+    }
+    let mut w = [b'a'; 8];
+    if bytes.len() >= 8 {
+        w.copy_from_slice(&bytes[bytes.len() - 8..]);
+    } else {
+        for (d, &b) in w.iter_mut().zip(rest) {
+            *d = b;
+        }
+    }
+    hit(w)
 }
 
 /// An array or object being written.
@@ -393,7 +407,7 @@ impl<W: Write> ser::SerializeMap for Compound<'_, W> {
     type Error = Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
         self.next();
-        key.serialize(KeySerializer(&mut self.s.buf))?;
+        key.serialize(KeySerializer(&mut self.s.buf, true))?;
         self.s.buf.extend_from_slice(b": ");
         Ok(())
     }

@@ -114,3 +114,19 @@ fn float_keys_match_serde_json() {
     assert!(to_writer_pretty(&mut out, &bad).is_err());
     assert!(serde_json::to_string_pretty(&bad).is_err());
 }
+
+#[test]
+fn needs_escape_is_exactly_the_bytewise_rule() {
+    let naive = |b: &[u8]| b.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
+    for len in 0..=17 {
+        for at in 0..len.max(1) {
+            for c in 0..=255u8 {
+                let mut v = vec![b'x'; len];
+                if len > 0 {
+                    v[at] = c;
+                }
+                assert_eq!(needs_escape(&v), naive(&v), "byte {c:#x} at {at} of {len}");
+            }
+        }
+    }
+}
