@@ -89,7 +89,41 @@ F50K=$MFPS
 row "50,000 QPs, 2 hosts, --max-flows 1" q50k "$SLOW_RUNS" --max-flows 1
 row "clean-rc 2M frames (benches/analyze.sh)" clean "$RUNS"
 RATIO=$(echo "$F8192 / $F128" | bc -l)
-printf '8,192-QP / 128-QP frames/s: %.2f\n' "$RATIO"
+printf '8,192-QP / 128-QP frames/s (best of each block above): %.2f\n' "$RATIO"
+# This machine's speed drifts by tens of percent within minutes (other VMs share its
+# caches), and the 8,192-QP trace, whose flows do not fit in L2, drifts most: a ratio of
+# two blocks of runs minutes apart measures the drift as much as the tool. So the ratio
+# the target is judged on comes from PAIRS back-to-back pairs (128 QPs, then 8,192 QPs,
+# each timed to the microsecond): the median of the pairs' ratios, with its spread.
+PAIRS=${PAIRS:-10}
+wall() { # CMD...: sets US, the wall time in microseconds
+    local t0=${EPOCHREALTIME/./}
+    "$@" > /dev/null 2> "$TMP/err" || {
+        echo "failed: $*" >&2
+        cat "$TMP/err" >&2
+        exit 2
+    }
+    US=$((${EPOCHREALTIME/./} - t0))
+}
+: > "$TMP/pairs"
+for ((i = 0; i < PAIRS; i++)); do
+    wall "$BIN" analyze -q --format json "$TMP/q128.pcap"
+    a=$US
+    wall "$BIN" analyze -q --format json "$TMP/q8192.pcap"
+    echo "$a $US" >> "$TMP/pairs"
+done
+n128=$(grep -m1 '"packets":' "$TMP/q128.pcap.truth.json" | tr -dc 0-9)
+n8192=$(grep -m1 '"packets":' "$TMP/q8192.pcap.truth.json" | tr -dc 0-9)
+med() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratios=$(awk -v a="$n128" -v b="$n8192" '{ printf "%.6f\n", (b / $2) / (a / $1) }' "$TMP/pairs" |
+    sort -g)
+PAIR_MED=$(med <<< "$ratios")
+PAIR_LO=$(head -1 <<< "$ratios")
+PAIR_HI=$(tail -1 <<< "$ratios")
+T128=$(awk '{ print $1 / 1e6 }' "$TMP/pairs" | med)
+T8192=$(awk '{ print $2 / 1e6 }' "$TMP/pairs" | med)
+printf '8,192-QP / 128-QP frames/s, %d back-to-back pairs: median %.2f (lowest %.2f, highest %.2f); median walls %.3f s and %.3f s\n' \
+    "$PAIRS" "$PAIR_MED" "$PAIR_LO" "$PAIR_HI" "$T128" "$T8192"
 echo
 if [ -n "${ROCETAP:-}" ]; then
     echo "(the in-process figures below are of this tree, not of $BIN)"
@@ -105,8 +139,8 @@ echo "issue #17 targets"
 per_flow=$(num q8192 memory ' ([0-9]+) bytes per live flow')
 target "<= 2 KiB per live flow (8,192 QPs, clean)" "$((per_flow <= 2048))" "$per_flow bytes"
 target "8,192 QPs under 64 MiB peak RSS" "$(echo "$R8192 < 64" | bc)" "$(printf %.1f "$R8192") MiB"
-target "8,192 QPs within 1.5x the frames/s of 128 QPs" "$(echo "$RATIO >= 0.6667" | bc)" \
-    "ratio $(printf %.2f "$RATIO") (>= 0.67)"
+target "8,192 QPs within 1.5x the frames/s of 128 QPs" "$(echo "$PAIR_MED >= 0.6667" | bc)" \
+    "ratio $(printf %.2f "$PAIR_MED"), median of $PAIRS pairs (>= 0.67)"
 if ((SLOW_RUNS > 0)); then
     target "50,000 QPs between two hosts above 3 M frames/s" "$(echo "$F50K > 3" | bc)" \
         "$(printf %.2f "$F50K") M frames/s"
