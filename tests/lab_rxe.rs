@@ -50,6 +50,8 @@ struct Pkt {
     qp: u32,
     psn: u32,
     syndrome: Option<u8>,
+    /// A READ request's DMA length (its RETH).
+    read_len: Option<u32>,
 }
 
 impl Pkt {
@@ -58,6 +60,11 @@ impl Pkt {
     }
     fn b_to_a(&self) -> bool {
         self.src == B_IP && self.dst == A_IP
+    }
+    /// The PSNs this request consumes: a READ one per `pmtu` of its length (at least
+    /// one), anything else one.
+    fn span(&self, pmtu: u32) -> u32 {
+        self.read_len.map_or(1, |n| n.div_ceil(pmtu.max(1)).max(1))
     }
     fn is_read_response(&self) -> bool {
         (0x0D..=0x10).contains(&self.op)
@@ -145,6 +152,8 @@ fn read_pcap(path: &Path) -> Vec<Pkt> {
             qp: u32::from_be_bytes([0, bth[5], bth[6], bth[7]]),
             psn: u32::from_be_bytes([0, bth[9], bth[10], bth[11]]),
             syndrome: (matches!(op, 0x11 | 0x12) && bth.len() > 12).then(|| bth[12]),
+            read_len: (op == 0x0C && bth.len() >= 28)
+                .then(|| u32::from_be_bytes([bth[24], bth[25], bth[26], bth[27]])),
         });
     }
     out
@@ -211,7 +220,7 @@ enum Ev {
 }
 
 /// `qp_a_of_b`: B's QPN (the A→B packets' DestQP) -> A's QPN, from perftest's output.
-fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>) -> Wire {
+fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>, pmtu: u32) -> Wire {
     let mut w = Wire::default();
     let a_of = |qp_b: u32| *qp_a_of_b.get(&qp_b).unwrap_or(&qp_b);
 
@@ -288,15 +297,20 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>) -> Wire {
     sent.sort_by_key(|p| (p.id, p.idx));
     sent.dedup_by_key(|p| p.id);
     let mut original: HashSet<usize> = HashSet::new();
-    let mut prev: HashMap<u32, u32> = HashMap::new();
-    let mut max_sent: HashMap<u32, u32> = HashMap::new();
+    // Per QP: the PSN after the previous request's span, and the next new PSN (after the
+    // furthest span sent). A READ consumes a PSN per response packet, so a READ asked
+    // again from a lost response on has a PSN above the READ's own but inside its span:
+    // a rewind too (rxe counts it as a retry), though above the previous request's PSN.
+    let mut prev_end: HashMap<u32, u32> = HashMap::new();
+    let mut next_new: HashMap<u32, u32> = HashMap::new();
     let mut consumed: HashMap<u32, usize> = HashMap::new(); // qp of A -> events before idx used
     for p in &sent {
-        let is_new = max_sent.get(&p.qp).is_none_or(|&m| psn_lt(m, p.psn));
+        let end = p.psn.wrapping_add(p.span(pmtu)) & 0xFF_FFFF;
+        let is_new = next_new.get(&p.qp).is_none_or(|&n| psn_le(n, p.psn));
         if is_new {
             original.insert(p.idx);
-            max_sent.insert(p.qp, p.psn);
-        } else if prev.get(&p.qp).is_some_and(|&q| psn_le(p.psn, q)) {
+            next_new.insert(p.qp, end);
+        } else if prev_end.get(&p.qp).is_some_and(|&e| psn_lt(p.psn, e)) {
             // A rewind: A went back to p.psn. What did the tap show since the last one?
             let qa = a_of(p.qp);
             let from = consumed.get(&qa).copied().unwrap_or(0);
@@ -323,7 +337,7 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>) -> Wire {
             }
             consumed.insert(qa, p.idx);
         }
-        prev.insert(p.qp, p.psn);
+        prev_end.insert(p.qp, end);
     }
 
     // RNR NAKs after A's last rewind of their QP: no resend answered them on the wire.
@@ -564,7 +578,8 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             data_qps.push((la as u32, rb as u32));
         }
     }
-    let w = read_wire(&read_pcap(pcap), &qp_a_of_b);
+    let pmtu = get(truth, "pmtu").unwrap_or(1024) as u32;
+    let w = read_wire(&read_pcap(pcap), &qp_a_of_b, pmtu);
     let dropped_by_kernel = get(truth, "capture.dropped_by_kernel").unwrap_or(-1);
 
     // ---- preconditions: the lab did what the truth says ----
@@ -657,7 +672,8 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             episodes_src,
             w.rewinds() as i64,
             "each retry rxe's completer starts (NAK, READ gap or timer) resends from a PSN \
-             at or below the last one sent",
+             behind the next new one: at or below the last one sent, or inside the span of \
+             the READ sent last (a READ asked again from its first lost response)",
         );
     }
     if rnr {

@@ -408,7 +408,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
         truth["qp_table_live"] = dict(live, require_steady_rc=sc.live_table == "steady") \
             if truth["rocetap_in_vm"].get("ok") else {
                 "error": truth["rocetap_in_vm"].get("error", "rocetap did not run in the VMs")}
-    truth["wire"] = wire.summary(pcap)
+    truth["wire"] = wire.summary(pcap, truth["pmtu"])
     truth["observable"] = observable(sc, truth)
     truth["setup_log"] = setup
     truth["elapsed_s"] = round(time.time() - t0, 1)

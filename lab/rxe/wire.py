@@ -46,11 +46,12 @@ def packets(path):
             "op": op, "qp": int.from_bytes(bth[5:8], "big"),
             "psn": int.from_bytes(bth[9:12], "big") & 0xFFFFFF,
             "syndrome": bth[12] if op in (0x11, 0x12) and len(bth) > 12 else None,
+            "read_len": int.from_bytes(bth[24:28], "big") if op == 0x0C and len(bth) >= 28 else None,
             "origlen": origlen, "caplen": caplen,
         }
 
 
-def summary(path):
+def summary(path, pmtu=1024):
     """Per direction: packets, distinct (QP, PSN) of RC requests, RC responses (ACKs, READ
     responses), QP1 MADs, CE marks, repeated and missing IP IDs,
     late arrivals by IP ID; plus the AETH NAKs seen."""
@@ -68,7 +69,8 @@ def summary(path):
             d["responses"] += 1
         elif r["op"] < 0x20:
             d["psns"].add((r["qp"], r["psn"]))
-            d["reqs"].append((r["ipid"], r["qp"], r["psn"]))
+            span = 1 if r["read_len"] is None else max(1, -(-r["read_len"] // pmtu))
+            d["reqs"].append((r["ipid"], r["qp"], r["psn"], span))
         d["ids"].append(r["ipid"])
         s = r["syndrome"]
         if s is not None and s >> 5 == 3 and s & 31 == 0:
@@ -129,17 +131,19 @@ def psn_lt(a, b):
 
 
 def first_transmissions(reqs):
-    """Requests (ipid, qp, psn) in arrival order -> how many advanced their QP's PSN stream in
-    the sender's order (by IP ID, copies dropped): the first transmissions. A READ
-    re-request carries a PSN not used before but is behind the stream, so it is not one."""
+    """Requests (ipid, qp, psn, span) in arrival order -> how many advanced their QP's PSN
+    stream in the sender's order (by IP ID, copies dropped): the first transmissions. A
+    READ consumes `span` PSNs (one per response packet); a READ re-request carries a PSN
+    not used before but inside a READ's span, behind the stream's next PSN, so it is not
+    one (also when it is above the last READ's own PSN)."""
     un = unwrap([r[0] for r in reqs])
-    order = sorted(set((u, qp, psn) for u, (_, qp, psn) in zip(un, reqs)))
-    seen_ids, mx, n = set(), {}, 0
-    for u, qp, psn in order:
+    order = sorted(set((u, qp, psn, span) for u, (_, qp, psn, span) in zip(un, reqs)))
+    seen_ids, nxt, n = set(), {}, 0
+    for u, qp, psn, span in order:
         if u in seen_ids:
             continue
         seen_ids.add(u)
-        if qp not in mx or psn_lt(mx[qp], psn):
-            mx[qp] = psn
+        if qp not in nxt or not psn_lt(psn, nxt[qp]):
+            nxt[qp] = (psn + span) & 0xFFFFFF
             n += 1
     return n
