@@ -69,7 +69,8 @@ struct Cells {
     n: usize,
     keys: Vec<Vec<u8>>,
     header: bool,
-    /// `a.b` of the current value; its parts end at `ends`.
+    /// `a.b` of the current value, on the header row (after it, only `top_one` is kept);
+    /// its parts end at `ends`.
     path: Vec<u8>,
     ends: Vec<usize>,
     /// Inside a one-cell map (`k=v;...`): whether a part was written yet.
