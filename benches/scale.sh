@@ -44,15 +44,23 @@ many q50k 50000 1
 "$SYNTH" synth clean-rc --packets 2000000 --snaplen 128 -o "$TMP/clean.pcap"
 cat "$TMP"/*.pcap > /dev/null # into the page cache: time the tool, not the disk
 
-# measure CMD...: one run, stdout discarded; sets WALL (s) and RSS (KiB).
-measure() {
-    /usr/bin/time -f '%e %M' -o "$TMP/t" "$@" > /dev/null 2> "$TMP/err" || {
+# quiet CMD...: runs it with stdout discarded; on failure prints its stderr and exits 2.
+quiet() {
+    "$@" > /dev/null 2> "$TMP/err" || {
         echo "failed: $*" >&2
         cat "$TMP/err" >&2
         exit 2
     }
+}
+
+# measure CMD...: one run; sets WALL (s) and RSS (KiB).
+measure() {
+    quiet /usr/bin/time -f '%e %M' -o "$TMP/t" "$@"
     read -r WALL RSS < "$TMP/t"
 }
+
+# frames_of TRACE: the trace's frame count, from its truth.
+frames_of() { grep -m1 '"packets":' "$TMP/$1.pcap.truth.json" | tr -dc 0-9; }
 
 # row LABEL TRACE RUNS [ARGS...]: best wall of RUNS runs, largest RSS; prints a row and
 # sets MFPS (M frames/s).
@@ -69,7 +77,7 @@ row() {
         (($(echo "$WALL < $bw" | bc -l))) && bw=$WALL
         ((RSS > br)) && br=$RSS
     done
-    frames=$(grep -m1 '"packets":' "$TMP/$trace.pcap.truth.json" | tr -dc 0-9)
+    frames=$(frames_of "$trace")
     flows=$(grep -m1 '"flows":' "$TMP/$trace.pcap.truth.json" | tr -dc 0-9 || true)
     [ -z "$flows" ] && flows=8
     MFPS=$(echo "$frames / $bw / 1000000" | bc -l)
@@ -98,11 +106,7 @@ printf '8,192-QP / 128-QP frames/s (best of each block above): %.2f\n' "$RATIO"
 PAIRS=${PAIRS:-10}
 wall() { # CMD...: sets US, the wall time in microseconds
     local t0=${EPOCHREALTIME/./}
-    "$@" > /dev/null 2> "$TMP/err" || {
-        echo "failed: $*" >&2
-        cat "$TMP/err" >&2
-        exit 2
-    }
+    quiet "$@"
     US=$((${EPOCHREALTIME/./} - t0))
 }
 : > "$TMP/pairs"
@@ -112,8 +116,8 @@ for ((i = 0; i < PAIRS; i++)); do
     wall "$BIN" analyze -q --format json "$TMP/q8192.pcap"
     echo "$a $US" >> "$TMP/pairs"
 done
-n128=$(grep -m1 '"packets":' "$TMP/q128.pcap.truth.json" | tr -dc 0-9)
-n8192=$(grep -m1 '"packets":' "$TMP/q8192.pcap.truth.json" | tr -dc 0-9)
+n128=$(frames_of q128)
+n8192=$(frames_of q8192)
 med() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratios=$(awk -v a="$n128" -v b="$n8192" '{ printf "%.6f\n", (b / $2) / (a / $1) }' "$TMP/pairs" |
     sort -g)

@@ -4,16 +4,18 @@ use super::{escape_into, float_digits, needs_escape, Error};
 use serde::ser::{self, Serialize};
 
 /// Map keys, as serde_json writes them: strings, and numbers, booleans and chars in
-/// quotes; anything else is an error ("key must be a string"). Without quotes (the
-/// second field false), the key's bare text, and an error for a string that JSON would
-/// have to escape.
-pub(super) struct KeySerializer<'a>(pub(super) &'a mut Vec<u8>, pub(super) bool);
+/// quotes; anything else is an error ("key must be a string"). Not `quoted`: the key's
+/// bare text, and an error for a string that JSON would have to escape.
+pub(super) struct KeySerializer<'a> {
+    pub(super) buf: &'a mut Vec<u8>,
+    pub(super) quoted: bool,
+}
 
 impl KeySerializer<'_> {
     #[inline]
     fn quote(&mut self) {
-        if self.1 {
-            self.0.push(b'"');
+        if self.quoted {
+            self.buf.push(b'"');
         }
     }
 
@@ -23,7 +25,7 @@ impl KeySerializer<'_> {
             return Err(ser::Error::custom("float key must be finite"));
         }
         self.quote();
-        float_digits(self.0, v);
+        float_digits(self.buf, v);
         self.quote();
         Ok(())
     }
@@ -38,7 +40,7 @@ macro_rules! quoted {
         fn $name(mut self, v: $t) -> Result<(), Error> {
             self.quote();
             #[allow(clippy::redundant_closure_call)] // one formatting expression per type
-            ($fmt)(&mut *self.0, v);
+            ($fmt)(&mut *self.buf, v);
             self.quote();
             Ok(())
         }
@@ -78,16 +80,16 @@ impl ser::Serializer for KeySerializer<'_> {
         self.serialize_str(v.encode_utf8(&mut [0; 4]))
     }
     fn serialize_str(self, v: &str) -> Result<(), Error> {
-        if !self.1 {
+        if !self.quoted {
             if needs_escape(v.as_bytes()) {
                 return Err(ser::Error::custom("key text needs escaping"));
             }
-            self.0.extend_from_slice(v.as_bytes());
+            self.buf.extend_from_slice(v.as_bytes());
             return Ok(());
         }
-        self.0.push(b'"');
-        escape_into(self.0, v);
-        self.0.push(b'"');
+        self.buf.push(b'"');
+        escape_into(self.buf, v);
+        self.buf.push(b'"');
         Ok(())
     }
     fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {

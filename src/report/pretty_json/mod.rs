@@ -20,7 +20,7 @@ use key::KeySerializer;
 /// Writes a map key's bare text (the document's key without its quotes) into `buf`;
 /// false when it cannot be a key or is a string the document would have to escape.
 pub(in crate::report) fn write_key_text<T: Serialize + ?Sized>(buf: &mut Vec<u8>, key: &T) -> bool {
-    key.serialize(KeySerializer(buf, false)).is_ok()
+    key.serialize(KeySerializer { buf, quoted: false }).is_ok()
 }
 
 /// Writes `value` as pretty JSON to `out`, as `serde_json::to_writer_pretty` would.
@@ -407,7 +407,10 @@ impl<W: Write> ser::SerializeMap for Compound<'_, W> {
     type Error = Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
         self.next();
-        key.serialize(KeySerializer(&mut self.s.buf, true))?;
+        key.serialize(KeySerializer {
+            buf: &mut self.s.buf,
+            quoted: true,
+        })?;
         self.s.buf.extend_from_slice(b": ");
         Ok(())
     }
