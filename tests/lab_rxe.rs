@@ -1052,13 +1052,22 @@ fn check_cm_failure(t: &mut Table, an: &Value, truth: &Value) {
 fn check_cm(t: &mut Table, an: &Value, truth: &Value) {
     let sessions = an["cm"].as_array().cloned().unwrap_or_default();
     let res = &truth["rdma_res_qp"];
-    let qp_of = |vm: &str, lqpn: i64| -> Option<Value> {
+    // A QP sampled before it was connected (RESET or INIT: no port or remote QPN yet) is
+    // filed apart from its later samples (lab.py keys by port too); the connected reading
+    // is the one to compare, and a QP seen only unconnected is told apart.
+    let readings = |vm: &str, lqpn: i64| -> Vec<Value> {
         res[vm]["qp"]
-            .as_array()?
-            .iter()
-            .find(|q| q["lqpn"].as_i64() == Some(lqpn))
-            .cloned()
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|q| q["lqpn"].as_i64() == Some(lqpn))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
     };
+    let qp_of =
+        |vm: &str, lqpn: i64| -> Option<Value> { readings(vm, lqpn).into_iter().find(connected) };
     let hex = |v: &Value| i64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok();
     t.check(
         "rocetap",
@@ -1106,11 +1115,26 @@ fn check_cm(t: &mut Table, an: &Value, truth: &Value) {
                     Some(want),
                     &format!("the {role}'s QPN is the QP {vm}'s QP is connected to"),
                 ),
-                None => t.info(
-                    &format!("CM QP {vm}: in rdma res"),
-                    "not sampled on this VM".into(),
-                    "the QP lived between two samples of this VM's table",
-                ),
+                None => {
+                    let qpn = if vm == "A" { rq } else { pq };
+                    let seen: Vec<String> = readings(vm, qpn)
+                        .iter()
+                        .map(|q| q["state"].as_str().unwrap_or("?").to_string())
+                        .collect();
+                    if seen.is_empty() {
+                        t.info(
+                            &format!("CM QP {vm}: in rdma res"),
+                            "not sampled on this VM".into(),
+                            "the QP lived between two samples of this VM's table",
+                        )
+                    } else {
+                        t.info(
+                            &format!("CM QP {vm} 0x{qpn:x}: in rdma res"),
+                            format!("sampled only as {}", seen.join(", ")),
+                            "not yet connected when sampled: no remote QPN to compare",
+                        )
+                    }
+                }
             }
         }
         let paired = {
@@ -1152,6 +1176,11 @@ fn check_cm(t: &mut Table, an: &Value, truth: &Value) {
             );
         }
     }
+}
+
+/// A QP reading past RESET and INIT: its port and remote QPN are set (RTR and on).
+fn connected(q: &Value) -> bool {
+    !matches!(q["state"].as_str(), Some("RESET") | Some("INIT"))
 }
 
 /// The fields of a QP compared between rdma's table and rocetap's (JSON values; absent =
