@@ -3,7 +3,9 @@
 //! - the analysis alone (frames/s of reading, decoding and analysing, no report);
 //! - memory per live flow: resident memory grown while the trace was analysed (the
 //!   flows, their tables, the index), divided by the flows live at the end, before any is
-//!   summarised;
+//!   summarised. Only the first trace of a process gets a true figure: the memory an
+//!   earlier trace freed stays resident and is reused, so later traces grow less (the
+//!   line says so; `benches/scale.sh` runs one process per trace);
 //! - the end of the run (settling and summarising every flow) and each report writer
 //!   (JSON, CSV, text) on the final report, best of `RUNS` (3), into a discarding writer;
 //! - `top`: a snapshot of the live analyzer (what the feeder takes a few times a second),
@@ -63,7 +65,7 @@ fn snapshot_of(an: &Analyzer, n: u64) -> Snapshot {
     }
 }
 
-fn bench(path: &str, runs: u32) {
+fn bench(path: &str, runs: u32, first: bool) {
     let rss0 = rss();
     let dcfg = dissectors::Config::default();
     let mut p = Pipeline::new(dcfg, Analyzer::new(Config::default()));
@@ -148,6 +150,9 @@ fn bench(path: &str, runs: u32) {
         grown as f64 / 1048576.0,
         grown as f64 / live.max(1) as f64
     );
+    if !first {
+        println!("               (not this process's first trace: memory an earlier one freed was reused, so less grew)");
+    }
     println!(
         "  report       {} flows: finish {:.1} ms, JSON {:.1} ms, CSV {:.1} ms, text {:.1} ms",
         report.flows.len(),
@@ -179,7 +184,7 @@ fn main() {
         eprintln!("usage: cargo bench --bench scale -- TRACE...");
         std::process::exit(2);
     }
-    for t in &traces {
-        bench(t, runs);
+    for (i, t) in traces.iter().enumerate() {
+        bench(t, runs, i == 0);
     }
 }
