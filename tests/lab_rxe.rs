@@ -8,6 +8,8 @@
 //!   lab (`lab/rxe/build.sh`); without them it prints `SKIP:` and passes — unless `CI` is
 //!   set, then it fails.
 //! * `rxe_samples` does the same for the committed `samples/rxe-*.pcap` (no VM; always runs).
+//! * `lab_readers_selftest` runs `lab/rxe/selftest.py`: the lab's Python readers on cases
+//!   made by hand (needs python3).
 //!
 //! Every equality is evaluated and printed (truth vs rocetap, with the reason it holds at
 //! that tap) before the test fails, so one run shows everything the analyzer gets wrong.
@@ -578,7 +580,8 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             data_qps.push((la as u32, rb as u32));
         }
     }
-    let pmtu = get(truth, "pmtu").unwrap_or(1024) as u32;
+    let pmtu =
+        get(truth, "pmtu").expect("truth.pmtu: lab.py records the scenario's path MTU") as u32;
     let w = read_wire(&read_pcap(pcap), &qp_a_of_b, pmtu);
     let dropped_by_kernel = get(truth, "capture.dropped_by_kernel").unwrap_or(-1);
 
@@ -1052,22 +1055,18 @@ fn check_cm_failure(t: &mut Table, an: &Value, truth: &Value) {
 fn check_cm(t: &mut Table, an: &Value, truth: &Value) {
     let sessions = an["cm"].as_array().cloned().unwrap_or_default();
     let res = &truth["rdma_res_qp"];
-    // A QP sampled before it was connected (RESET or INIT: no port or remote QPN yet) is
-    // filed apart from its later samples (lab.py keys by port too); the connected reading
-    // is the one to compare, and a QP seen only unconnected is told apart.
-    let readings = |vm: &str, lqpn: i64| -> Vec<Value> {
+    // Each QP as the last sample showed it (lab.py's merge_tables). A QP last sampled before
+    // it was connected (RESET or INIT) has no remote QPN yet: told apart, not compared.
+    let reading = |vm: &str, lqpn: i64| -> Option<Value> {
         res[vm]["qp"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter(|q| q["lqpn"].as_i64() == Some(lqpn))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default()
+            .as_array()?
+            .iter()
+            // The latest, also in truths merged before RESET readings were folded in.
+            .rev()
+            .find(|q| q["lqpn"].as_i64() == Some(lqpn))
+            .cloned()
     };
-    let qp_of =
-        |vm: &str, lqpn: i64| -> Option<Value> { readings(vm, lqpn).into_iter().find(connected) };
+    let qp_of = |vm: &str, lqpn: i64| reading(vm, lqpn).filter(connected);
     let hex = |v: &Value| i64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok();
     t.check(
         "rocetap",
@@ -1117,22 +1116,17 @@ fn check_cm(t: &mut Table, an: &Value, truth: &Value) {
                 ),
                 None => {
                     let qpn = if vm == "A" { rq } else { pq };
-                    let seen: Vec<String> = readings(vm, qpn)
-                        .iter()
-                        .map(|q| q["state"].as_str().unwrap_or("?").to_string())
-                        .collect();
-                    if seen.is_empty() {
-                        t.info(
+                    match reading(vm, qpn) {
+                        None => t.info(
                             &format!("CM QP {vm}: in rdma res"),
                             "not sampled on this VM".into(),
                             "the QP lived between two samples of this VM's table",
-                        )
-                    } else {
-                        t.info(
+                        ),
+                        Some(q) => t.info(
                             &format!("CM QP {vm} 0x{qpn:x}: in rdma res"),
-                            format!("sampled only as {}", seen.join(", ")),
+                            format!("last sampled as {}", q["state"].as_str().unwrap_or("?")),
                             "not yet connected when sampled: no remote QPN to compare",
-                        )
+                        ),
                     }
                 }
             }
@@ -1595,6 +1589,25 @@ fn lab_rxe_scenarios() {
         let _ = std::fs::remove_dir_all(&dir);
     }
     finish(&report, &failed);
+}
+
+/// The lab's own readers (`lab/rxe/selftest.py`: the QP-table merge, the wire's first
+/// transmissions) on cases made by hand; no VM needed.
+#[test]
+fn lab_readers_selftest() {
+    let out = match Command::new("python3")
+        .arg(repo().join("lab/rxe/selftest.py"))
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => return common::skip(&format!("python3 is needed: {e}")),
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "lab/rxe/selftest.py failed:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

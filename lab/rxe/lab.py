@@ -173,7 +173,9 @@ def parse_live(txt):
 
 def merge_tables(txt):
     """The union of the JSON tables in `txt` (one per line), keyed by (ifname, port, lqpn),
-    each QP as its last table showed it; None when no line parses."""
+    each QP as its last table showed it; None when no line parses. The port is in the key
+    because QP0/QP1 exist once per port; a QP in RESET has no port yet, so a later reading
+    of the same (ifname, lqpn) with a port is that QP and replaces it."""
     merged, order, any_parsed = {}, [], False
     for line in txt.splitlines():
         line = line.strip()
@@ -186,7 +188,11 @@ def merge_tables(txt):
         any_parsed = True
         for q in table if isinstance(table, list) else []:
             k = (q.get("ifname"), q.get("port"), q.get("lqpn"))
-            if k not in merged:
+            portless = (k[0], None, k[2])
+            if k[1] is not None and portless in merged:
+                del merged[portless]
+                order[order.index(portless)] = k
+            elif k not in merged:
                 order.append(k)
             merged[k] = q
     return [merged[k] for k in order] if any_parsed else None

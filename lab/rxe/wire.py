@@ -51,7 +51,7 @@ def packets(path):
         }
 
 
-def summary(path, pmtu=1024):
+def summary(path, pmtu):
     """Per direction: packets, distinct (QP, PSN) of RC requests, RC responses (ACKs, READ
     responses), QP1 MADs, CE marks, repeated and missing IP IDs,
     late arrivals by IP ID; plus the AETH NAKs seen."""
