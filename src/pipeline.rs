@@ -10,13 +10,18 @@
 //! the capture threads and the analysis). What else happens to a frame — pacing a
 //! replay, keeping it for `w`, writing it to a file — is a [`Sink`].
 //!
+//! Files are read a few frames ahead of the analysis when the sink allows it
+//! ([`Sink::lookahead`]): each coming frame's flow is warmed into the cache step by step
+//! (`analysis::warm`), which with thousands of QPs overlaps the cache misses of several
+//! frames instead of paying them one after another.
+//!
 //! Guarantees: per-frame work allocates nothing here (the sink decides for itself); the
 //! analyzer sees every frame the sources deliver, in the merged timestamp order, with its
-//! [`IfaceId`].
+//! [`IfaceId`]; when a read returns, every frame read has been analyzed.
 
 #![warn(missing_docs)]
 
-use crate::analysis::{Analyzer, Report};
+use crate::analysis::{Analyzer, Hint, Report};
 use crate::capture::input::{for_each_frame_of, CutShort};
 use crate::capture::live::LiveSource;
 use crate::capture::merge::{Batch, Merger};
@@ -53,22 +58,57 @@ pub trait Sink {
         decoded: Option<&Decoded>,
         an: &Analyzer,
     ) -> ControlFlow<()>;
+
+    /// Whether the sink lets file reads run ahead of the analysis: `after` then sees the
+    /// analyzer up to [`AHEAD`] − 1 frames behind the frame it is given. Only a sink
+    /// that reads nothing of the analyzer per frame may say yes.
+    fn lookahead(&self) -> bool {
+        false
+    }
 }
+
+/// Frames a file read decodes ahead of the analysis (see [`Sink::lookahead`]).
+pub const AHEAD: usize = 8;
+
+/// Live flows from which reading ahead pays: about what a core's L2 cache holds of the
+/// lines every packet touches (measured: below it, the hints cost more than they save).
+pub const WARM_FROM: usize = 1024;
 
 /// The sink that does nothing: the frames only feed the analyzer.
 pub struct NoSink;
 
 impl Sink for NoSink {
+    fn lookahead(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn after(&mut self, _: &Frame<'_>, _: Option<&Decoded>, _: &Analyzer) -> ControlFlow<()> {
         ControlFlow::Continue(())
     }
 }
 
+/// A frame decoded ahead of the analysis.
+struct Ahead {
+    ts: u64,
+    iface: u32,
+    decoded: Decoded,
+    hint: Hint,
+}
+
 /// Frames in, analysis out; see the module documentation.
 pub struct Pipeline {
     dcfg: dissectors::Config,
     decoded: Decoded,
+    /// Frames decoded ahead of the analysis, by `fed % AHEAD`, with their timestamp,
+    /// interface and cache hint.
+    ahead: Vec<Ahead>,
+    /// Frames put into `ahead` so far.
+    fed: usize,
+    /// How many of the latest of them the analyzer has not seen yet.
+    behind: usize,
+    /// Live flows from which file reads run ahead ([`WARM_FROM`] unless set).
+    warm_from: usize,
     an: Analyzer,
     stop_after: Option<Stage>,
     frames: u64,
@@ -80,6 +120,17 @@ impl Pipeline {
     pub fn new(dcfg: dissectors::Config, an: Analyzer) -> Self {
         Pipeline {
             decoded: dissectors::decode(LinkType::Ethernet, &[], 0, &dcfg),
+            ahead: (0..AHEAD)
+                .map(|_| Ahead {
+                    ts: 0,
+                    iface: 0,
+                    decoded: dissectors::decode(LinkType::Ethernet, &[], 0, &dcfg),
+                    hint: Hint::NONE,
+                })
+                .collect(),
+            fed: 0,
+            behind: 0,
+            warm_from: WARM_FROM,
             dcfg,
             an,
             stop_after: None,
@@ -91,6 +142,14 @@ impl Pipeline {
     /// Stops each frame after `stage` (`None`: the whole way).
     pub fn stop_after(mut self, stage: Option<Stage>) -> Self {
         self.stop_after = stage;
+        self
+    }
+
+    /// Reads files ahead of the analysis from `flows` live flows on, instead of
+    /// [`WARM_FROM`] (0: always, `usize::MAX`: never), where the sink allows it. The
+    /// report is the same either way; this is for tests and measurements.
+    pub fn warm_from(mut self, flows: usize) -> Self {
+        self.warm_from = flows;
         self
     }
 
@@ -139,6 +198,56 @@ impl Pipeline {
         sink.after(f, Some(&self.decoded), &self.an)
     }
 
+    /// [`Pipeline::feed`], with the analysis [`AHEAD`] − 1 frames behind the decoding:
+    /// frame `n` is decoded and its hint started; the frames decoded 2, 4 and 6 frames
+    /// earlier take their hint's next step, and the one decoded 7 earlier is analyzed.
+    ///
+    /// While the analyzer holds fewer than [`WARM_FROM`] flows (they stay in the cache on
+    /// their own) it is plain [`Pipeline::feed`]: the hints would only cost time.
+    /// Frames analyzed are the same, in the same order, either way.
+    #[inline]
+    fn feed_ahead<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) -> ControlFlow<()> {
+        if self.an.live_flows() < self.warm_from {
+            self.catch_up();
+            return self.feed(f, sink);
+        }
+        sink.before(f, &self.an)?;
+        self.frames += 1;
+        self.bytes += f.data.len() as u64;
+        let n = self.fed;
+        self.fed += 1;
+        let a = &mut self.ahead[n % AHEAD];
+        a.ts = f.ts_ns;
+        a.iface = f.iface_id().get();
+        dissectors::decode_into(f.link, f.data, f.orig_len, &self.dcfg, &mut a.decoded);
+        a.hint = self.an.warm_index(&a.decoded);
+        if self.behind >= 2 {
+            self.an.warm_slot(&mut self.ahead[(n - 2) % AHEAD].hint);
+        }
+        if self.behind >= 4 {
+            self.an.warm_flow(&self.ahead[(n - 4) % AHEAD].hint);
+        }
+        if self.behind >= 6 {
+            self.an.warm_peer(&self.ahead[(n - 6) % AHEAD].hint);
+        }
+        if self.behind == AHEAD - 1 {
+            let a = &self.ahead[(n + 1) % AHEAD];
+            self.an.ingest_warmed(a.ts, a.iface, &a.decoded, &a.hint);
+        } else {
+            self.behind += 1;
+        }
+        sink.after(f, Some(&self.ahead[n % AHEAD].decoded), &self.an)
+    }
+
+    /// Analyzes the frames decoded ahead and not analyzed yet, in order.
+    fn catch_up(&mut self) {
+        while self.behind > 0 {
+            let a = &self.ahead[(self.fed - self.behind) % AHEAD];
+            self.an.ingest_warmed(a.ts, a.iface, &a.decoded, &a.hint);
+            self.behind -= 1;
+        }
+    }
+
     /// Feeds every frame of `paths` (merged in timestamp order when there are several)
     /// until they end or the sink breaks. Inputs cut short in the middle of a record are
     /// returned (and told to the analyzer); other damage is an error, after every frame
@@ -149,7 +258,13 @@ impl Pipeline {
         quiet: bool,
         sink: &mut S,
     ) -> Result<Vec<CutShort>, Failure> {
-        let cut = for_each_frame_of(paths, quiet, |f| self.feed(f, sink))?;
+        let cut = if sink.lookahead() && self.stop_after.is_none() {
+            let cut = for_each_frame_of(paths, quiet, |f| self.feed_ahead(f, sink));
+            self.catch_up();
+            cut?
+        } else {
+            for_each_frame_of(paths, quiet, |f| self.feed(f, sink))?
+        };
         for c in &cut {
             self.an.input_cut_short(&c.file, c.frames);
         }

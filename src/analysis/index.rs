@@ -64,6 +64,12 @@ impl FlowIndex {
         }
     }
 
+    /// Where a lookup of `hash` starts (for a cache hint).
+    #[inline]
+    pub fn home(&self, hash: u32) -> *const u8 {
+        (&self.table[hash as usize & self.mask()] as *const Entry).cast()
+    }
+
     /// Adds `slot` under `hash` (the caller knows its key is not indexed yet).
     pub fn insert(&mut self, hash: u32, slot: u32) {
         if (self.len + 1) * 4 > self.table.len() * 3 {

@@ -20,6 +20,7 @@ mod congestion;
 pub mod events;
 pub mod flow;
 mod gaps;
+mod hint;
 pub(crate) mod hist;
 mod index;
 mod net;
@@ -32,6 +33,7 @@ pub mod ring;
 mod table;
 #[cfg(test)]
 mod tests;
+mod warm;
 
 use account::{account, nak_value};
 use dissectors::{Addr, AethKind, Decoded, Ecn, NakCode, Operation, Roce, StopKind, Transport};
@@ -40,6 +42,7 @@ use gaps::acked;
 pub use report::{Event, EventKind, FlowSummary, Report, Totals};
 use rustc_hash::FxHashMap;
 use table::{send_tag, two_flows, Packed, CACHE_WAYS, NO_SLOT};
+pub(crate) use warm::Hint;
 
 /// Analyzer settings.
 #[derive(Clone, Copy, Debug)]
@@ -201,6 +204,13 @@ impl Analyzer {
     /// Feeds one frame. `iface` is the capture interface (pcapng interface id); an SLL2
     /// header's ifindex takes precedence.
     pub fn ingest(&mut self, ts: u64, iface: u32, d: &Decoded) {
+        self.ingest_warmed(ts, iface, d, &Hint::NONE);
+    }
+
+    /// [`Analyzer::ingest`] for a frame warmed with `hint` ([`Analyzer::warm_index`] of
+    /// this very frame, or [`Hint::NONE`]): the same analysis, without hashing the
+    /// frame's flow key again.
+    pub(crate) fn ingest_warmed(&mut self, ts: u64, iface: u32, d: &Decoded, hint: &Hint) {
         self.log.packet.clear();
         let capture = &mut self.capture;
         capture.frames += 1;
@@ -220,7 +230,7 @@ impl Analyzer {
         }
         if let Some(r) = &d.roce {
             self.capture.roce_packets += 1;
-            self.roce(ts, d, r);
+            self.roce(ts, d, r, hint);
         } else if let Some(a) = &d.arp {
             let iface = d.sll.and_then(|s| s.ifindex).unwrap_or(iface);
             self.net.arp(ts, iface, a, &mut self.log);
@@ -240,14 +250,14 @@ impl Analyzer {
         }
     }
 
-    fn roce(&mut self, ts: u64, d: &Decoded, r: &Roce) {
+    fn roce(&mut self, ts: u64, d: &Decoded, r: &Roce, hint: &Hint) {
         if let Some(m) = &r.mad {
             self.cm.note(ts, d, m);
         }
         let Some(packed) = Packed::from_decoded(d, r.bth.dest_qp) else {
             return;
         };
-        let slot = self.flow_slot(packed, d, r, ts);
+        let slot = self.flow_slot(packed, hint.hash_of(&packed), d, r, ts);
         // The priority only matters once a pause was seen (PCP, else DSCP's top bits).
         let stall = if self.net.pfc_frames > 0 {
             self.net.pause_started(d.pcp().or(d.dscp().map(|x| x >> 3)))

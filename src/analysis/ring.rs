@@ -46,6 +46,14 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
         }
     }
 
+    /// The oldest record's slot and the slot the next push writes (for a cache hint:
+    /// what a push, a look at the newest and a pop touch).
+    #[inline]
+    pub fn ends(&self) -> (&T, &T) {
+        let head = self.head as usize % N;
+        (&self.buf[head], &self.buf[self.at(self.len as usize)])
+    }
+
     /// Records held.
     #[inline]
     pub fn len(&self) -> usize {

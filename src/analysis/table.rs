@@ -132,6 +132,12 @@ impl Recent {
         ways[0] = RecentSend { tag, slot };
     }
 
+    /// The bucket `tag` is filed in (for a cache hint).
+    #[inline]
+    pub(super) fn bucket_of(&self, tag: u32) -> &impl Sized {
+        &self.buckets[self.bucket(tag)]
+    }
+
     /// The flow that most recently sent the PSN of `tag`, if one is on file.
     #[inline]
     pub(super) fn find(&self, tag: u32) -> Option<u32> {
@@ -279,28 +285,42 @@ impl Analyzer {
     }
 
     #[inline]
-    pub(super) fn flow_slot(&mut self, packed: Packed, d: &Decoded, r: &Roce, ts: u64) -> u32 {
+    pub(super) fn flow_slot(
+        &mut self,
+        packed: Packed,
+        hash: u32,
+        d: &Decoded,
+        r: &Roce,
+        ts: u64,
+    ) -> u32 {
         let way = packed.way();
         let (k, s) = self.cache[way];
         if s != NO_SLOT && k == packed {
             return s;
         }
         let slots = &self.slots;
-        let found = self.index.find(packed.hash32(), |c| {
+        let found = self.index.find(hash, |c| {
             slots[c as usize]
                 .as_ref()
                 .is_some_and(|f| f.packed == packed)
         });
         let s = match found {
             Some(s) => s,
-            None => self.new_flow(packed, d, r, ts),
+            None => self.new_flow(packed, hash, d, r, ts),
         };
         self.cache[way] = (packed, s);
         s
     }
 
     #[cold]
-    pub(super) fn new_flow(&mut self, packed: Packed, d: &Decoded, r: &Roce, ts: u64) -> u32 {
+    pub(super) fn new_flow(
+        &mut self,
+        packed: Packed,
+        hash: u32,
+        d: &Decoded,
+        r: &Roce,
+        ts: u64,
+    ) -> u32 {
         let (src, dst) = d.endpoints().expect("a keyed packet has endpoints");
         let key = FlowKey {
             src,
@@ -327,7 +347,7 @@ impl Analyzer {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.index.insert(packed.hash32(), slot);
+        self.index.insert(hash, slot);
         self.by_pair
             .get_mut(&(key.src, key.dst))
             .expect("entry made above")

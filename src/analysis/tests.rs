@@ -1412,3 +1412,68 @@ fn first_packets_missing_are_found_on_a_flow_that_also_carries_responses() {
         .iter()
         .any(|f| matches!(f.kind, report::FindingKind::CmFirstPacketsMissing { .. })));
 }
+
+/// Cache hints only read: for a frame that is not RoCE, for a flow not seen yet, for one
+/// retired since (its slot free), or reused by another flow, they warm nothing or the
+/// wrong lines and change nothing; a frame analyzed with its own hint is analyzed as
+/// without.
+#[test]
+fn cache_hints_change_nothing_whatever_became_of_their_flow() {
+    let frames = [
+        req_a(WRITE_FIRST, 1),
+        req_a(WRITE_LAST, 2),
+        ack(2),
+        pkt(A, B, 0x99, SEND_ONLY, 7),
+    ];
+    let mut plain = Analyzer::new(Config {
+        idle_timeout_ns: 1_000_000,
+        ..Config::default()
+    });
+    let mut hinted = Analyzer::new(Config {
+        idle_timeout_ns: 1_000_000,
+        ..Config::default()
+    });
+    let warm = |a: &Analyzer, d: &Decoded| {
+        let mut h = a.warm_index(d);
+        a.warm_slot(&mut h);
+        a.warm_flow(&h);
+        a.warm_peer(&h);
+        h
+    };
+    // Not RoCE, and a flow no packet has made yet.
+    warm(&hinted, &frame());
+    let stale = warm(&hinted, &frames[0]);
+    for (i, d) in frames.iter().enumerate() {
+        let ts = 1_000 * i as u64;
+        plain.ingest(ts, 0, d);
+        let h = warm(&hinted, d);
+        hinted.ingest_warmed(ts, 0, d, &h);
+    }
+    let old = warm(&hinted, &frames[0]);
+    plain.sweep(10_000_000);
+    hinted.sweep(10_000_000);
+    assert_eq!(hinted.live_flows(), 0, "every flow retired");
+    // Hints of flows retired and of ones never there, on a table with free slots, then
+    // with the slots reused by other flows.
+    for h in [stale, old] {
+        let mut h = h;
+        hinted.warm_slot(&mut h);
+        hinted.warm_flow(&h);
+        hinted.warm_peer(&h);
+    }
+    let later = [pkt(B, A, 0x55, SEND_ONLY, 3), pkt(A, B, 0x56, SEND_ONLY, 4)];
+    for (i, d) in later.iter().enumerate() {
+        let ts = 20_000_000 + i as u64;
+        plain.ingest(ts, 0, d);
+        let mut h = old;
+        hinted.warm_slot(&mut h);
+        hinted.warm_flow(&h);
+        hinted.warm_peer(&h);
+        let h = warm(&hinted, d);
+        hinted.ingest_warmed(ts, 0, d, &h);
+    }
+    assert_eq!(
+        format!("{:?}", plain.finish()),
+        format!("{:?}", hinted.finish())
+    );
+}

@@ -1,0 +1,197 @@
+//! Reading ahead (`Pipeline::read_files` decoding a few frames before the analyzer sees
+//! them, to warm their flows into the cache) changes timing only: the report is the one
+//! the frame-by-frame pipeline gives, on every sample, on a many-QP trace with loss above
+//! the threshold where reading ahead starts, on an input cut short, and when the sink
+//! stops the read in the middle.
+
+use dissectors::Decoded;
+use rocetap::analysis::{Analyzer, Config, Report};
+use rocetap::capture::Frame;
+use rocetap::pipeline::{NoSink, Pipeline, Sink, AHEAD, WARM_FROM};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rocetap");
+
+/// A sink that lets the read run ahead or not, and breaks before frame `stop_at` (1-based)
+/// if set.
+struct Probe {
+    ahead: bool,
+    stop_at: Option<u64>,
+    seen: u64,
+}
+
+impl Sink for Probe {
+    fn before(&mut self, _: &Frame<'_>, _: &Analyzer) -> ControlFlow<()> {
+        self.seen += 1;
+        if self.stop_at == Some(self.seen) {
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+    fn after(&mut self, _: &Frame<'_>, _: Option<&Decoded>, _: &Analyzer) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+    fn lookahead(&self) -> bool {
+        self.ahead
+    }
+}
+
+/// The report of `path` read with the sink, reading ahead from `warm_from` live flows;
+/// also the frames fed and the inputs cut short.
+fn report(path: &Path, sink: &mut Probe, warm_from: usize) -> (String, u64, Vec<(String, u64)>) {
+    let mut p = Pipeline::new(
+        dissectors::Config::default(),
+        Analyzer::new(Config::default()),
+    )
+    .warm_from(warm_from);
+    let cut = p
+        .read_files(&[path.to_path_buf()], true, sink)
+        .expect("read the trace");
+    let frames = p.frames();
+    let r: Report = p.finish();
+    assert_eq!(
+        r.totals.frames,
+        frames,
+        "{}: every frame fed is analyzed",
+        path.display()
+    );
+    let cut = cut.into_iter().map(|c| (c.file, c.frames)).collect();
+    (format!("{r:#?}"), frames, cut)
+}
+
+fn frame_by_frame(path: &Path) -> (String, u64, Vec<(String, u64)>) {
+    let mut s = Probe {
+        ahead: false,
+        stop_at: None,
+        seen: 0,
+    };
+    report(path, &mut s, 0)
+}
+
+fn read_ahead(path: &Path, warm_from: usize) -> (String, u64, Vec<(String, u64)>) {
+    let mut s = Probe {
+        ahead: true,
+        stop_at: None,
+        seen: 0,
+    };
+    report(path, &mut s, warm_from)
+}
+
+fn samples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("samples/")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rocetap-lookahead-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+#[test]
+fn every_sample_reads_ahead_to_the_same_report() {
+    let samples = samples();
+    assert!(samples.len() >= 10, "samples/ holds the sample traces");
+    for s in &samples {
+        let want = frame_by_frame(s);
+        // Reading ahead from the first frame on, whatever the number of flows.
+        assert!(
+            want == read_ahead(s, 0),
+            "{}: reading ahead changed the report",
+            s.display()
+        );
+    }
+}
+
+#[test]
+fn many_qps_with_loss_read_ahead_to_the_same_report() {
+    let path = tmp("many.pcap");
+    let o = Command::new(BIN)
+        .args([
+            "synth", "many-qp", "--qps", "1500", "--peers", "3", "--loss", "20",
+        ])
+        .args(["--msg-size", "16384", "--packets", "60000", "--force", "-o"])
+        .arg(&path)
+        .output()
+        .expect("run rocetap synth");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = frame_by_frame(&path);
+    assert!(
+        want.0.contains("retransmitted_packets: "),
+        "a report with counters"
+    );
+    // 3,000 flows: above the default threshold, so reading ahead starts part way.
+    const { assert!(3000 > WARM_FROM) };
+    assert!(
+        want == read_ahead(&path, WARM_FROM),
+        "reading ahead from {WARM_FROM} flows"
+    );
+    assert!(want == read_ahead(&path, 0), "reading ahead from the start");
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("pcap.truth.json"));
+}
+
+#[test]
+fn an_input_cut_short_reads_ahead_to_the_same_report() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let whole = std::fs::read(dir.join("loss-upstream.pcap")).unwrap();
+    let path = tmp("cut.pcap");
+    // Cut in the middle of a record, well after the first few frames.
+    std::fs::write(&path, &whole[..whole.len() * 2 / 3 + 7]).unwrap();
+    let want = frame_by_frame(&path);
+    assert_eq!(want.2.len(), 1, "the input is reported cut short");
+    assert!(
+        want.1 > AHEAD as u64,
+        "more frames than the read-ahead window"
+    );
+    assert!(want == read_ahead(&path, 0));
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_sink_that_stops_the_read_gets_every_frame_before_it_analyzed() {
+    let s = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/clean-rc.pcap");
+    for stop_at in [1, 2, AHEAD as u64 - 1, AHEAD as u64, AHEAD as u64 + 1, 101] {
+        let mut plain = Probe {
+            ahead: false,
+            stop_at: Some(stop_at),
+            seen: 0,
+        };
+        let mut ahead = Probe {
+            ahead: true,
+            stop_at: Some(stop_at),
+            seen: 0,
+        };
+        let want = report(&s, &mut plain, 0);
+        assert_eq!(
+            want.1,
+            stop_at - 1,
+            "the frame the sink stopped at is not fed"
+        );
+        assert!(
+            want == report(&s, &mut ahead, 0),
+            "stopped before frame {stop_at}"
+        );
+    }
+}
+
+#[test]
+fn no_sink_reads_ahead_and_other_sinks_do_not_by_default() {
+    assert!(NoSink.lookahead());
+    struct Other;
+    impl Sink for Other {
+        fn after(&mut self, _: &Frame<'_>, _: Option<&Decoded>, _: &Analyzer) -> ControlFlow<()> {
+            ControlFlow::Continue(())
+        }
+    }
+    assert!(!Other.lookahead());
+}
