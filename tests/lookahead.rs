@@ -41,14 +41,22 @@ impl Sink for Probe {
 /// The report of `path` read with the sink, reading ahead from `warm_from` live flows;
 /// also the frames fed and the inputs cut short.
 fn report(path: &Path, sink: &mut Probe, warm_from: usize) -> (String, u64, Vec<(String, u64)>) {
+    report_of(&[path.to_path_buf()], sink, warm_from)
+}
+
+/// [`report`] of several inputs, merged by timestamp.
+fn report_of(
+    paths: &[PathBuf],
+    sink: &mut Probe,
+    warm_from: usize,
+) -> (String, u64, Vec<(String, u64)>) {
+    let path = &paths[0];
     let mut p = Pipeline::new(
         dissectors::Config::default(),
         Analyzer::new(Config::default()),
     )
     .warm_from(warm_from);
-    let cut = p
-        .read_files(&[path.to_path_buf()], true, sink)
-        .expect("read the trace");
+    let cut = p.read_files(paths, true, sink).expect("read the trace");
     let frames = p.frames();
     let r: Report = p.finish();
     assert_eq!(
@@ -136,6 +144,22 @@ fn many_qps_with_loss_read_ahead_to_the_same_report() {
         "reading ahead from {WARM_FROM} flows"
     );
     assert!(want == read_ahead(&path, 0), "reading ahead from the start");
+    // Several inputs, merged by timestamp before the pipeline sees them.
+    let both = [
+        path.clone(),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/loss-upstream.pcap"),
+    ];
+    let probe = |ahead| Probe {
+        ahead,
+        stop_at: None,
+        seen: 0,
+    };
+    let merged = report_of(&both, &mut probe(false), 0);
+    assert!(merged.1 > want.1, "both inputs were read");
+    assert!(
+        merged == report_of(&both, &mut probe(true), 0),
+        "two inputs, reading ahead"
+    );
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(path.with_extension("pcap.truth.json"));
 }
