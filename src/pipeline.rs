@@ -183,9 +183,7 @@ impl Pipeline {
     /// Feeds one frame: `sink.before`, decode, the analyzer, `sink.after`.
     #[inline]
     pub fn feed<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) -> ControlFlow<()> {
-        sink.before(f, &self.an)?;
-        self.frames += 1;
-        self.bytes += f.data.len() as u64;
+        self.take(f, sink)?;
         if self.stop_after == Some(Stage::Read) {
             return sink.after(f, None, &self.an);
         }
@@ -211,9 +209,7 @@ impl Pipeline {
             self.catch_up();
             return self.feed(f, sink);
         }
-        sink.before(f, &self.an)?;
-        self.frames += 1;
-        self.bytes += f.data.len() as u64;
+        self.take(f, sink)?;
         let n = self.fed;
         self.fed += 1;
         let a = &mut self.ahead[n % AHEAD];
@@ -237,6 +233,15 @@ impl Pipeline {
             self.behind += 1;
         }
         sink.after(f, Some(&self.ahead[n % AHEAD].decoded), &self.an)
+    }
+
+    /// `sink.before`, then counts the frame as fed.
+    #[inline]
+    fn take<S: Sink + ?Sized>(&mut self, f: &Frame<'_>, sink: &mut S) -> ControlFlow<()> {
+        sink.before(f, &self.an)?;
+        self.frames += 1;
+        self.bytes += f.data.len() as u64;
+        ControlFlow::Continue(())
     }
 
     /// Analyzes the frames decoded ahead and not analyzed yet, in order.

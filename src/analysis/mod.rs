@@ -257,7 +257,7 @@ impl Analyzer {
         let Some(packed) = Packed::from_decoded(d, r.bth.dest_qp) else {
             return;
         };
-        let slot = self.flow_slot(packed, hint.hash_of(&packed), d, r, ts);
+        let slot = self.flow_slot(packed, hint, d, r, ts);
         // The priority only matters once a pause was seen (PCP, else DSCP's top bits).
         let stall = if self.net.pfc_frames > 0 {
             self.net.pause_started(d.pcp().or(d.dscp().map(|x| x >> 3)))

@@ -288,7 +288,7 @@ impl Analyzer {
     pub(super) fn flow_slot(
         &mut self,
         packed: Packed,
-        hash: u32,
+        hint: &super::Hint,
         d: &Decoded,
         r: &Roce,
         ts: u64,
@@ -298,6 +298,8 @@ impl Analyzer {
         if s != NO_SLOT && k == packed {
             return s;
         }
+        // Hashed only past the cache (a hint's hash when the frame was warmed).
+        let hash = hint.hash_of(&packed);
         let slots = &self.slots;
         let found = self.index.find(hash, |c| {
             slots[c as usize]

@@ -9,11 +9,12 @@
 //! an index entry's hash without confirming the key (a wrong guess only warms the wrong
 //! lines), and ends quietly wherever the chain ends.
 
-use super::flow::Flow;
+use super::flow::{Flow, ReqStream};
 use super::hint::prefetch;
 use super::table::{send_tag, Packed, NO_SLOT};
 use super::Analyzer;
 use dissectors::{Decoded, Psn};
+use std::mem::offset_of;
 
 /// How far a coming frame's hint got (see the module documentation); start with
 /// [`Analyzer::warm_index`], then pass it to [`Analyzer::warm_slot`],
@@ -33,7 +34,8 @@ impl Hint {
         psn: Psn(0),
     };
 
-    /// The index hash of `packed`: the one the hint computed, when it was for this frame.
+    /// The index hash of `packed`: the one the hint computed, when it was for this frame
+    /// (else computed here, so call it only once the hash is needed).
     #[inline]
     pub(super) fn hash_of(&self, packed: &Packed) -> u32 {
         if self.hash == Hint::NONE.hash {
@@ -44,20 +46,25 @@ impl Hint {
     }
 }
 
-/// Starts loading `len` bytes from `p`, a line at a time.
+/// Starts loading bytes `from..to` of `p`: every line they cross.
 #[inline]
-fn lines<T>(p: &T, from: usize, len: usize) {
+fn lines<T>(p: &T, from: usize, to: usize) {
     let base = (p as *const T).cast::<u8>();
     let mut off = from;
-    while off < from + len {
+    while off < to {
         prefetch(base.wrapping_add(off));
         off += 64;
     }
+    prefetch(base.wrapping_add(to - 1));
 }
 
-/// The lines of a flow every packet touches: the counts (line 0 onwards), the opcode mix,
-/// the ACK latency and the request stream's state, up to its first ring.
-const HOT: usize = 576;
+/// The end of what every packet touches in its flow (`Flow` is `repr(C)`, hot fields
+/// first): the key and counts, the QoS marks, the opcode mix, the ACK latency and the
+/// request stream's state, up to the head of its sent-PSN ring.
+const HOT: usize = offset_of!(Flow, req) + offset_of!(ReqStream, sent) + 8;
+/// Where what an ACK changes in its request flow starts: the ACK latency, then the
+/// request stream.
+const ACKED_FROM: usize = offset_of!(Flow, ack_latency);
 
 impl Analyzer {
     /// Step 1: the flow index's line for the frame's flow.
@@ -118,7 +125,7 @@ impl Analyzer {
         prefetch(next);
         match f.peer.and_then(|p| self.flow_at(p)) {
             Some(p) => {
-                lines(p, 256, HOT - 256);
+                lines(p, ACKED_FROM, HOT);
                 prefetch(&p.req.ackreq);
             }
             None => {
