@@ -218,7 +218,8 @@ impl Pipeline {
         dissectors::decode_into(f.link, f.data, f.orig_len, &self.dcfg, &mut a.decoded);
         a.hint = self.an.warm_index(&a.decoded);
         if self.behind >= 2 {
-            self.an.warm_slot(&mut self.ahead[(n - 2) % AHEAD].hint);
+            let a = &mut self.ahead[(n - 2) % AHEAD];
+            self.an.warm_slot(&a.decoded, &mut a.hint);
         }
         if self.behind >= 4 {
             self.an.warm_flow(&self.ahead[(n - 4) % AHEAD].hint);

@@ -102,6 +102,12 @@ impl LogHist {
         self.n
     }
 
+    /// The counts, once the first sample allocated them (for a cache hint).
+    #[inline]
+    pub(crate) fn buckets(&self) -> Option<&[u32]> {
+        self.counts.as_deref()
+    }
+
     /// The `q` quantile (0..=1), or `None` without samples. The value is the middle of
     /// the bucket holding it, clamped to the exact min and max.
     pub fn quantile(&self, q: f64) -> Option<u64> {

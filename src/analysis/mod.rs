@@ -30,6 +30,7 @@ pub mod report;
 mod requester;
 mod responder;
 pub mod ring;
+mod slab;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -37,11 +38,11 @@ mod warm;
 
 use account::{account, nak_value};
 use dissectors::{Addr, AethKind, Decoded, Ecn, NakCode, Operation, Roce, StopKind, Transport};
-use flow::{Cause, Flow, Pending};
+use flow::{Cause, Pending};
 use gaps::acked;
 pub use report::{Event, EventKind, FlowSummary, Report, Totals};
 use rustc_hash::FxHashMap;
-use table::{send_tag, two_flows, Packed, CACHE_WAYS, NO_SLOT};
+use table::{send_tag, Packed, CACHE_WAYS, NO_SLOT};
 pub(crate) use warm::Hint;
 
 /// Analyzer settings.
@@ -127,9 +128,8 @@ pub struct Analyzer {
     index: index::FlowIndex,
     /// Direct-mapped cache of recent flows (key, slot); slot `NO_SLOT` when empty.
     cache: [(Packed, u32); CACHE_WAYS],
-    /// Live flows, boxed: a retired flow's memory goes back at once (the slot vector
-    /// keeps only a pointer per slot).
-    slots: Vec<Option<Box<Flow>>>,
+    /// Live flows, in place (`slab`): a slot's number is where its flow is.
+    slots: slab::Slots,
     /// Each slot's flow's last packet time (`u64::MAX` for a free slot), dense so the
     /// sweep for idle flows reads 8 bytes per flow instead of touching every flow.
     last_seen: Vec<u64>,
@@ -169,7 +169,7 @@ impl Analyzer {
                 },
                 NO_SLOT,
             ); CACHE_WAYS],
-            slots: Vec::new(),
+            slots: slab::Slots::default(),
             last_seen: Vec::new(),
             free: Vec::new(),
             by_pair: FxHashMap::default(),
@@ -380,7 +380,7 @@ impl Analyzer {
         let Some(peer) = peer else {
             return;
         };
-        let (resp_flow, req_flow) = two_flows(&mut self.slots, slot, peer);
+        let (resp_flow, req_flow) = self.slots.two(slot, peer);
         let log = &mut self.log;
         if let Some(a) = r.aeth {
             let lat = &mut self.capture.latency.ack;

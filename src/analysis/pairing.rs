@@ -2,7 +2,7 @@
 //! it answers — the one that sent exactly its PSN (one probe of the recent-PSN table),
 //! else, rationed where a host pair has many QPs, the closest one below its next PSN.
 
-use super::table::{send_tag, two_flows};
+use super::table::send_tag;
 use super::Analyzer;
 use dissectors::Psn;
 
@@ -121,13 +121,13 @@ impl Analyzer {
     pub(super) fn link(&mut self, slot: u32, c: u32) -> u32 {
         let current = self.slots[slot as usize].as_ref().and_then(|f| f.peer);
         if let Some(old) = current {
-            let (f, of) = two_flows(&mut self.slots, slot, old);
+            let (f, of) = self.slots.two(slot, old);
             of.peer = None;
             of.peer_id = None;
             let pair = (f.id.min(of.id), f.id.max(of.id));
             self.connections.retain(|&x| x != pair);
         }
-        let (f, cf) = two_flows(&mut self.slots, slot, c);
+        let (f, cf) = self.slots.two(slot, c);
         f.peer = Some(c);
         cf.peer = Some(slot);
         f.peer_id = Some(cf.id);

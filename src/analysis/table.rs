@@ -1,4 +1,4 @@
-//! The flow table: flows live in boxed slots found through a hash map keyed by
+//! The flow table: flows live in slots (`super::slab`) found through a hash map keyed by
 //! [`Packed`] (the addresses and QP as integers) with a small direct-mapped cache in
 //! front; idle flows are swept out and summarised; the recent-PSN table through which a
 //! response finds the request stream it answers in one probe.
@@ -128,7 +128,14 @@ impl Recent {
             .iter()
             .position(|e| e.tag == tag || e.tag == 0)
             .unwrap_or(RECENT_WAYS - 1);
-        ways.copy_within(0..at, 1);
+        // The entries before `at` move down one, with selects over the whole line rather
+        // than a `memmove` call of a few bytes (what `copy_within` became).
+        let old = *ways;
+        for i in 1..RECENT_WAYS {
+            if i <= at {
+                ways[i] = old[i - 1];
+            }
+        }
         ways[0] = RecentSend { tag, slot };
     }
 
@@ -236,25 +243,32 @@ impl Analyzer {
     /// At the end of the run: settles and summarises every flow, leaving the tables that
     /// find flows as they are (they go with the analyzer): no index, pair list or peer
     /// is updated for a flow that is about to go.
+    ///
+    /// The flows are settled where they are, not moved out, a chunk of slots at a time,
+    /// and each chunk's memory goes back before the next one's summaries are made.
     pub(super) fn retire_all(&mut self) {
-        for slot in 0..self.slots.len() {
-            if let Some(mut f) = self.slots[slot].take() {
-                settle(&mut f, &mut self.log);
-                self.keep(&f);
+        self.free.clear();
+        for mut chunk in self.slots.drain_chunks() {
+            for f in chunk.iter_mut().flatten() {
+                settle(f, &mut self.log);
+                keep(
+                    &mut self.done,
+                    &mut self.sums,
+                    self.cfg.max_flow_summaries,
+                    f,
+                );
             }
         }
     }
 
-    /// The flow's summary kept, or its counts added to the totals beyond the summaries kept.
+    /// See [`keep`].
     fn keep(&mut self, f: &Flow) {
-        if self.done.len() < self.cfg.max_flow_summaries {
-            let summary = report::summarize(f);
-            report::add_flow(&mut self.sums, &summary);
-            self.done.push(summary);
-        } else {
-            report::add_live(&mut self.sums, f);
-            self.sums.flow_summaries_dropped += 1;
-        }
+        keep(
+            &mut self.done,
+            &mut self.sums,
+            self.cfg.max_flow_summaries,
+            f,
+        );
     }
 
     /// Takes a retired flow out of the tables that find it: its peer, the index and its
@@ -339,14 +353,13 @@ impl Analyzer {
         f.pair_pos = same_pair.len() as u32;
         let slot = match self.free.pop() {
             Some(s) => {
-                self.slots[s as usize] = Some(Box::new(f));
+                self.slots[s as usize] = Some(f);
                 self.last_seen[s as usize] = ts;
                 s
             }
             None => {
-                self.slots.push(Some(Box::new(f)));
                 self.last_seen.push(ts);
-                (self.slots.len() - 1) as u32
+                self.slots.push(f)
             }
         };
         self.index.insert(hash, slot);
@@ -359,22 +372,16 @@ impl Analyzer {
     }
 }
 
-/// Two distinct live flows, mutably.
-pub(super) fn two_flows(slots: &mut [Option<Box<Flow>>], a: u32, b: u32) -> (&mut Flow, &mut Flow) {
-    let (a, b) = (a as usize, b as usize);
-    assert_ne!(a, b);
-    if a < b {
-        let (x, y) = slots.split_at_mut(b);
-        (
-            x[a].as_mut().expect("live flow"),
-            y[0].as_mut().expect("live flow"),
-        )
+/// A retired flow's summary kept (while fewer than `max` are), or its counts added to the
+/// totals beyond the summaries kept.
+fn keep(done: &mut Vec<report::FlowSummary>, sums: &mut report::Totals, max: usize, f: &Flow) {
+    if done.len() < max {
+        let summary = report::summarize(f);
+        report::add_flow(sums, &summary);
+        done.push(summary);
     } else {
-        let (x, y) = slots.split_at_mut(a);
-        (
-            y[0].as_mut().expect("live flow"),
-            x[b].as_mut().expect("live flow"),
-        )
+        report::add_live(sums, f);
+        sums.flow_summaries_dropped += 1;
     }
 }
 

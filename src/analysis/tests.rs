@@ -8,7 +8,7 @@ use dissectors::{
     PauseRepr, Qpn, RethRepr, RoceVersion, Stop, UdpRepr, VlanRepr,
 };
 use dissectors::{IcrcStatus, Psn};
-use flow::FlowKey;
+use flow::{Flow, FlowKey};
 use report::Severity;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -1435,7 +1435,7 @@ fn cache_hints_change_nothing_whatever_became_of_their_flow() {
     });
     let warm = |a: &Analyzer, d: &Decoded| {
         let mut h = a.warm_index(d);
-        a.warm_slot(&mut h);
+        a.warm_slot(d, &mut h);
         a.warm_flow(&h);
         a.warm_peer(&h);
         h
@@ -1457,7 +1457,7 @@ fn cache_hints_change_nothing_whatever_became_of_their_flow() {
     // with the slots reused by other flows.
     for h in [stale, old] {
         let mut h = h;
-        hinted.warm_slot(&mut h);
+        hinted.warm_slot(&frames[0], &mut h);
         hinted.warm_flow(&h);
         hinted.warm_peer(&h);
     }
@@ -1466,7 +1466,7 @@ fn cache_hints_change_nothing_whatever_became_of_their_flow() {
         let ts = 20_000_000 + i as u64;
         plain.ingest(ts, 0, d);
         let mut h = old;
-        hinted.warm_slot(&mut h);
+        hinted.warm_slot(d, &mut h);
         hinted.warm_flow(&h);
         hinted.warm_peer(&h);
         let h = warm(&hinted, d);

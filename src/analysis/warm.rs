@@ -1,6 +1,6 @@
 //! Cache hints for frames that come soon. With thousands of QPs a packet's flow is rarely
-//! in the cache, and finding it is a chain of dependent loads: the index entry, the slot's
-//! pointer, the flow, its peer. A caller that decodes a few frames ahead of the analysis
+//! in the cache, and finding it is a chain of dependent loads: the index entry, the flow,
+//! its peer, the peer's rings and histogram. A caller that decodes a few frames ahead of the analysis
 //! ([`crate::pipeline::Pipeline::read_files`] does) walks each coming frame down that
 //! chain one step per frame, so that by the time the frame is analyzed its lines are
 //! loaded, the loads of several frames overlapping instead of following one another.
@@ -11,14 +11,15 @@
 
 use super::flow::{Flow, ReqStream};
 use super::hint::prefetch;
-use super::table::{send_tag, Packed, NO_SLOT};
+use super::table::{pair_hash, send_tag, Packed, NO_SLOT};
 use super::Analyzer;
 use dissectors::{Decoded, Psn};
 use std::mem::offset_of;
 
 /// How far a coming frame's hint got (see the module documentation); start with
 /// [`Analyzer::warm_index`], then pass it to [`Analyzer::warm_slot`],
-/// [`Analyzer::warm_flow`] and [`Analyzer::warm_peer`], a frame or two apart each.
+/// [`Analyzer::warm_flow`] and [`Analyzer::warm_peer`], a frame or two apart each:
+/// index entry, flow, peer, what the packet moves in the peer.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Hint {
     hash: u32,
@@ -48,7 +49,7 @@ impl Hint {
 
 /// Starts loading bytes `from..to` of `p`: every line they cross.
 #[inline]
-fn lines<T>(p: &T, from: usize, to: usize) {
+fn lines<T: ?Sized>(p: &T, from: usize, to: usize) {
     let base = (p as *const T).cast::<u8>();
     let mut off = from;
     while off < to {
@@ -62,9 +63,8 @@ fn lines<T>(p: &T, from: usize, to: usize) {
 /// first): the key and counts, the QoS marks, the opcode mix, the ACK latency and the
 /// request stream's state, up to the head of its sent-PSN ring.
 const HOT: usize = offset_of!(Flow, req) + offset_of!(ReqStream, sent) + 8;
-/// Where what an ACK changes in its request flow starts: the ACK latency, then the
-/// request stream.
-const ACKED_FROM: usize = offset_of!(Flow, ack_latency);
+/// Where the AckReq ring's head is in a flow.
+const ACKREQ: usize = offset_of!(Flow, req) + offset_of!(ReqStream, ackreq);
 
 impl Analyzer {
     /// Step 1: the flow index's line for the frame's flow.
@@ -85,36 +85,31 @@ impl Analyzer {
         }
     }
 
-    /// Step 2 (the index line loaded): the slot's pointer and last-seen time.
+    /// Step 2 (the index line loaded): the flow's hot lines, its AckReq ring's head and
+    /// its last-seen time. The flow is where its slot is (`super::slab`): nothing is
+    /// read to find it. For a flow not made yet (`d`, the frame, is its first or comes
+    /// before its first is analyzed), the recent-PSN buckets its packet will use.
     #[inline]
-    pub(crate) fn warm_slot(&self, h: &mut Hint) {
+    pub(crate) fn warm_slot(&self, d: &Decoded, h: &mut Hint) {
         if h.hash == Hint::NONE.hash {
             return;
         }
         let Some(s) = self.index.find(h.hash, |_| true) else {
+            self.warm_new(d, h.psn);
             return;
         };
-        if let (Some(p), Some(t)) = (self.slots.get(s as usize), self.last_seen.get(s as usize)) {
-            prefetch(p);
+        if let (Some(f), Some(t)) = (self.slots.get(s as usize), self.last_seen.get(s as usize)) {
+            warm_hot(f);
             prefetch(t);
             h.slot = s;
         }
     }
 
-    /// Step 3 (the pointer loaded): the flow's hot lines and its rings' heads.
+    /// Step 3 (the flow loaded): the ring slots the packet will use, and the peer's hot
+    /// lines (an ACK moves its request stream), or for a flow not paired yet the
+    /// recent-PSN buckets its packet notes or looks up.
     #[inline]
     pub(crate) fn warm_flow(&self, h: &Hint) {
-        if let Some(f) = self.flow_at(h.slot) {
-            lines(f, 0, HOT);
-            prefetch(&f.req.ackreq);
-        }
-    }
-
-    /// Step 4 (the flow loaded): the ring slots the packet will use, the peer's hot lines
-    /// (an ACK moves its request stream), or for a flow not paired yet the recent-PSN
-    /// bucket its packet notes or looks up.
-    #[inline]
-    pub(crate) fn warm_peer(&self, h: &Hint) {
         let Some(f) = self.flow_at(h.slot) else {
             return;
         };
@@ -123,11 +118,8 @@ impl Analyzer {
         let (front, next) = f.req.ackreq.ends();
         prefetch(front);
         prefetch(next);
-        match f.peer.and_then(|p| self.flow_at(p)) {
-            Some(p) => {
-                lines(p, ACKED_FROM, HOT);
-                prefetch(&p.req.ackreq);
-            }
+        match f.peer.and_then(|p| self.slots.get(p as usize)) {
+            Some(p) => warm_hot(p),
             None => {
                 // A request notes its PSN under (src, dst), a response looks under
                 // (dst, src); the hint does not know which this is, so warms both.
@@ -137,8 +129,61 @@ impl Analyzer {
         }
     }
 
+    /// Step 4 (the peer loaded): what a response reads and moves in the request stream
+    /// it answers — the newest entries of its sent-PSN ring (is this the PSN it sent?),
+    /// the oldest of its AckReq ring (which the ACK pops) and its ACK latency's buckets.
+    #[inline]
+    pub(crate) fn warm_peer(&self, h: &Hint) {
+        let Some(p) = self
+            .flow_at(h.slot)
+            .and_then(|f| f.peer)
+            .and_then(|p| self.flow_at(p))
+        else {
+            return;
+        };
+        let (_, next) = p.req.sent.ends();
+        prefetch((next as *const (Psn, u64, u16)).wrapping_sub(1));
+        let (front, _) = p.req.ackreq.ends();
+        prefetch(front);
+        if let Some(c) = p.ack_latency.buckets() {
+            lines(c, 0, std::mem::size_of_val(c));
+        }
+    }
+
+    /// The recent-PSN buckets of a packet whose flow is not made yet: a new request
+    /// stream notes its PSNs under (src, dst) until it is paired, a new response stream
+    /// looks under (dst, src) for its request stream (the first message of each of
+    /// thousands of new QPs would otherwise miss the cache on every packet).
+    #[inline(never)]
+    fn warm_new(&self, d: &Decoded, psn: Psn) {
+        let Some(r) = &d.roce else {
+            return;
+        };
+        let Some(p) = Packed::from_decoded(d, r.bth.dest_qp) else {
+            return;
+        };
+        prefetch(
+            self.recent
+                .bucket_of(send_tag(pair_hash(p.src, p.dst), psn)),
+        );
+        prefetch(
+            self.recent
+                .bucket_of(send_tag(pair_hash(p.dst, p.src), psn)),
+        );
+    }
+
     #[inline]
     fn flow_at(&self, slot: u32) -> Option<&Flow> {
-        self.slots.get(slot as usize)?.as_deref()
+        self.slots.get(slot as usize)?.as_ref()
     }
+}
+
+/// Starts loading the hot lines of the flow in `slot` (whether or not one is there: a
+/// free slot's lines are only warmed for nothing) and its AckReq ring's head. A flow is
+/// at the start of its slot (`Option<Flow>` keeps the flow at offset 0, its `None` in a
+/// niche); were it not, the wrong lines would be warmed, nothing else.
+#[inline]
+fn warm_hot(slot: &Option<Flow>) {
+    lines(slot, 0, HOT);
+    lines(slot, ACKREQ, ACKREQ + 8);
 }
