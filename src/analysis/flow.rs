@@ -8,7 +8,7 @@
 //! whether it saw ten packets or ten million.
 
 use super::hist::LogHist;
-use super::ring::{LazyRing, Ring};
+use super::ring::{LazyRing, Ring, SplitRing};
 use dissectors::{Addr, Psn, Qpn, RoceVersion, Transport};
 
 /// Identifies a flow: network source and destination and the BTH DestQP.
@@ -166,7 +166,8 @@ pub(crate) const SENT_SLOTS: usize = 32;
 
 /// What this side sent as requester. Laid out in declaration order (`repr(C)`): what
 /// every request and every ACK touches comes first, so a packet of a flow that is not in
-/// the cache costs few cache lines, then the rings (each with its head in front).
+/// the cache costs few cache lines, then the rings' heads (the sent-PSN and AckReq
+/// records are allocated with the first request, the others with their first use).
 #[derive(Clone, Debug, Default)]
 #[repr(C)]
 pub(crate) struct ReqStream {
@@ -202,10 +203,11 @@ pub(crate) struct ReqStream {
     pub pending: Option<Box<[Option<Pending>; PENDING_SLOTS]>>,
     pub tentative: Option<Stray>,
     /// When recent PSNs were last sent and with which IPv4 identification: how long a
-    /// timeout took, and whether a PSN seen again is a copy.
-    pub sent: Ring<(Psn, u64, u16), SENT_SLOTS>,
+    /// timeout took, and whether a PSN seen again is a copy. Its records are allocated
+    /// with the first request (an ACK-only flow never has one).
+    pub sent: SplitRing<(Psn, u64, u16), SENT_SLOTS>,
     /// Requests with AckReq set, waiting for the ACK that covers them.
-    pub ackreq: Ring<(Psn, u64), ACKREQ_SLOTS>,
+    pub ackreq: SplitRing<(Psn, u64), ACKREQ_SLOTS>,
 }
 
 impl ReqStream {

@@ -436,11 +436,11 @@ impl Analyzer {
     pub fn snapshot(&self, events_from: usize) -> Report {
         let mut sums = self.sums;
         let mut flows = self.done.clone();
-        for f in self.slots.iter().flatten() {
+        self.slots.each(|f| {
             let s = report::summarize(f);
             report::add_flow(&mut sums, &s);
             flows.push(s);
-        }
+        });
         let from = events_from.min(self.log.events.len());
         let log = EventLog {
             events: self.log.events[from..].to_vec(),

@@ -159,6 +159,117 @@ impl<T: Copy + Default, const N: usize> LazyRing<T, N> {
     }
 }
 
+/// A [`Ring`] whose head and length stay where it is placed and whose records are
+/// allocated on the first push: a flow's request-stream rings sit with its hot fields
+/// (a cache hint can name the slot a packet will use straight from them, with no load in
+/// between), while a flow that never sends a request (an RC connection's ACK direction,
+/// half of all flows) pays 16 bytes per ring instead of its records. Reads of a ring not
+/// allocated yet behave as an empty ring.
+#[derive(Clone, Debug)]
+#[repr(C)]
+pub struct SplitRing<T: Copy + Default, const N: usize> {
+    head: u32,
+    len: u32,
+    buf: Option<Box<[T; N]>>,
+}
+
+impl<T: Copy + Default, const N: usize> Default for SplitRing<T, N> {
+    fn default() -> Self {
+        SplitRing {
+            head: 0,
+            len: 0,
+            buf: None,
+        }
+    }
+}
+
+impl<T: Copy + Default, const N: usize> SplitRing<T, N> {
+    /// Slot of the record `i` places after the head.
+    #[inline]
+    fn at(&self, i: usize) -> usize {
+        (self.head as usize + i) % N
+    }
+
+    /// Appends `v` (allocating the records the first time); when full, the oldest record
+    /// is dropped and returned.
+    #[inline]
+    pub fn push(&mut self, v: T) -> Option<T> {
+        let (head, len) = (self.head as usize, self.len as usize);
+        let buf = match self.buf.as_deref_mut() {
+            Some(b) => b,
+            None => self.allocate(),
+        };
+        if len == N {
+            let old = buf[head];
+            buf[head] = v;
+            self.head = ((head + 1) % N) as u32;
+            Some(old)
+        } else {
+            buf[(head + len) % N] = v;
+            self.len += 1;
+            None
+        }
+    }
+
+    /// The records, allocated (once, with the first push: kept out of line so that the
+    /// push itself stays small enough to inline).
+    #[cold]
+    #[inline(never)]
+    fn allocate(&mut self) -> &mut [T; N] {
+        self.buf.insert(Box::new([T::default(); N]))
+    }
+
+    /// The oldest record's slot and the slot the next push writes, once allocated (for a
+    /// cache hint).
+    #[inline]
+    pub fn ends(&self) -> Option<(&T, &T)> {
+        let buf = self.buf.as_deref()?;
+        Some((
+            &buf[self.head as usize % N],
+            &buf[self.at(self.len as usize)],
+        ))
+    }
+
+    /// The records, once allocated (for a cache hint).
+    #[inline]
+    pub fn records(&self) -> Option<&[T; N]> {
+        self.buf.as_deref()
+    }
+
+    /// Records held.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether no record is held.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The i-th record, oldest first (`i` must be below [`SplitRing::len`]).
+    #[inline]
+    pub fn get(&self, i: usize) -> &T {
+        debug_assert!(i < self.len());
+        let buf = self.buf.as_deref().expect("index below len()");
+        &buf[self.at(i)]
+    }
+
+    /// Drops the oldest records while `pred` holds for them, handing each to `out`.
+    #[inline]
+    pub fn pop_front_while(&mut self, mut pred: impl FnMut(&T) -> bool, mut out: impl FnMut(T)) {
+        let Some(buf) = self.buf.as_deref() else {
+            return;
+        };
+        while self.len > 0 && pred(&buf[self.head as usize]) {
+            out(buf[self.head as usize]);
+            self.head = ((self.head as usize + 1) % N) as u32;
+            self.len -= 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +286,28 @@ mod tests {
         r.pop_front_while(|&v| v < 4, |v| out.push(v));
         assert_eq!(out, vec![2, 3]);
         assert_eq!(r.len(), 1);
+    }
+
+    #[test]
+    fn a_split_ring_is_a_ring_once_pushed_and_empty_before() {
+        let mut s: SplitRing<u32, 3> = SplitRing::default();
+        let mut r: Ring<u32, 3> = Ring::default();
+        assert!(s.is_empty() && s.ends().is_none());
+        s.pop_front_while(|_| true, |_| panic!("nothing to pop"));
+        for v in 1..=7 {
+            assert_eq!(s.push(v), r.push(v));
+            if v % 3 == 0 {
+                let (mut a, mut b) = (vec![], vec![]);
+                s.pop_front_while(|&x| x < v, |x| a.push(x));
+                r.pop_front_while(|&x| x < v, |x| b.push(x));
+                assert_eq!(a, b);
+            }
+            assert_eq!(s.len(), r.len());
+            for i in 0..s.len() {
+                assert_eq!(s.get(i), r.get(i));
+            }
+            let ((a, b), (c, d)) = (s.ends().unwrap(), r.ends());
+            assert_eq!((a, b), (c, d));
+        }
     }
 }

@@ -245,18 +245,29 @@ impl Analyzer {
     /// is updated for a flow that is about to go.
     ///
     /// The flows are settled where they are, not moved out, a chunk of slots at a time,
-    /// and each chunk's memory goes back before the next one's summaries are made.
+    /// each a few slots behind a cache hint for its lines (`super::warm::warm_whole`), and
+    /// each chunk's memory goes back before the next one's summaries are made.
     pub(super) fn retire_all(&mut self) {
         self.free.clear();
         for mut chunk in self.slots.drain_chunks() {
-            for f in chunk.iter_mut().flatten() {
-                settle(f, &mut self.log);
-                keep(
-                    &mut self.done,
-                    &mut self.sums,
-                    self.cfg.max_flow_summaries,
-                    f,
-                );
+            for i in 0..chunk.len() {
+                if let Some(next) = chunk.get(i + super::slab::WALK_AHEAD) {
+                    super::warm::warm_whole(next);
+                }
+                if let Some(next) = chunk.get(i + 1) {
+                    super::warm::warm_owned(next);
+                }
+                if let Some(f) = chunk[i].as_mut() {
+                    settle(f, &mut self.log);
+                    keep(
+                        &mut self.done,
+                        &mut self.sums,
+                        self.cfg.max_flow_summaries,
+                        f,
+                    );
+                }
+                // Dropped now, while its lines are loaded.
+                chunk[i] = None;
             }
         }
     }

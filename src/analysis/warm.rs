@@ -61,10 +61,8 @@ fn lines<T: ?Sized>(p: &T, from: usize, to: usize) {
 
 /// The end of what every packet touches in its flow (`Flow` is `repr(C)`, hot fields
 /// first): the key and counts, the QoS marks, the opcode mix, the ACK latency and the
-/// request stream's state, up to the head of its sent-PSN ring.
-const HOT: usize = offset_of!(Flow, req) + offset_of!(ReqStream, sent) + 8;
-/// Where the AckReq ring's head is in a flow.
-const ACKREQ: usize = offset_of!(Flow, req) + offset_of!(ReqStream, ackreq);
+/// request stream, whose last fields are its rings' heads (their records are elsewhere).
+const HOT: usize = offset_of!(Flow, req) + std::mem::size_of::<ReqStream>();
 
 impl Analyzer {
     /// Step 1: the flow index's line for the frame's flow.
@@ -85,8 +83,8 @@ impl Analyzer {
         }
     }
 
-    /// Step 2 (the index line loaded): the flow's hot lines, its AckReq ring's head and
-    /// its last-seen time. The flow is where its slot is (`super::slab`): nothing is
+    /// Step 2 (the index line loaded): the flow's hot lines (its rings' heads among them)
+    /// and its last-seen time. The flow is where its slot is (`super::slab`): nothing is
     /// read to find it. For a flow not made yet (`d`, the frame, is its first or comes
     /// before its first is analyzed), the recent-PSN buckets its packet will use.
     #[inline]
@@ -113,11 +111,13 @@ impl Analyzer {
         let Some(f) = self.flow_at(h.slot) else {
             return;
         };
-        let (_, next) = f.req.sent.ends();
-        prefetch(next);
-        let (front, next) = f.req.ackreq.ends();
-        prefetch(front);
-        prefetch(next);
+        if let Some((_, next)) = f.req.sent.ends() {
+            prefetch(next);
+        }
+        if let Some((front, next)) = f.req.ackreq.ends() {
+            prefetch(front);
+            prefetch(next);
+        }
         match f.peer.and_then(|p| self.slots.get(p as usize)) {
             Some(p) => warm_hot(p),
             None => {
@@ -141,10 +141,12 @@ impl Analyzer {
         else {
             return;
         };
-        let (_, next) = p.req.sent.ends();
-        prefetch((next as *const (Psn, u64, u16)).wrapping_sub(1));
-        let (front, _) = p.req.ackreq.ends();
-        prefetch(front);
+        if let Some((_, next)) = p.req.sent.ends() {
+            prefetch((next as *const (Psn, u64, u16)).wrapping_sub(1));
+        }
+        if let Some((front, _)) = p.req.ackreq.ends() {
+            prefetch(front);
+        }
         if let Some(c) = p.ack_latency.buckets() {
             lines(c, 0, std::mem::size_of_val(c));
         }
@@ -178,12 +180,38 @@ impl Analyzer {
     }
 }
 
+/// Starts loading the flow in `slot`, whole: what settling, summarising and dropping it
+/// read. The end of a run and the live UI's snapshots walk every flow in slot order, a
+/// few ahead of this hint: with thousands of flows they are long out of the cache, and
+/// their lines are too far apart for the hardware's own prefetcher.
+#[inline]
+pub(super) fn warm_whole(slot: &Option<Flow>) {
+    lines(slot, 0, std::mem::size_of::<Flow>());
+}
+
+/// The walk's second step, a slot later (the flow's lines loaded): where its own
+/// allocations start, which dropping it frees (`free` reads each one's header, and its
+/// neighbour's).
+#[inline]
+pub(super) fn warm_owned(slot: &Option<Flow>) {
+    if let Some(f) = slot {
+        if let Some(r) = f.req.sent.records() {
+            prefetch(r);
+        }
+        if let Some(r) = f.req.ackreq.records() {
+            prefetch(r);
+        }
+        if let Some(c) = f.ack_latency.buckets() {
+            prefetch(c.as_ptr());
+        }
+    }
+}
+
 /// Starts loading the hot lines of the flow in `slot` (whether or not one is there: a
-/// free slot's lines are only warmed for nothing) and its AckReq ring's head. A flow is
+/// free slot's lines are only warmed for nothing). A flow is
 /// at the start of its slot (`Option<Flow>` keeps the flow at offset 0, its `None` in a
 /// niche); were it not, the wrong lines would be warmed, nothing else.
 #[inline]
 fn warm_hot(slot: &Option<Flow>) {
     lines(slot, 0, HOT);
-    lines(slot, ACKREQ, ACKREQ + 8);
 }
