@@ -194,7 +194,7 @@ struct Wire {
     nak_rnr: u64,
     ce_a_to_b: u64,
     /// Late originals: first transmissions (by IP ID order) that reached the tap after a
-    /// higher PSN of their QP, as their PSN's first appearance.
+    /// higher PSN of their QP, whether or not the resend of their PSN overtook them.
     late_originals: u64,
     /// Rewinds of A's PSNs (in A's send order), by what preceded them at the tap.
     rewinds_nak: u64,
@@ -353,12 +353,10 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>, pmtu: u32) -> Wire {
     w.req_originals = original.len() as u64;
 
     // --- late originals, in capture order ---
-    let mut seen: HashSet<(u32, u32)> = HashSet::new();
     let mut max_cap: HashMap<u32, u32> = HashMap::new();
     for p in pkts.iter().filter(|p| p.a_to_b() && p.is_rc_request()) {
-        let first = seen.insert((p.qp, p.psn));
         let behind = max_cap.get(&p.qp).is_some_and(|&m| psn_lt(p.psn, m));
-        if first && behind && original.contains(&p.idx) {
+        if behind && original.contains(&p.idx) {
             w.late_originals += 1;
         }
         if !behind {
@@ -840,8 +838,8 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             w.late_originals as i64,
             "wire: late originals",
             tv("reordered_packets"),
-            "first transmissions (by IP ID) that reached the tap as their PSN's first appearance after \
-             a higher PSN of their QP",
+            "first transmissions (by IP ID) that reached the tap after a higher PSN of their QP, \
+             also after the resend of their own PSN (that one is the retransmission, not they)",
         );
     }
     t.eq(

@@ -74,6 +74,25 @@ impl Gap {
     }
 }
 
+/// A gap a resend filled (for the request stream, go-back-N: the resend covers the rest of
+/// it), with the IPv4 identification of that resend.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ResentGap {
+    pub start: Psn,
+    pub len: u32,
+    pub ident: u16,
+}
+
+impl ResentGap {
+    /// Whether a packet of PSN `p` with identification `ident` was sent before the resend
+    /// that filled this gap: one of the gap's originals, overtaken on the way by the
+    /// resend of its own PSN.
+    pub fn overtook(&self, p: Psn, ident: u16) -> bool {
+        let d = p.diff(self.start);
+        d >= 0 && (d as u32) < self.len && (self.ident.wrapping_sub(ident) as i16) > 0
+    }
+}
+
 /// One RDMA READ as its request announced it.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Read {
@@ -157,6 +176,9 @@ pub(crate) struct Episode {
 }
 
 pub(crate) const GAP_SLOTS: usize = 32;
+/// Gaps filled by a resend remembered per flow, for originals that arrive after the resend
+/// of their PSN.
+pub(crate) const RESENT_GAP_SLOTS: usize = 16;
 /// READs followed per flow: as many as a requester keeps outstanding (rxe allows 128).
 pub(crate) const READ_SLOTS: usize = 128;
 /// NAKs / RNR NAKs / READ response gaps waiting for the rewind they cause.
@@ -197,6 +219,8 @@ pub(crate) struct ReqStream {
     /// A READ whose PSN span is not known yet (PMTU unknown): start and length.
     pub open_read: Option<(Psn, u32)>,
     pub gaps: LazyRing<Gap, GAP_SLOTS>,
+    /// The latest gaps a resend filled, allocated with the first.
+    pub resent_gaps: LazyRing<ResentGap, RESENT_GAP_SLOTS>,
     /// The READs, allocated for a flow's first READ only (most flows never read).
     pub reads: Option<Box<Ring<Read, READ_SLOTS>>>,
     /// Allocated with the first NAK / RNR NAK / READ response gap.

@@ -101,14 +101,14 @@ pub(super) fn unrecovered(f: &mut Flow, g: &Gap, log: &mut EventLog) {
     log.push(e);
 }
 
-/// A PSN passing the tap again fills the gap that lacked it; returns the gap's start.
+/// A PSN passing the tap again fills the gap that lacked it; returns the gap as it was.
 pub(super) fn fill_gaps(
     f: &mut Flow,
     resp: bool,
     p: Psn,
     ts: u64,
     log: &mut EventLog,
-) -> Option<Psn> {
+) -> Option<Gap> {
     let gaps = if resp {
         &mut f.resp.gaps
     } else {
@@ -117,14 +117,14 @@ pub(super) fn fill_gaps(
     for i in 0..gaps.len() {
         let g = gaps.get_mut(i);
         if g.len > 0 && g.contains(p) {
-            let start = g.start;
+            let filled = *g;
             g.len = 0; // filled: the resend covers the rest (go-back-N)
-            if g.part {
-                return Some(start);
+            if filled.part {
+                return Some(filled);
             }
             f.counters.recovered_gap_events += 1;
-            log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(start));
-            return Some(start);
+            log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(filled.start));
+            return Some(filled);
         }
     }
     None

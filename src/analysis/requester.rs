@@ -16,7 +16,8 @@
 //! do), it is the send order: a packet behind the stream with a later identification was
 //! sent now (a resend: it continues the run or starts a rewind), one with an earlier
 //! identification was sent before and arrives late (the first of its PSN at the tap is a
-//! reordered original). Without that order, a PSN behind the stream that does not continue
+//! reordered original, and so is one the resend of its own PSN overtook: a packet of a
+//! gap a resend filled, sent before that resend). Without that order, a PSN behind the stream that does not continue
 //! a run is held for one packet: when the next packet follows it, it started a rewind;
 //! when it does not, it was a lone packet — a late original if its PSN had never passed
 //! the tap, a single-packet retransmission otherwise. A copy of the packet just seen (the same PSN with the same
@@ -24,7 +25,7 @@
 //! [`COPY_WINDOW_NS`], and nothing that asked for it) is a duplicate made by the network
 //! and is counted apart: the requester sent it once.
 
-use super::flow::{span_for, Cause, Episode, Flow, Pending, Read, Stray, Trigger};
+use super::flow::{span_for, Cause, Episode, Flow, Pending, Read, ResentGap, Stray, Trigger};
 use super::gaps::{fill_gaps, fill_one, in_gap, open_gap};
 use super::report::{Event, EventKind};
 use super::EventLog;
@@ -143,12 +144,17 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
         }
         if sent_earlier {
             // Sent before packets already seen: it arrives late. The first of its PSN is
-            // an original overtaken on the way; otherwise it is a resend that was
-            // overtaken (counted with the retry it belongs to, no new one).
+            // an original overtaken on the way, and so is one of a gap a resend filled
+            // that was sent before that resend (the resend of its own PSN overtook it);
+            // otherwise it is a resend that was overtaken (counted with the retry it
+            // belongs to, no new one).
             if in_gap(f, p) {
                 f.counters.reordered_packets += 1;
                 log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
                 fill_one(f, p, ts, log);
+            } else if overtaken_by_its_resend(f, p, s.ident) {
+                f.counters.reordered_packets += 1;
+                log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
             } else {
                 let t = f
                     .req
@@ -198,6 +204,13 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
         return;
     }
     f.req.tentative = Some(stray);
+}
+
+/// Whether a late packet of PSN `p` (identification `ident`) belongs to a gap a resend
+/// filled and was sent before that resend: an original the resend of its PSN overtook.
+fn overtaken_by_its_resend(f: &Flow, p: Psn, ident: u16) -> bool {
+    let g = &f.req.resent_gaps;
+    (0..g.len()).any(|i| g.get(i).overtook(p, ident))
 }
 
 /// A READ span never resolved because its length was cut off by the snaplen.
@@ -439,7 +452,13 @@ fn resend(f: &mut Flow, p: Psn, end: Psn, ts: u64, ident: u16, t: Trigger, log: 
         ep.packets += 1;
     }
     count_retransmission(f, t);
-    let _ = fill_gaps(f, false, p, ts, log);
+    if let Some(g) = fill_gaps(f, false, p, ts, log) {
+        f.req.resent_gaps.push(ResentGap {
+            start: g.start,
+            len: g.len,
+            ident,
+        });
+    }
     f.req.sent.push((p, ts, ident));
     f.req.cursor = end;
 }

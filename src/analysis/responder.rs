@@ -135,7 +135,7 @@ fn answer(
         ep.packets += 1;
     }
     count_retransmission(f, trigger);
-    if let Some(start) = fill_gaps(f, true, p, ts, log) {
+    if let Some(start) = fill_gaps(f, true, p, ts, log).map(|g| g.start) {
         // The gap is filled: the requester has nothing left to ask for there.
         for e in q.req.pending_mut() {
             if e.is_some_and(|x| x.cause == Cause::ReadGap && x.psn == start) {

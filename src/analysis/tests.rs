@@ -1101,6 +1101,44 @@ fn a_nak_arriving_during_a_resend_run_belongs_to_the_rewind_it_causes() {
 }
 
 #[test]
+fn an_original_overtaken_by_the_resend_of_its_psn_is_reordered_not_resent() {
+    // lab reorder: 0..=9 sent (identifications 1..=10), 3's original delayed on the way;
+    // NAK(3); the rewind resends 3..=9 (11..=17); then 3's original (identification 4)
+    // arrives, after its own resend. rxe sent 3 twice, once new: seven packets sent
+    // again, and the late one is a reordered original (this read 8 retransmissions).
+    let mut f = vec![];
+    for p in [0u32, 1, 2, 4, 5, 6, 7, 8, 9] {
+        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
+    }
+    f.push(at(20, resp(ACK, 3, 0x60)));
+    for (i, p) in (3u32..=9).enumerate() {
+        f.push(at(3000 + i as u64, req_id(SEND_ONLY, p, 11 + i as u16)));
+    }
+    f.push(at(3100, req_id(SEND_ONLY, 3, 4)));
+    f.push(at(3200, ack(9)));
+    let t = run_at(&f).totals;
+    assert_eq!(t.retransmitted_packets, 7);
+    assert_eq!(t.nak_retransmissions, 7);
+    assert_eq!(t.retransmission_episodes, 1);
+    assert_eq!(t.reordered_packets, 1);
+    assert_eq!(t.duplicate_packets, 0);
+    assert_eq!((t.recovered_gap_events, t.unrecovered_gap_events), (1, 0));
+    // A resend of 3 overtaken by a later resend of it (the original had passed) is still
+    // a retransmission: 3 new (4), a rewind to 3 (11) lost to a second one (21) that
+    // arrives first.
+    let mut f = vec![];
+    for p in 0u32..=9 {
+        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
+    }
+    f.push(at(5000, req_id(SEND_ONLY, 3, 21)));
+    f.push(at(5001, req_id(SEND_ONLY, 4, 22)));
+    f.push(at(5002, req_id(SEND_ONLY, 3, 11)));
+    f.push(at(5100, ack(9)));
+    let t = run_at(&f).totals;
+    assert_eq!((t.retransmitted_packets, t.reordered_packets), (3, 0));
+}
+
+#[test]
 fn rnr_then_sequence_nak_is_one_rnr_retry_after_the_wait_the_wire_shows() {
     // rxe: RNR NAK(8), then a PSN-sequence NAK(8) for the packets that followed; the
     // requester waits and rewinds to 8 some 14 ms later: one retry, by the RNR NAK.
