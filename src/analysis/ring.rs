@@ -2,93 +2,127 @@
 //! oldest record instead of growing, so per-flow state has one size for the life of the
 //! flow and the per-packet path never allocates.
 
+/// Where a ring's records are: the oldest one's slot and how many. The ring logic, on
+/// records held in place ([`Ring`]) or allocated with the first push ([`SplitRing`]).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct Cursor {
+    head: u32,
+    len: u32,
+}
+
+impl Cursor {
+    /// Slot of the record `i` places after the head, in a ring of `n`.
+    #[inline]
+    fn at(&self, i: usize, n: usize) -> usize {
+        (self.head as usize + i) % n
+    }
+
+    #[inline]
+    fn push<T: Copy, const N: usize>(&mut self, buf: &mut [T; N], v: T) -> Option<T> {
+        if self.len as usize == N {
+            let head = self.head as usize;
+            let old = buf[head];
+            buf[head] = v;
+            self.head = ((head + 1) % N) as u32;
+            Some(old)
+        } else {
+            buf[self.at(self.len as usize, N)] = v;
+            self.len += 1;
+            None
+        }
+    }
+
+    #[inline]
+    fn ends<'a, T, const N: usize>(&self, buf: &'a [T; N]) -> (&'a T, &'a T) {
+        (
+            &buf[self.head as usize % N],
+            &buf[self.at(self.len as usize, N)],
+        )
+    }
+
+    #[inline]
+    fn get<'a, T, const N: usize>(&self, buf: &'a [T; N], i: usize) -> &'a T {
+        debug_assert!(i < self.len as usize);
+        &buf[self.at(i, N)]
+    }
+
+    #[inline]
+    fn pop_front_while<T: Copy, const N: usize>(
+        &mut self,
+        buf: &[T; N],
+        mut pred: impl FnMut(&T) -> bool,
+        mut out: impl FnMut(T),
+    ) {
+        while self.len > 0 && pred(&buf[self.head as usize]) {
+            out(buf[self.head as usize]);
+            self.head = ((self.head as usize + 1) % N) as u32;
+            self.len -= 1;
+        }
+    }
+}
+
 /// The head and length come first (`repr(C)`): a ring placed after a struct's hot fields
 /// shares their cache line, and a push touches at most one more.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct Ring<T: Copy + Default, const N: usize> {
-    head: u32,
-    len: u32,
+    c: Cursor,
     buf: [T; N],
 }
 
 impl<T: Copy + Default, const N: usize> Default for Ring<T, N> {
     fn default() -> Self {
         Ring {
+            c: Cursor::default(),
             buf: [T::default(); N],
-            head: 0,
-            len: 0,
         }
     }
 }
 
 impl<T: Copy + Default, const N: usize> Ring<T, N> {
-    /// Slot of the record `i` places after the head.
-    #[inline]
-    fn at(&self, i: usize) -> usize {
-        (self.head as usize + i) % N
-    }
-
     /// Appends `v`; when full, the oldest record is dropped and returned.
     #[inline]
     pub fn push(&mut self, v: T) -> Option<T> {
-        if self.len as usize == N {
-            let head = self.head as usize;
-            let old = self.buf[head];
-            self.buf[head] = v;
-            self.head = ((head + 1) % N) as u32;
-            Some(old)
-        } else {
-            let at = self.at(self.len as usize);
-            self.buf[at] = v;
-            self.len += 1;
-            None
-        }
+        self.c.push(&mut self.buf, v)
     }
 
     /// The oldest record's slot and the slot the next push writes (for a cache hint:
     /// what a push, a look at the newest and a pop touch).
     #[inline]
     pub fn ends(&self) -> (&T, &T) {
-        let head = self.head as usize % N;
-        (&self.buf[head], &self.buf[self.at(self.len as usize)])
+        self.c.ends(&self.buf)
     }
 
     /// Records held.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len as usize
+        self.c.len as usize
     }
 
     /// Whether no record is held.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.c.len == 0
     }
 
     /// The i-th record, oldest first.
     #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut T {
         debug_assert!(i < self.len());
-        let at = self.at(i);
-        &mut self.buf[at]
+        &mut self.buf[self.c.at(i, N)]
     }
 
     /// The i-th record, oldest first (`i` must be below [`Ring::len`]).
     #[inline]
     pub fn get(&self, i: usize) -> &T {
-        debug_assert!(i < self.len());
-        &self.buf[self.at(i)]
+        self.c.get(&self.buf, i)
     }
 
     /// Drops the oldest records while `pred` holds for them, handing each to `out`.
     #[inline]
-    pub fn pop_front_while(&mut self, mut pred: impl FnMut(&T) -> bool, mut out: impl FnMut(T)) {
-        while self.len > 0 && pred(&self.buf[self.head as usize]) {
-            out(self.buf[self.head as usize]);
-            self.head = ((self.head as usize + 1) % N) as u32;
-            self.len -= 1;
-        }
+    pub fn pop_front_while(&mut self, pred: impl FnMut(&T) -> bool, out: impl FnMut(T)) {
+        self.c.pop_front_while(&self.buf, pred, out);
     }
 
     /// Removes every record, handing each to `out`, oldest first.
@@ -168,66 +202,44 @@ impl<T: Copy + Default, const N: usize> LazyRing<T, N> {
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct SplitRing<T: Copy + Default, const N: usize> {
-    head: u32,
-    len: u32,
+    c: Cursor,
     buf: Option<Box<[T; N]>>,
 }
 
 impl<T: Copy + Default, const N: usize> Default for SplitRing<T, N> {
     fn default() -> Self {
         SplitRing {
-            head: 0,
-            len: 0,
+            c: Cursor::default(),
             buf: None,
         }
     }
 }
 
 impl<T: Copy + Default, const N: usize> SplitRing<T, N> {
-    /// Slot of the record `i` places after the head.
-    #[inline]
-    fn at(&self, i: usize) -> usize {
-        (self.head as usize + i) % N
-    }
-
     /// Appends `v` (allocating the records the first time); when full, the oldest record
     /// is dropped and returned.
     #[inline]
     pub fn push(&mut self, v: T) -> Option<T> {
-        let (head, len) = (self.head as usize, self.len as usize);
         let buf = match self.buf.as_deref_mut() {
             Some(b) => b,
-            None => self.allocate(),
+            None => Self::allocate(&mut self.buf),
         };
-        if len == N {
-            let old = buf[head];
-            buf[head] = v;
-            self.head = ((head + 1) % N) as u32;
-            Some(old)
-        } else {
-            buf[(head + len) % N] = v;
-            self.len += 1;
-            None
-        }
+        self.c.push(buf, v)
     }
 
     /// The records, allocated (once, with the first push: kept out of line so that the
     /// push itself stays small enough to inline).
     #[cold]
     #[inline(never)]
-    fn allocate(&mut self) -> &mut [T; N] {
-        self.buf.insert(Box::new([T::default(); N]))
+    fn allocate(buf: &mut Option<Box<[T; N]>>) -> &mut [T; N] {
+        buf.insert(Box::new([T::default(); N]))
     }
 
     /// The oldest record's slot and the slot the next push writes, once allocated (for a
     /// cache hint).
     #[inline]
     pub fn ends(&self) -> Option<(&T, &T)> {
-        let buf = self.buf.as_deref()?;
-        Some((
-            &buf[self.head as usize % N],
-            &buf[self.at(self.len as usize)],
-        ))
+        Some(self.c.ends(self.buf.as_deref()?))
     }
 
     /// The records, once allocated (for a cache hint).
@@ -239,33 +251,27 @@ impl<T: Copy + Default, const N: usize> SplitRing<T, N> {
     /// Records held.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len as usize
+        self.c.len as usize
     }
 
     /// Whether no record is held.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.c.len == 0
     }
 
     /// The i-th record, oldest first (`i` must be below [`SplitRing::len`]).
     #[inline]
     pub fn get(&self, i: usize) -> &T {
-        debug_assert!(i < self.len());
-        let buf = self.buf.as_deref().expect("index below len()");
-        &buf[self.at(i)]
+        self.c
+            .get(self.buf.as_deref().expect("index below len()"), i)
     }
 
     /// Drops the oldest records while `pred` holds for them, handing each to `out`.
     #[inline]
-    pub fn pop_front_while(&mut self, mut pred: impl FnMut(&T) -> bool, mut out: impl FnMut(T)) {
-        let Some(buf) = self.buf.as_deref() else {
-            return;
-        };
-        while self.len > 0 && pred(&buf[self.head as usize]) {
-            out(buf[self.head as usize]);
-            self.head = ((self.head as usize + 1) % N) as u32;
-            self.len -= 1;
+    pub fn pop_front_while(&mut self, pred: impl FnMut(&T) -> bool, out: impl FnMut(T)) {
+        if let Some(buf) = self.buf.as_deref() {
+            self.c.pop_front_while(buf, pred, out);
         }
     }
 }
