@@ -728,19 +728,35 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             "B sends the RNR NAKs and nothing drops them before the tap",
         );
     }
-    t.eq(
-        "totals.retransmission_episodes",
-        episodes,
-        episodes_src,
-        tv("retransmission_episodes"),
-        if rnr {
-            "each RNR NAK B sent is one retry of A's (after its RNR timer; the NAK-seq rxe sends \
-             right after it belongs to the same event), plus any timer retry the wire shows"
-        } else {
-            "rxe's completer counts each retry it starts (NAK-, READ- or timer-triggered); \
-             each shows at the tap as one rewind of A's PSNs"
-        },
-    );
+    let why_episodes = if rnr {
+        "each RNR NAK B sent is one retry of A's (after its RNR timer; the NAK-seq rxe sends \
+         right after it belongs to the same event), plus any timer retry the wire shows"
+    } else {
+        "rxe's completer counts each retry it starts (NAK-, READ- or timer-triggered); \
+         each shows at the tap as one rewind of A's PSNs"
+    };
+    if scen.starts_with("reorder") {
+        // netem has delivered bursts of a hundred packets in reverse order: a rewind whose
+        // packets all arrive after the run before it, last first, reads at the tap as that
+        // run going on. One such in a run's ~120 retries is allowed here; the packets
+        // resent are held exactly below.
+        t.near(
+            "totals.retransmission_episodes",
+            episodes,
+            episodes_src,
+            tv("retransmission_episodes"),
+            1,
+            why_episodes,
+        );
+    } else {
+        t.eq(
+            "totals.retransmission_episodes",
+            episodes,
+            episodes_src,
+            tv("retransmission_episodes"),
+            why_episodes,
+        );
+    }
     let parts = [
         "nak_retransmission_episodes",
         "rnr_retransmission_episodes",

@@ -205,12 +205,15 @@ pub(crate) struct ReqStream {
     pub first: Psn,
     /// The PSN after the last request packet, new or resent: where a resend run goes on.
     pub cursor: Psn,
-    /// Packets whose identification came after / before the latest one: where nearly
-    /// all come after, the identification is this flow's send order (Soft-RoCE and mlx5
-    /// count it up per packet), and a packet with an earlier one was sent earlier and
-    /// arrives late.
+    /// Packets whose identification came after / before the latest one. Where nearly all
+    /// that come after it come a short step after it, the identification is this flow's
+    /// send order (Soft-RoCE and mlx5 count it up per packet), and a packet with an
+    /// earlier one was sent earlier and arrives late.
     pub idents_ahead: u32,
     pub idents_behind: u32,
+    /// Of `idents_ahead`, those more than `requester::NEAR_IDENT` after the latest one
+    /// (what a random identification mostly does, and a counter seldom).
+    pub idents_far: u32,
     /// When the last new (not resent) request was seen.
     pub last_new_ts: u64,
     pub episode: Option<Episode>,

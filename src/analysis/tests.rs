@@ -1139,6 +1139,42 @@ fn an_original_overtaken_by_the_resend_of_its_psn_is_reordered_not_resent() {
 }
 
 #[test]
+fn a_resend_run_delivered_in_reverse_is_one_retry_not_one_per_packet() {
+    // lab reorder: netem delivered a whole resend run last packet first. 0..=39 sent
+    // (identifications 1..=40), NAK(10), the rewind resends 10..=39 (41..=70), which
+    // arrive 70 first, 41 last: one retry of 30 packets. (Each late packet counted
+    // against the identification being the send order, which then no longer held: 24
+    // single-packet "timeouts".)
+    let mut f = vec![];
+    for p in 0u32..=39 {
+        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
+    }
+    f.push(at(50, resp(ACK, 10, 0x60)));
+    for (i, p) in (10u32..=39).rev().enumerate() {
+        f.push(at(3000 + i as u64, req_id(SEND_ONLY, p, p as u16 + 31)));
+    }
+    f.push(at(3100, ack(39)));
+    let t = run_at(&f).totals;
+    assert_eq!(t.retransmission_episodes, 1);
+    assert_eq!(t.nak_retransmission_episodes, 1);
+    assert_eq!(t.retransmitted_packets, 30);
+    assert_eq!(t.timeout_retransmissions, 0);
+    // A random identification is not an order, however many packets come after.
+    let mut f = vec![];
+    let mut x = 0x2545_u16;
+    for p in 0u32..200 {
+        x = x.wrapping_mul(25173).wrapping_add(13849);
+        f.push(at(u64::from(p), req_id(SEND_ONLY, p, x)));
+    }
+    // A PSN again, with an identification below the latest: without an order it is a
+    // lone packet behind the stream (a retransmission), not a late original.
+    f.push(at(500, req_id(SEND_ONLY, 100, x.wrapping_sub(5000))));
+    f.push(at(600, ack(199)));
+    let t = run_at(&f).totals;
+    assert_eq!((t.retransmitted_packets, t.reordered_packets), (1, 0));
+}
+
+#[test]
 fn rnr_then_sequence_nak_is_one_rnr_retry_after_the_wait_the_wire_shows() {
     // rxe: RNR NAK(8), then a PSN-sequence NAK(8) for the packets that followed; the
     // requester waits and rewinds to 8 some 14 ms later: one retry, by the RNR NAK.
