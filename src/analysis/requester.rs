@@ -12,18 +12,18 @@
 //! its completer's PSN, which can lag below the NAK's); with none, the requester's timer.
 //! A NAK that arrives while a run is in progress waits for the rewind it causes.
 //!
-//! Where the sender counts the IPv4 identification up per packet (Soft-RoCE and mlx5
-//! do), it is the send order: a packet behind the stream with a later identification was
-//! sent now (a resend: it continues the run or starts a rewind), one with an earlier
+//! Where the sender counts the IPv4 identification up per packet (Soft-RoCE and mlx5 do),
+//! it is the send order: a packet behind the stream with a later identification was sent
+//! now (a resend: it continues the run or starts a rewind), one with an earlier
 //! identification was sent before and arrives late (the first of its PSN at the tap is a
-//! reordered original, and so is one the resend of its own PSN overtook: a packet of a
-//! gap a resend filled, sent before that resend). Without that order, a PSN behind the stream that does not continue
-//! a run is held for one packet: when the next packet follows it, it started a rewind;
-//! when it does not, it was a lone packet — a late original if its PSN had never passed
-//! the tap, a single-packet retransmission otherwise. A copy of the packet just seen (the same PSN with the same
-//! IPv4 identification, or — where the sender does not vary the identification — within
-//! [`COPY_WINDOW_NS`], and nothing that asked for it) is a duplicate made by the network
-//! and is counted apart: the requester sent it once.
+//! reordered original, and so is one the resend of its own PSN overtook: a packet of a gap
+//! a resend filled, sent before that resend). Without that order, a PSN behind the stream
+//! that does not continue a run is held for one packet: when the next packet follows it, it
+//! started a rewind; when it does not, it was a lone packet — a late original if its PSN
+//! had never passed the tap, a single-packet retransmission otherwise. A copy of the packet
+//! just seen (the same PSN with the same IPv4 identification, or — where the sender does
+//! not vary the identification — within [`COPY_WINDOW_NS`], and nothing that asked for it)
+//! is a duplicate made by the network and is counted apart: the requester sent it once.
 
 use super::flow::{span_for, Cause, Episode, Flow, Pending, Read, ResentGap, Stray, Trigger};
 use super::gaps::{fill_gaps, fill_one, in_gap, open_gap};

@@ -71,9 +71,7 @@ impl Slots {
     pub fn each(&self, mut f: impl FnMut(&Flow)) {
         for chunk in &self.chunks {
             for (i, slot) in chunk.iter().enumerate() {
-                if let Some(next) = chunk.get(i + WALK_AHEAD) {
-                    super::warm::warm_whole(next);
-                }
+                warm_ahead(&chunk[..], i);
                 if let Some(flow) = slot {
                     f(flow);
                 }
@@ -110,6 +108,15 @@ impl Slots {
         } else {
             (y, x)
         }
+    }
+}
+
+/// In a walk over a chunk's slots, at slot `i`: requests the lines of the flow
+/// [`WALK_AHEAD`] slots on (`super::warm::warm_whole`).
+#[inline]
+pub(super) fn warm_ahead(chunk: &[Option<Flow>], i: usize) {
+    if let Some(next) = chunk.get(i + WALK_AHEAD) {
+        super::warm::warm_whole(next);
     }
 }
 

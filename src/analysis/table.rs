@@ -128,14 +128,7 @@ impl Recent {
             .iter()
             .position(|e| e.tag == tag || e.tag == 0)
             .unwrap_or(RECENT_WAYS - 1);
-        // The entries before `at` move down one, with selects over the whole line rather
-        // than a `memmove` call of a few bytes (what `copy_within` became).
-        let old = *ways;
-        for i in 1..RECENT_WAYS {
-            if i <= at {
-                ways[i] = old[i - 1];
-            }
-        }
+        ways.copy_within(0..at, 1);
         ways[0] = RecentSend { tag, slot };
     }
 
@@ -236,7 +229,12 @@ impl Analyzer {
         self.last_seen[slot as usize] = u64::MAX;
         settle(&mut f, &mut self.log);
         self.unlink(slot, &f);
-        self.keep(&f);
+        keep(
+            &mut self.done,
+            &mut self.sums,
+            self.cfg.max_flow_summaries,
+            &f,
+        );
         self.free.push(slot);
     }
 
@@ -251,9 +249,7 @@ impl Analyzer {
         self.free.clear();
         for mut chunk in self.slots.drain_chunks() {
             for i in 0..chunk.len() {
-                if let Some(next) = chunk.get(i + super::slab::WALK_AHEAD) {
-                    super::warm::warm_whole(next);
-                }
+                super::slab::warm_ahead(&chunk[..], i);
                 if let Some(next) = chunk.get(i + 1) {
                     super::warm::warm_owned(next);
                 }
@@ -270,16 +266,6 @@ impl Analyzer {
                 chunk[i] = None;
             }
         }
-    }
-
-    /// See [`keep`].
-    fn keep(&mut self, f: &Flow) {
-        keep(
-            &mut self.done,
-            &mut self.sums,
-            self.cfg.max_flow_summaries,
-            f,
-        );
     }
 
     /// Takes a retired flow out of the tables that find it: its peer, the index and its

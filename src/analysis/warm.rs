@@ -1,9 +1,9 @@
 //! Cache hints for frames that come soon. With thousands of QPs a packet's flow is rarely
 //! in the cache, and finding it is a chain of dependent loads: the index entry, the flow,
-//! its peer, the peer's rings and histogram. A caller that decodes a few frames ahead of the analysis
-//! ([`crate::pipeline::Pipeline::read_files`] does) walks each coming frame down that
-//! chain one step per frame, so that by the time the frame is analyzed its lines are
-//! loaded, the loads of several frames overlapping instead of following one another.
+//! its peer, the peer's rings and histogram. A caller that decodes a few frames ahead of
+//! the analysis ([`crate::pipeline::Pipeline::read_files`] does) walks each coming frame
+//! down that chain one step per frame, so that by the time the frame is analyzed its lines
+//! are loaded, the loads of several frames overlapping instead of following one another.
 //!
 //! A hint changes nothing but timing: it reads the tables without changing them, trusts
 //! an index entry's hash without confirming the key (a wrong guess only warms the wrong
