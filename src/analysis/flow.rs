@@ -230,9 +230,10 @@ pub(crate) struct ReqStream {
     pub pending: Option<Box<[Option<Pending>; PENDING_SLOTS]>>,
     pub tentative: Option<Stray>,
     /// When recent PSNs were last sent and with which IPv4 identification: how long a
-    /// timeout took, and whether a PSN seen again is a copy. Its records are allocated
-    /// with the first request (an ACK-only flow never has one).
-    pub sent: SplitRing<(Psn, u64, u16), SENT_SLOTS>,
+    /// timeout took, and whether a PSN seen again is a copy; and whether that sighting
+    /// was taken for new (it moved the stream on). Its records are allocated with the
+    /// first request (an ACK-only flow never has one).
+    pub sent: SplitRing<(Psn, u64, u16, bool), SENT_SLOTS>,
     /// Requests with AckReq set, waiting for the ACK that covers them.
     pub ackreq: SplitRing<(Psn, u64), ACKREQ_SLOTS>,
 }

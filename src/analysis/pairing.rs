@@ -34,8 +34,8 @@ impl Analyzer {
         (0..sent.len())
             .rev()
             .map(|i| *sent.get(i))
-            .find(|&(sp, st, _)| sp == p && st <= now)
-            .map(|(_, st, _)| st)
+            .find(|&(sp, st, _, _)| sp == p && st <= now)
+            .map(|(_, st, _, _)| st)
     }
 
     /// Pairs response flow `slot` with the request flow it answers: preferably one that

@@ -123,7 +123,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         if r.bth.ack_req {
             f.req.ackreq.push((p, ts));
         }
-        f.req.sent.push((p, ts, s.ident));
+        f.req.sent.push((p, ts, s.ident, true));
         f.req.last_new_ts = ts;
         return;
     }
@@ -163,6 +163,12 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
                     .or(f.req.last_trigger)
                     .unwrap_or(Trigger::Unknown);
                 count_retransmission(f, t);
+                if original_sent_later(f, p, s.ident) {
+                    // What was taken for its PSN's original was sent after it: that one
+                    // was the resend (the count just made), this one the original, late.
+                    f.counters.reordered_packets += 1;
+                    log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
+                }
             }
             return;
         }
@@ -211,6 +217,15 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
 fn overtaken_by_its_resend(f: &Flow, p: Psn, ident: u16) -> bool {
     let g = &f.req.resent_gaps;
     (0..g.len()).any(|i| g.get(i).overtook(p, ident))
+}
+
+/// Whether a sighting of PSN `p` taken for its original (it moved the stream on) carries
+/// an identification later than `ident`: it was a resend that overtook the original.
+fn original_sent_later(f: &Flow, p: Psn, ident: u16) -> bool {
+    let sent = &f.req.sent;
+    (0..sent.len())
+        .map(|i| *sent.get(i))
+        .any(|(q, _, id, new)| q == p && new && (id.wrapping_sub(ident) as i16) > 0)
 }
 
 /// A READ span never resolved because its length was cut off by the snaplen.
@@ -308,10 +323,10 @@ fn idents_in_order(f: &Flow) -> bool {
 /// Is `p` (seen at `ts` with `ident`) a copy of its last sighting?
 fn is_copy(f: &Flow, p: Psn, ts: u64, ident: u16) -> bool {
     let sent = &f.req.sent;
-    let Some((_, t0, id0)) = (0..sent.len())
+    let Some((_, t0, id0, _)) = (0..sent.len())
         .rev()
         .map(|i| *sent.get(i))
-        .find(|(q, _, _)| *q == p)
+        .find(|(q, ..)| *q == p)
     else {
         return false;
     };
@@ -337,7 +352,7 @@ pub(super) fn resolve(f: &mut Flow, s: Stray, next: Option<Psn>, log: &mut Event
         f.counters.reordered_packets += 1;
         log.push(Event::new(s.t_ns, f.id, EventKind::Reordered).psn(s.psn));
         let _ = fill_gaps(f, false, s.psn, s.t_ns, log);
-        f.req.sent.push((s.psn, s.t_ns, s.ident));
+        f.req.sent.push((s.psn, s.t_ns, s.ident, true));
         return;
     }
     start_episode(f, s, true, log);
@@ -420,8 +435,8 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
             let t0 = (0..sent.len())
                 .rev()
                 .map(|i| *sent.get(i))
-                .find(|(q, _, _)| *q == s.psn)
-                .map(|(_, t, _)| t);
+                .find(|(q, ..)| *q == s.psn)
+                .map(|(_, t, ..)| t);
             let l = t0.map(|t0| s.t_ns.saturating_sub(t0));
             if let Some(l) = l {
                 f.delays_mut().timeout_observed.record(l);
@@ -454,7 +469,7 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
         let ep = f.req.episode.as_mut().expect("episode just set");
         ep.packets += 1;
         f.req.cursor = s.end;
-        f.req.sent.push((s.psn, s.t_ns, s.ident));
+        f.req.sent.push((s.psn, s.t_ns, s.ident, false));
     }
 }
 
@@ -472,7 +487,7 @@ fn resend(f: &mut Flow, p: Psn, end: Psn, ts: u64, ident: u16, t: Trigger, log: 
             ident,
         });
     }
-    f.req.sent.push((p, ts, ident));
+    f.req.sent.push((p, ts, ident, false));
     f.req.cursor = end;
 }
 

@@ -1139,6 +1139,28 @@ fn an_original_overtaken_by_the_resend_of_its_psn_is_reordered_not_resent() {
 }
 
 #[test]
+fn originals_that_arrive_after_their_resends_were_taken_for_new_are_reordered() {
+    // lab reorder: 0..=14 sent (identifications 1..=15) but 10..=14 delayed on the way;
+    // the requester's timer resends 10..=14 (21..=25), which reach the tap first and move
+    // the stream on; then the originals arrive. Five packets sent again, and five late
+    // originals (this read 0 reordered: the originals were taken for the resends).
+    let mut f = vec![];
+    for p in 0u32..10 {
+        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
+    }
+    for p in 10u32..15 {
+        f.push(at(5000 + u64::from(p), req_id(SEND_ONLY, p, p as u16 + 11)));
+    }
+    for p in 10u32..15 {
+        f.push(at(5100 + u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
+    }
+    f.push(at(5200, ack(14)));
+    let t = run_at(&f).totals;
+    assert_eq!((t.retransmitted_packets, t.reordered_packets), (5, 5));
+    assert_eq!(t.duplicate_packets, 0);
+}
+
+#[test]
 fn a_resend_run_delivered_in_reverse_is_one_retry_not_one_per_packet() {
     // lab reorder: netem delivered a whole resend run last packet first. 0..=39 sent
     // (identifications 1..=40), NAK(10), the rewind resends 10..=39 (41..=70), which

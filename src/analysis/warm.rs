@@ -142,7 +142,7 @@ impl Analyzer {
             return;
         };
         if let Some((_, next)) = p.req.sent.ends() {
-            prefetch((next as *const (Psn, u64, u16)).wrapping_sub(1));
+            prefetch((next as *const (Psn, u64, u16, bool)).wrapping_sub(1));
         }
         if let Some((front, _)) = p.req.ackreq.ends() {
             prefetch(front);
