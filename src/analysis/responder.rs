@@ -74,6 +74,20 @@ fn answer(
     let rd = *reads.get(i);
     let d = p.diff(rd.resp_next);
     if d >= 0 {
+        if let Some(hole) = run_cut_short(f, reads, i, p) {
+            // The run of responses sent again stopped short of the end of a READ that
+            // was asked for again, and new responses follow: its tail was lost again
+            // (no new gap at the tap, which saw those PSNs before); the requester sees
+            // the hole and asks again.
+            push_pending(
+                q,
+                Pending {
+                    psn: hole,
+                    t_ns: ts,
+                    cause: Cause::ReadGap,
+                },
+            );
+        }
         end_episode(&mut f.resp.episode, log);
         if d > 0 {
             response_gap(f, q, rd.resp_next, d as u32, ts, log);
@@ -143,4 +157,21 @@ fn answer(
             }
         }
     }
+}
+
+/// Where a run of responses sent again (an episode in progress, its next PSN at the
+/// cursor) was cut short, when a new response `p` for READ `i` follows it: the cursor is
+/// a few PSNs behind `p`, inside a READ whose responses were expected again (the run
+/// was inside it, or it was asked for again), and before READ `i`'s next response.
+fn run_cut_short(f: &Flow, reads: &Ring<Read, READ_SLOTS>, i: usize, p: Psn) -> Option<Psn> {
+    f.resp.episode?;
+    let c = f.resp.cursor;
+    if !(1..=RUN_SLACK).contains(&p.diff(c)) || c.diff(reads.get(i).resp_next) >= 0 {
+        return None;
+    }
+    let expected = (0..=i)
+        .rev()
+        .map(|j| reads.get(j))
+        .any(|rd| rd.contains(c) && (c != rd.start || rd.rereq));
+    expected.then_some(c)
 }

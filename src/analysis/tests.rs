@@ -1577,3 +1577,42 @@ fn cache_hints_change_nothing_whatever_became_of_their_flow() {
         format!("{:?}", hinted.finish())
     );
 }
+
+#[test]
+fn a_run_of_resent_responses_cut_short_before_new_responses_is_a_read_gap() {
+    // READ 2..=5 (4 KiB at PMTU 1024) passes the tap whole, its Middle (3) lost after
+    // the tap: the requester asks again at 3. Of the responses sent again (3..=5), 5 is
+    // lost before the tap (which saw 5 the first time); the first response of the next
+    // READ (6..=9) follows, and the requester asks again for 5: a READ re-request, not
+    // its timer.
+    let mut f = vec![at(0, req(WRITE_FIRST, 0)), at(1, req_a(WRITE_LAST, 1))];
+    f.push(at(2, ack(1)));
+    f.push(at(10, read_req(2, 0x1_0000, 4096)));
+    f.push(at(11, read_req(6, 0x2_0000, 4096)));
+    f.push(at(20, resp(READ_FIRST, 2, 0x1f)));
+    f.push(at(21, resp(READ_MIDDLE, 3, 0x1f)));
+    f.push(at(22, resp(READ_MIDDLE, 4, 0x1f)));
+    f.push(at(23, resp(READ_LAST, 5, 0x1f)));
+    f.push(at(20_000, read_req(3, 0x1_0400, 3072)));
+    f.push(at(20_010, resp(READ_MIDDLE, 3, 0x1f)));
+    f.push(at(20_011, resp(READ_MIDDLE, 4, 0x1f)));
+    f.push(at(20_013, resp(READ_FIRST, 6, 0x1f)));
+    f.push(at(20_040, read_req(5, 0x1_0c00, 1024)));
+    f.push(at(20_050, resp(READ_LAST, 5, 0x1f)));
+    f.push(at(20_051, resp(READ_MIDDLE, 7, 0x1f)));
+    f.push(at(20_052, resp(READ_MIDDLE, 8, 0x1f)));
+    f.push(at(20_053, resp(READ_LAST, 9, 0x1f)));
+    let r = run_at(&f);
+    let x = r.totals;
+    assert_eq!(x.read_rerequests, 2);
+    assert_eq!(x.psn_gap_events, 0, "the tap saw every PSN");
+    assert_eq!(
+        (
+            x.timeout_retransmission_episodes,
+            x.read_retransmission_episodes
+        ),
+        (1, 1),
+        "the first re-request has no cause at the tap; the second answers the hole"
+    );
+    assert_eq!(x.read_responses_resent, 3);
+}
