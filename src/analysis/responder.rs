@@ -74,19 +74,10 @@ fn answer(
     let rd = *reads.get(i);
     let d = p.diff(rd.resp_next);
     if d >= 0 {
-        if let Some(hole) = run_cut_short(f, reads, i, p) {
-            // The run of responses sent again stopped short of the end of a READ that
-            // was asked for again, and new responses follow: its tail was lost again
-            // (no new gap at the tap, which saw those PSNs before); the requester sees
-            // the hole and asks again.
-            push_pending(
-                q,
-                Pending {
-                    psn: hole,
-                    t_ns: ts,
-                    cause: Cause::ReadGap,
-                },
-            );
+        // A run of responses sent again that stops short of the end of a READ expected
+        // again, new responses after it: its tail was lost again.
+        if let Some(hole) = run_hole(f, p).filter(|&c| expected_again(reads, i, c)) {
+            ask_again(q, hole, ts);
         }
         end_episode(&mut f.resp.episode, log);
         if d > 0 {
@@ -118,18 +109,8 @@ fn answer(
             .unwrap_or(Trigger::Unknown)
     };
     let fresh = f.resp.episode.is_none_or(|e| p.diff(e.last) <= 0);
-    let skipped = p.diff(f.resp.cursor);
-    if !fresh && (1..=RUN_SLACK).contains(&skipped) {
-        // Lost again inside the run of responses sent again: no new gap at the tap (the
-        // PSNs passed it before), but the requester sees the hole and asks again.
-        push_pending(
-            q,
-            Pending {
-                psn: f.resp.cursor,
-                t_ns: ts,
-                cause: Cause::ReadGap,
-            },
-        );
+    if let Some(hole) = run_hole(f, p) {
+        ask_again(q, hole, ts);
     }
     f.resp.cursor = p.next();
     if fresh {
@@ -160,18 +141,34 @@ fn answer(
 }
 
 /// Where a run of responses sent again (an episode in progress, its next PSN at the
-/// cursor) was cut short, when a new response `p` for READ `i` follows it: the cursor is
-/// a few PSNs behind `p`, inside a READ whose responses were expected again (the run
-/// was inside it, or it was asked for again), and before READ `i`'s next response.
-fn run_cut_short(f: &Flow, reads: &Ring<Read, READ_SLOTS>, i: usize, p: Psn) -> Option<Psn> {
-    f.resp.episode?;
+/// cursor) left a hole, when `p` comes a few PSNs past the cursor: lost again, no new gap
+/// at the tap (the PSNs passed it before), but the requester sees the hole.
+fn run_hole(f: &Flow, p: Psn) -> Option<Psn> {
+    let e = f.resp.episode?;
     let c = f.resp.cursor;
-    if !(1..=RUN_SLACK).contains(&p.diff(c)) || c.diff(reads.get(i).resp_next) >= 0 {
-        return None;
-    }
-    let expected = (0..=i)
-        .rev()
-        .map(|j| reads.get(j))
-        .any(|rd| rd.contains(c) && (c != rd.start || rd.rereq));
-    expected.then_some(c)
+    (p.diff(e.last) > 0 && (1..=RUN_SLACK).contains(&p.diff(c))).then_some(c)
+}
+
+/// Whether the responses at `c` were expected again, when a new response of READ `i`
+/// follows a run that stopped at `c`: `c` is before READ `i`'s next response, inside a
+/// READ that the run was in (past its first PSN) or that was asked for again.
+fn expected_again(reads: &Ring<Read, READ_SLOTS>, i: usize, c: Psn) -> bool {
+    c.diff(reads.get(i).resp_next) < 0
+        && (0..=i)
+            .rev()
+            .map(|j| reads.get(j))
+            .any(|rd| rd.contains(c) && (c != rd.start || rd.rereq))
+}
+
+/// The requester will ask again for `psn`: a READ re-request with a cause at the tap.
+fn ask_again(q: &mut Flow, psn: Psn, ts: u64) {
+    let cause = Cause::ReadGap;
+    push_pending(
+        q,
+        Pending {
+            psn,
+            t_ns: ts,
+            cause,
+        },
+    );
 }
