@@ -96,7 +96,7 @@ SCENARIOS = [
     Scenario("multi-qp", "4 QPs (-q 4), 2% loss on the responder's ingress AFTER its tap, so every QP retries",
              "ib_write_bw", 200, flags="-q 4", faults=[ingress("B", "loss 2%")]),
     Scenario("rdma-cm", "connection setup through rdma_cm (-R): CM MADs (UD to QP1) on the wire, full frames",
-             "ib_write_bw", 200, flags="-R", snap=0, live_table="any"),
+             "ib_write_bw", 1000, flags="-R", snap=0, live_table="any"),
     Scenario("rdma-cm-no-server", "rdma_cm (-R) client with no server listening on B: the CM's REQ meets no "
              "listener (a REJ, or REQ retries); the client fails; full frames",
              "ib_write_bw", 10, flags="-R", snap=0, server=False, client_fails=True),
