@@ -201,13 +201,19 @@ pub(super) fn check_cm(t: &mut Table, an: &Value, truth: &Value) {
     }
 }
 
-/// The readings of QP `lqpn` in one VM's merged rdma tables (`qp`, then `qp_dd`), each
-/// table's latest last (also in truths merged before RESET readings were folded in).
-fn rdma_readings(vm: &Value, lqpn: i64) -> Vec<&Value> {
+/// Every QP reading of one VM's merged rdma tables (`truth["rdma_res_qp"][vm]`): `qp`, then
+/// `qp_dd`, each table's latest last (also in truths merged before RESET readings were
+/// folded in).
+fn merged_readings(vm: &Value) -> impl Iterator<Item = &Value> {
     ["qp", "qp_dd"]
-        .iter()
-        .filter_map(|k| vm[*k].as_array())
+        .into_iter()
+        .filter_map(|k| vm[k].as_array())
         .flatten()
+}
+
+/// The readings of QP `lqpn` in one VM's merged rdma tables.
+fn rdma_readings(vm: &Value, lqpn: i64) -> Vec<&Value> {
+    merged_readings(vm)
         .filter(|q| q["lqpn"].as_i64() == Some(lqpn))
         .collect()
 }
@@ -334,13 +340,12 @@ impl LiveTally {
                 // Set up after the table before and torn down before the table after (CI,
                 // stop 27: A's data QP under rdma_cm, 0.8 s of WRITEs in a 3.1 s bracket).
                 let far_end = |p: &&Value| {
-                    connected(qr)
-                        && p["lqpn"] == qr["rqpn"]
+                    p["lqpn"] == qr["rqpn"]
                         && p["rqpn"] == qr["lqpn"]
                         && p["type"] == qr["type"]
                         && p["comm"] == qr["comm"]
                 };
-                if peer.iter().any(far_end) {
+                if connected(qr) && peer.iter().any(far_end) {
                     self.between += 1;
                 } else {
                     bad(format!(
@@ -400,16 +405,16 @@ impl LiveTally {
 
 /// Every rdma reading of one VM's QPs: its merged tables and each live sample's two.
 fn peer_readings<'a>(truth: &'a Value, vm: &str) -> Vec<&'a Value> {
-    let merged = ["qp", "qp_dd"]
-        .into_iter()
-        .filter_map(|k| truth["rdma_res_qp"][vm][k].as_array());
     let sampled = truth["qp_table_live"][vm]
         .as_array()
         .into_iter()
         .flatten()
         .flat_map(|s| [&s["before"], &s["after"]])
-        .filter_map(Value::as_array);
-    merged.chain(sampled).flatten().collect()
+        .filter_map(Value::as_array)
+        .flatten();
+    merged_readings(&truth["rdma_res_qp"][vm])
+        .chain(sampled)
+        .collect()
 }
 
 fn median(v: &[f64]) -> f64 {
