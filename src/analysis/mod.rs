@@ -166,6 +166,7 @@ impl Analyzer {
                     src: 0,
                     dst: 0,
                     qp: 0,
+                    live: table::Live::Yes,
                 },
                 NO_SLOT,
             ); CACHE_WAYS],

@@ -12,11 +12,34 @@ use dissectors::{Addr, Decoded, Psn, Roce};
 /// A flow key as plain integers — what the hash map hashes and compares per packet.
 /// Addresses become 128 bits (IPv4 as IPv4-mapped IPv6, a LID tagged in the top bits,
 /// which no IPv6 unicast address used by RoCE has).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Packed {
     pub(super) src: u128,
     pub(super) dst: u128,
     pub(super) qp: u32,
+    /// Always [`Live::Yes`], in what would be padding: see [`Live`].
+    pub(super) live: Live,
+}
+
+/// A key's one value, and the widest niche in a [`Flow`] (all but one of a `u64`'s
+/// values). `Option<Flow>` marks its `None` in the widest niche, which is so in the
+/// flow's first line: telling a taken slot from a free one (every packet's hint and
+/// lookup does) reads the line the key and the counts are on, not one of its own (it was
+/// the tag of an `Option<usize>` in the response stream, 744 bytes in).
+#[repr(u64)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Live {
+    Yes = 0,
+}
+
+/// Hashes what the key holds (as the derived hash would without [`Live`]).
+impl std::hash::Hash for Packed {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.src.hash(h);
+        self.dst.hash(h);
+        self.qp.hash(h);
+    }
 }
 
 #[inline]
@@ -41,6 +64,7 @@ impl Packed {
             src: addr_bits(k.src),
             dst: addr_bits(k.dst),
             qp: k.qp.0,
+            live: Live::Yes,
         }
     }
 
@@ -52,6 +76,7 @@ impl Packed {
                 src: ip_bits(ip.src),
                 dst: ip_bits(ip.dst),
                 qp: qp.0,
+                live: Live::Yes,
             });
         }
         let (src, dst) = d.endpoints()?;
