@@ -97,3 +97,35 @@ fn late_acks_still_find_their_requests() {
         assert_eq!(a, b, "{f}");
     }
 }
+
+/// 2,000 flows, eight of the report writers' blocks, rendered on two threads: the JSON
+/// flows and connections and the CSV rows come in id order, each CSV row the JSON flow
+/// of its line (the blocks neither lost, doubled nor swapped).
+#[test]
+fn reports_of_thousands_of_flows_keep_every_flow_in_order() {
+    let dir = TempDir::new("many-qp-report");
+    let (p, conns) = trace(&dir, 1000, 20_000);
+    let r = json(&rocetap(&["analyze", "-q", "--format", "json", &p]));
+    let flows = r["flows"].as_array().unwrap();
+    assert_eq!(flows.len() as u64, 2 * conns);
+    for (i, f) in flows.iter().enumerate() {
+        assert_eq!(f["id"], i, "flow {i}");
+    }
+    let connections = r["connections"].as_array().unwrap();
+    assert_eq!(connections.len() as u64, conns);
+    let o = rocetap(&["analyze", "-q", "--format", "csv", &p]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (id, packets, qp, peer) = (col("id"), col("packets"), col("qp"), col("peer"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), flows.len());
+    for (row, f) in rows.iter().zip(flows) {
+        assert_eq!(row[id], f["id"].to_string());
+        assert_eq!(row[packets], f["packets"].to_string());
+        assert_eq!(row[qp], f["qp"].as_str().unwrap());
+        assert_eq!(row[peer], f["peer"].to_string());
+    }
+}

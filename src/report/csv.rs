@@ -8,31 +8,49 @@ use serde_json::Value;
 use std::io::{self, Write};
 
 pub(super) fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    let Some((first, rest)) = r.flows.split_first() else {
+        return out.flush();
+    };
+    // The first row names the columns.
     let mut cells = Cells::default();
-    for (i, f) in r.flows.iter().enumerate() {
-        cells.start(i == 0);
-        f.serialize(Flat {
-            cells: &mut cells,
-            depth: 0,
-        })
-        .map_err(io::Error::other)?;
-        cells.end_row();
-        if i == 0 {
-            let mut head = Vec::new();
-            for (j, k) in cells.keys.iter().enumerate() {
-                if j > 0 {
-                    head.push(b',');
-                }
-                let at = head.len();
-                head.extend_from_slice(k);
-                quote_from(&mut head, at);
-            }
-            head.push(b'\n');
-            out.write_all(&head)?;
+    flow_row(&mut cells, first, true)?;
+    let mut head = Vec::new();
+    for (j, k) in cells.keys.iter().enumerate() {
+        if j > 0 {
+            head.push(b',');
         }
-        out.write_all(&cells.row)?;
+        let at = head.len();
+        head.extend_from_slice(k);
+        quote_from(&mut head, at);
     }
+    head.push(b'\n');
+    out.write_all(&head)?;
+    out.write_all(&cells.row)?;
+    // The rest in blocks, on two threads when there are many (`super::par`).
+    super::par::in_blocks(
+        rest,
+        super::par::BLOCK,
+        |_, block, buf| {
+            let mut cells = Cells::default();
+            for f in block {
+                flow_row(&mut cells, f, false)?;
+                buf.extend_from_slice(&cells.row);
+            }
+            Ok(())
+        },
+        |rows| out.write_all(rows),
+    )?;
     out.flush()
+}
+
+/// Writes `f`'s row into `cells.row` (and with `header`, its column names into
+/// `cells.keys`).
+fn flow_row(cells: &mut Cells, f: &crate::analysis::FlowSummary, header: bool) -> io::Result<()> {
+    cells.start(header);
+    f.serialize(Flat { cells, depth: 0 })
+        .map_err(io::Error::other)?;
+    cells.end_row();
+    Ok(())
 }
 
 /// Quotes the field that starts at `at` (the last one of `buf`) where CSV needs it — it

@@ -25,13 +25,93 @@ pub(in crate::report) fn write_key_text<T: Serialize + ?Sized>(buf: &mut Vec<u8>
 
 /// Writes `value` as pretty JSON to `out`, as `serde_json::to_writer_pretty` would.
 pub fn to_writer_pretty<W: Write, T: Serialize + ?Sized>(out: W, value: &T) -> Result<(), Error> {
-    let mut s = Pretty {
-        out,
-        buf: Vec::with_capacity(FLUSH_AT + 4096),
-        depth: 0,
-    };
+    let mut s = Pretty::new(out);
     value.serialize(&mut s)?;
     s.flush()
+}
+
+/// A JSON object written field by field, byte for byte as [`to_writer_pretty`] writes a
+/// struct with those fields in that order; a long list can be written on two threads
+/// ([`ObjectWriter::list_field`]).
+pub struct ObjectWriter<W: Write> {
+    s: Pretty<W>,
+    first: bool,
+}
+
+impl<W: Write> ObjectWriter<W> {
+    /// Starts the object (`{`) on `out`.
+    pub fn new(out: W) -> Self {
+        let mut s = Pretty::new(out);
+        s.buf.push(b'{');
+        s.depth = 1;
+        ObjectWriter { s, first: true }
+    }
+
+    fn key(&mut self, key: &str) {
+        if !self.first {
+            self.s.buf.push(b',');
+        }
+        self.first = false;
+        self.s.newline();
+        self.s.string(key);
+        self.s.buf.extend_from_slice(b": ");
+    }
+
+    /// Writes `"key": value`.
+    pub fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
+        self.key(key);
+        value.serialize(&mut self.s)?;
+        self.s.maybe_flush()
+    }
+
+    /// Writes `"key": [items...]` as [`ObjectWriter::field`] would, the items rendered in
+    /// blocks on two threads when there are many (`super::par`).
+    pub fn list_field<T: Serialize + Sync>(&mut self, key: &str, items: &[T]) -> Result<(), Error> {
+        self.key(key);
+        if items.is_empty() {
+            self.s.buf.extend_from_slice(b"[]");
+            return Ok(());
+        }
+        self.s.buf.push(b'[');
+        self.s.flush()?; // what comes before; the blocks go straight to the writer
+        let depth = self.s.depth + 1;
+        let out = &mut self.s.out;
+        super::par::in_blocks(
+            items,
+            super::par::BLOCK,
+            |first, block, buf| {
+                let mut p = Pretty {
+                    out: std::io::sink(),
+                    buf: std::mem::take(buf),
+                    depth,
+                    flush_at: usize::MAX, // the block stays whole in `buf`
+                };
+                for (i, item) in block.iter().enumerate() {
+                    if first + i > 0 {
+                        p.buf.push(b',');
+                    }
+                    p.newline();
+                    item.serialize(&mut p)?;
+                }
+                *buf = p.buf;
+                Ok(())
+            },
+            |bytes| out.write_all(bytes).map_err(Error::io),
+        )?;
+        self.s.newline();
+        self.s.buf.push(b']');
+        Ok(())
+    }
+
+    /// Ends the object (`}`) and writes what is still buffered.
+    pub fn finish(mut self) -> Result<(), Error> {
+        self.s.depth = 0;
+        if !self.first {
+            self.s.newline();
+        }
+        self.s.buf.push(b'}');
+        self.s.flush()
+    }
 }
 
 /// The buffer goes to the writer once it holds this much.
@@ -43,9 +123,20 @@ struct Pretty<W> {
     buf: Vec<u8>,
     /// Nesting depth of the value being written.
     depth: usize,
+    /// The buffer goes to `out` once it holds this much.
+    flush_at: usize,
 }
 
 impl<W: Write> Pretty<W> {
+    fn new(out: W) -> Self {
+        Pretty {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            depth: 0,
+            flush_at: FLUSH_AT,
+        }
+    }
+
     fn flush(&mut self) -> Result<(), Error> {
         self.out.write_all(&self.buf).map_err(Error::io)?;
         self.buf.clear();
@@ -54,7 +145,7 @@ impl<W: Write> Pretty<W> {
 
     #[inline]
     fn maybe_flush(&mut self) -> Result<(), Error> {
-        if self.buf.len() >= FLUSH_AT {
+        if self.buf.len() >= self.flush_at {
             self.flush()?;
         }
         Ok(())
@@ -124,13 +215,20 @@ pub(super) fn float_digits<F: zmij::Float>(buf: &mut Vec<u8>, v: F) {
 
 /// Escapes as serde_json does: `"`, `\`, and control characters (`\b \t \n \f \r`, the
 /// rest as `\u00xx`); everything else, DEL and non-ASCII included, as it is.
-#[inline]
+#[inline(always)]
 pub(super) fn escape_into(buf: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    if !needs_escape(bytes) {
+    if needs_escape(bytes) {
+        escape_slow(buf, bytes);
+    } else {
         buf.extend_from_slice(bytes);
-        return;
     }
+}
+
+/// [`escape_into`] of a string that has something to escape.
+#[cold]
+#[inline(never)]
+fn escape_slow(buf: &mut Vec<u8>, bytes: &[u8]) {
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let esc: &[u8] = match b {
@@ -160,41 +258,56 @@ pub(super) fn escape_into(buf: &mut Vec<u8>, s: &str) {
 }
 
 /// Whether any byte is `"`, `\` or a control character, eight bytes at a time (field
-/// names and addresses never are).
-#[inline]
+/// names and addresses never are). Every key and string of a document is checked, most
+/// of them a few to 30 bytes long: so no early exit and no byte loop, only whole words
+/// (the last one overlapping the one before; under 8 bytes, two overlapping halves or
+/// three single bytes), their tests or-ed together.
+#[inline(always)]
 pub(super) fn needs_escape(bytes: &[u8]) -> bool {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     // A byte of `v` is zero / below `n` (n <= 128): the classic exact word tests.
     let zero = |v: u64| v.wrapping_sub(LO) & !v & HI;
     let below = |v: u64, n: u64| v.wrapping_sub(LO * n) & !v & HI;
-    let hit = |w: [u8; 8]| {
-        let w = u64::from_le_bytes(w);
-        below(w, 0x20) | zero(w ^ (LO * 0x22)) | zero(w ^ (LO * 0x5c)) != 0
-    };
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
+    let bad = |w: u64| below(w, 0x20) | zero(w ^ (LO * 0x22)) | zero(w ^ (LO * 0x5c));
+    let word = |at: usize| {
         let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        if hit(w) {
-            return true;
+        w.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let half = |at: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&bytes[at..at + 4]);
+        u64::from(u32::from_le_bytes(w))
+    };
+    let n = bytes.len();
+    let hits = if n >= 8 {
+        let mut hits = bad(word(n - 8));
+        let mut at = 0;
+        while at + 8 < n {
+            hits |= bad(word(at));
+            at += 8;
         }
-    }
-    // The last few bytes as one more word: the last eight (again, in part), or those
-    // there are padded with a byte that never needs escaping.
-    let rest = chunks.remainder();
-    if rest.is_empty() {
-        return false;
-    }
-    let mut w = [b'a'; 8];
-    if bytes.len() >= 8 {
-        w.copy_from_slice(&bytes[bytes.len() - 8..]);
+        hits
+    } else if n >= 4 {
+        bad(half(0) | half(n - 4) << 32)
+    } else if n > 0 {
+        // Bytes 0, n / 2 and n - 1 are all of them; the rest is a byte that never needs it.
+        let w = [
+            bytes[0],
+            bytes[n / 2],
+            bytes[n - 1],
+            b'a',
+            b'a',
+            b'a',
+            b'a',
+            b'a',
+        ];
+        bad(u64::from_le_bytes(w))
     } else {
-        for (d, &b) in w.iter_mut().zip(rest) {
-            *d = b;
-        }
-    }
-    hit(w)
+        0
+    };
+    hits != 0
 }
 
 /// An array or object being written.

@@ -130,3 +130,93 @@ fn needs_escape_is_exactly_the_bytewise_rule() {
         }
     }
 }
+
+#[derive(serde::Serialize)]
+struct Item {
+    id: usize,
+    name: String,
+    #[serde(flatten)]
+    more: Value,
+}
+
+#[derive(serde::Serialize)]
+struct Listed<'a> {
+    head: &'static str,
+    items: &'a [Item],
+    empty: &'a [Item],
+    tail: Vec<u8>,
+}
+
+fn items(n: usize) -> Vec<Item> {
+    (0..n)
+        .map(|id| Item {
+            id,
+            name: format!("item \"{id}\"\n"),
+            more: json!({"nested": [id, {"x": id as f64 / 3.0}]}),
+        })
+        .collect()
+}
+
+#[test]
+fn an_object_written_field_by_field_is_the_struct_serde_json_writes() {
+    let block = crate::report::par::BLOCK;
+    for n in [0, 1, 2, block - 1, block, block + 1, 3 * block + 5] {
+        let items = items(n);
+        let doc = Listed {
+            head: "h",
+            items: &items,
+            empty: &[],
+            tail: vec![1, 2],
+        };
+        let mut out = Vec::new();
+        let mut w = ObjectWriter::new(&mut out);
+        w.field("head", doc.head).unwrap();
+        w.list_field("items", doc.items).unwrap();
+        w.list_field("empty", doc.empty).unwrap();
+        w.field("tail", &doc.tail).unwrap();
+        w.finish().unwrap();
+        let want = serde_json::to_string_pretty(&doc).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), want, "{n} items");
+    }
+    let mut out = Vec::new();
+    ObjectWriter::new(&mut out).finish().unwrap();
+    assert_eq!(out, b"{}");
+}
+
+/// A writer that takes `room` bytes, then fails as a full disk does.
+struct Full {
+    room: usize,
+}
+
+impl std::io::Write for Full {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.room == 0 {
+            return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
+        }
+        let n = b.len().min(self.room);
+        self.room -= n;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_full_disk_in_the_middle_of_a_list_is_an_error() {
+    let items = items(3 * crate::report::par::BLOCK);
+    let mut whole = Vec::new();
+    let mut w = ObjectWriter::new(&mut whole);
+    w.field("head", "h").unwrap();
+    w.list_field("items", &items).unwrap();
+    w.finish().unwrap();
+    for room in [0, 10, 50_000, whole.len() / 2, whole.len() - 1] {
+        let mut w = ObjectWriter::new(Full { room });
+        let r = w
+            .field("head", "h")
+            .and_then(|()| w.list_field("items", &items))
+            .and_then(|()| w.finish());
+        let e = r.expect_err("the disk fills up");
+        assert!(e.is_io(), "{e}");
+    }
+}
