@@ -148,7 +148,7 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
             // that was sent before that resend (the resend of its own PSN overtook it);
             // otherwise it is a resend that was overtaken (counted with the retry it
             // belongs to, no new one).
-            if in_gap(f, p) {
+            if never_passed(f, p, end) {
                 f.counters.reordered_packets += 1;
                 log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
                 fill_one(f, p, ts, log);
@@ -186,7 +186,7 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
         end,
         t_ns: ts,
         ident: s.ident,
-        in_gap: in_gap(f, p),
+        in_gap: never_passed(f, p, end),
         cause,
     };
     // A READ Request for the rest of a READ is the requester acting: a rewind.
@@ -210,6 +210,13 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
         return;
     }
     f.req.tentative = Some(stray);
+}
+
+/// Whether no packet of PSN `p` (its request ending before `end`) has passed the tap yet:
+/// it is in a gap, or before the first request the flow saw (whose packets overtook it:
+/// no gap is open for what came before the first one).
+fn never_passed(f: &Flow, p: Psn, end: Psn) -> bool {
+    in_gap(f, p) || end.diff(f.req.first) <= 0
 }
 
 /// Whether a late packet of PSN `p` (identification `ident`) belongs to a gap a resend

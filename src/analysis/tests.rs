@@ -1139,6 +1139,53 @@ fn an_original_overtaken_by_the_resend_of_its_psn_is_reordered_not_resent() {
 }
 
 #[test]
+fn a_flows_first_packet_overtaken_by_the_next_ones_is_reordered_not_resent() {
+    // lab reorder (CI, stop 28's run): the first WRITE's First packet (PSN 0,
+    // identification 1) delayed on the way, its Middle and Last (1..=3, identifications
+    // 2..=4) reach the tap first and start the flow; then the First arrives. Nothing was
+    // sent twice (this read 1 retransmission, 0 reordered: no gap was open before the
+    // flow's first packet).
+    let mut f = vec![];
+    for p in 1u32..=3 {
+        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
+    }
+    f.push(at(4, req_id(SEND_ONLY, 0, 1)));
+    f.push(at(100, ack(3)));
+    let t = run_at(&f).totals;
+    assert_eq!((t.retransmitted_packets, t.reordered_packets), (0, 1));
+    assert_eq!(t.retransmission_episodes, 0);
+    assert_eq!(t.duplicate_packets, 0);
+    // Once the identifications are the send order (12 packets in), the same by them: sent
+    // before the flow's first packet, an original late; sent after, the requester going
+    // back (a retransmission).
+    for (ident, want) in [(1u16, (0, 1)), (14, (1, 0))] {
+        let mut f = vec![];
+        for p in 1u32..=12 {
+            f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
+        }
+        f.push(at(13, req_id(SEND_ONLY, 0, ident)));
+        f.push(at(14, req_id(SEND_ONLY, 13, 15)));
+        let t = run_at(&f).totals;
+        assert_eq!(
+            (t.retransmitted_packets, t.reordered_packets),
+            want,
+            "{ident}"
+        );
+    }
+    // Before the identifications tell, PSN 0 followed by 1 again is a rewind, not a late
+    // original.
+    let mut f = vec![];
+    for p in 1u32..=3 {
+        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
+    }
+    for p in 0u32..=3 {
+        f.push(at(10 + u64::from(p), req_id(SEND_ONLY, p, p as u16 + 5)));
+    }
+    let t = run_at(&f).totals;
+    assert_eq!((t.retransmitted_packets, t.reordered_packets), (4, 0));
+}
+
+#[test]
 fn originals_that_arrive_after_their_resends_were_taken_for_new_are_reordered() {
     // lab reorder: 0..=14 sent (identifications 1..=15) but 10..=14 delayed on the way;
     // the requester's timer resends 10..=14 (21..=25), which reach the tap first and move
