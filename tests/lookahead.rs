@@ -4,6 +4,8 @@
 //! the threshold where reading ahead starts, on an input cut short, and when the sink
 //! stops the read in the middle.
 
+mod common;
+use common::TempDir;
 use dissectors::Decoded;
 use rocetap::analysis::{Analyzer, Config, Report};
 use rocetap::capture::Frame;
@@ -99,12 +101,6 @@ fn samples() -> Vec<PathBuf> {
     v
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rocetap-lookahead-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
-
 #[test]
 fn every_sample_reads_ahead_to_the_same_report() {
     let samples = samples();
@@ -122,7 +118,8 @@ fn every_sample_reads_ahead_to_the_same_report() {
 
 #[test]
 fn many_qps_with_loss_read_ahead_to_the_same_report() {
-    let path = tmp("many.pcap");
+    let tmp = TempDir::new("lookahead-many");
+    let path = tmp.path("many.pcap");
     let o = Command::new(BIN)
         .args([
             "synth", "many-qp", "--qps", "1500", "--peers", "3", "--loss", "20",
@@ -160,15 +157,14 @@ fn many_qps_with_loss_read_ahead_to_the_same_report() {
         merged == report_of(&both, &mut probe(true), 0),
         "two inputs, reading ahead"
     );
-    let _ = std::fs::remove_file(&path);
-    let _ = std::fs::remove_file(path.with_extension("pcap.truth.json"));
 }
 
 #[test]
 fn an_input_cut_short_reads_ahead_to_the_same_report() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
     let whole = std::fs::read(dir.join("loss-upstream.pcap")).unwrap();
-    let path = tmp("cut.pcap");
+    let tmp = TempDir::new("lookahead-cut");
+    let path = tmp.path("cut.pcap");
     // Cut in the middle of a record, well after the first few frames.
     std::fs::write(&path, &whole[..whole.len() * 2 / 3 + 7]).unwrap();
     let want = frame_by_frame(&path);
@@ -178,7 +174,6 @@ fn an_input_cut_short_reads_ahead_to_the_same_report() {
         "more frames than the read-ahead window"
     );
     assert!(want == read_ahead(&path, 0));
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
