@@ -12,12 +12,14 @@ use dissectors::{Addr, Decoded, Psn, Roce};
 /// A flow key as plain integers — what the hash map hashes and compares per packet.
 /// Addresses become 128 bits (IPv4 as IPv4-mapped IPv6, a LID tagged in the top bits,
 /// which no IPv6 unicast address used by RoCE has).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Eq)]
 pub(super) struct Packed {
     pub(super) src: u128,
     pub(super) dst: u128,
     pub(super) qp: u32,
-    /// Always [`Live::Yes`], in what would be padding: see [`Live`].
+    /// Always [`Live::Yes`], in what would be padding: see [`Live`]. Never read (nor
+    /// hashed or compared): it is there for its niche.
+    #[allow(dead_code)]
     pub(super) live: Live,
 }
 
@@ -25,11 +27,19 @@ pub(super) struct Packed {
 /// values). `Option<Flow>` marks its `None` in the widest niche, which is so in the
 /// flow's first line: telling a taken slot from a free one (every packet's hint and
 /// lookup does) reads the line the key and the counts are on, not one of its own (it was
-/// the tag of an `Option<usize>` in the response stream, 744 bytes in).
+/// the tag of `last_cnp`, an `Option<(u64, u64)>` 744 bytes in).
 #[repr(u64)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Live {
     Yes = 0,
+}
+
+/// Compares what the key holds ([`Live`] has one value: nothing to compare).
+impl PartialEq for Packed {
+    #[inline]
+    fn eq(&self, o: &Self) -> bool {
+        self.src == o.src && self.dst == o.dst && self.qp == o.qp
+    }
 }
 
 /// Hashes what the key holds (as the derived hash would without [`Live`]).

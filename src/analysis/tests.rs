@@ -1062,6 +1062,14 @@ fn req_id(opcode: u8, psn: u32, ident: u16) -> Decoded {
     d
 }
 
+/// SEND Onlys of `psns` as a counting sender sends them: PSN p at p µs, identification
+/// p + 1.
+fn in_order(psns: impl IntoIterator<Item = u32>) -> Vec<(u64, Decoded)> {
+    psns.into_iter()
+        .map(|p| at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)))
+        .collect()
+}
+
 #[test]
 fn a_nak_arriving_during_a_resend_run_belongs_to_the_rewind_it_causes() {
     // 0..=9 sent, 3 lost before the tap; NAK(3); the rewind resends 3..=9 but 6 is lost
@@ -1106,10 +1114,7 @@ fn an_original_overtaken_by_the_resend_of_its_psn_is_reordered_not_resent() {
     // NAK(3); the rewind resends 3..=9 (11..=17); then 3's original (identification 4)
     // arrives, after its own resend. rxe sent 3 twice, once new: seven packets sent
     // again, and the late one is a reordered original (this read 8 retransmissions).
-    let mut f = vec![];
-    for p in [0u32, 1, 2, 4, 5, 6, 7, 8, 9] {
-        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
-    }
+    let mut f = in_order([0u32, 1, 2, 4, 5, 6, 7, 8, 9]);
     f.push(at(20, resp(ACK, 3, 0x60)));
     for (i, p) in (3u32..=9).enumerate() {
         f.push(at(3000 + i as u64, req_id(SEND_ONLY, p, 11 + i as u16)));
@@ -1126,10 +1131,7 @@ fn an_original_overtaken_by_the_resend_of_its_psn_is_reordered_not_resent() {
     // A resend of 3 overtaken by a later resend of it (the original had passed) is still
     // a retransmission: 3 new (4), a rewind to 3 (11) lost to a second one (21) that
     // arrives first.
-    let mut f = vec![];
-    for p in 0u32..=9 {
-        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
-    }
+    let mut f = in_order(0u32..=9);
     f.push(at(5000, req_id(SEND_ONLY, 3, 21)));
     f.push(at(5001, req_id(SEND_ONLY, 4, 22)));
     f.push(at(5002, req_id(SEND_ONLY, 3, 11)));
@@ -1145,10 +1147,7 @@ fn a_flows_first_packet_overtaken_by_the_next_ones_is_reordered_not_resent() {
     // 2..=4) reach the tap first and start the flow; then the First arrives. Nothing was
     // sent twice (this read 1 retransmission, 0 reordered: no gap was open before the
     // flow's first packet).
-    let mut f = vec![];
-    for p in 1u32..=3 {
-        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
-    }
+    let mut f = in_order(1u32..=3);
     f.push(at(4, req_id(SEND_ONLY, 0, 1)));
     f.push(at(100, ack(3)));
     let t = run_at(&f).totals;
@@ -1159,10 +1158,7 @@ fn a_flows_first_packet_overtaken_by_the_next_ones_is_reordered_not_resent() {
     // before the flow's first packet, an original late; sent after, the requester going
     // back (a retransmission).
     for (ident, want) in [(1u16, (0, 1)), (14, (1, 0))] {
-        let mut f = vec![];
-        for p in 1u32..=12 {
-            f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
-        }
+        let mut f = in_order(1u32..=12);
         f.push(at(13, req_id(SEND_ONLY, 0, ident)));
         f.push(at(14, req_id(SEND_ONLY, 13, 15)));
         let t = run_at(&f).totals;
@@ -1174,10 +1170,7 @@ fn a_flows_first_packet_overtaken_by_the_next_ones_is_reordered_not_resent() {
     }
     // Before the identifications tell, PSN 0 followed by 1 again is a rewind, not a late
     // original.
-    let mut f = vec![];
-    for p in 1u32..=3 {
-        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
-    }
+    let mut f = in_order(1u32..=3);
     for p in 0u32..=3 {
         f.push(at(10 + u64::from(p), req_id(SEND_ONLY, p, p as u16 + 5)));
     }
@@ -1191,10 +1184,7 @@ fn originals_that_arrive_after_their_resends_were_taken_for_new_are_reordered() 
     // the requester's timer resends 10..=14 (21..=25), which reach the tap first and move
     // the stream on; then the originals arrive. Five packets sent again, and five late
     // originals (this read 0 reordered: the originals were taken for the resends).
-    let mut f = vec![];
-    for p in 0u32..10 {
-        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
-    }
+    let mut f = in_order(0u32..10);
     for p in 10u32..15 {
         f.push(at(5000 + u64::from(p), req_id(SEND_ONLY, p, p as u16 + 11)));
     }
@@ -1214,10 +1204,7 @@ fn a_resend_run_delivered_in_reverse_is_one_retry_not_one_per_packet() {
     // arrive 70 first, 41 last: one retry of 30 packets. (Each late packet counted
     // against the identification being the send order, which then no longer held: 24
     // single-packet "timeouts".)
-    let mut f = vec![];
-    for p in 0u32..=39 {
-        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
-    }
+    let mut f = in_order(0u32..=39);
     f.push(at(50, resp(ACK, 10, 0x60)));
     for (i, p) in (10u32..=39).rev().enumerate() {
         f.push(at(3000 + i as u64, req_id(SEND_ONLY, p, p as u16 + 31)));
@@ -1247,10 +1234,7 @@ fn a_resend_run_delivered_in_reverse_is_one_retry_not_one_per_packet() {
 fn rnr_then_sequence_nak_is_one_rnr_retry_after_the_wait_the_wire_shows() {
     // rxe: RNR NAK(8), then a PSN-sequence NAK(8) for the packets that followed; the
     // requester waits and rewinds to 8 some 14 ms later: one retry, by the RNR NAK.
-    let mut f = vec![];
-    for p in 0..8u32 {
-        f.push(at(u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));
-    }
+    let mut f = in_order(0..8u32);
     f.push(at(10, ack(7)));
     for p in 8..12u32 {
         f.push(at(10 + u64::from(p), req_id(SEND_ONLY, p, p as u16 + 1)));

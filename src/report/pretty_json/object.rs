@@ -1,0 +1,90 @@
+//! The `analyze` document written field by field ([`ObjectWriter`]), its long lists
+//! rendered on two threads.
+
+use super::{Error, Pretty};
+use serde::Serialize;
+use std::io::Write;
+
+/// A JSON object written field by field, byte for byte as [`to_writer_pretty`] writes a
+/// struct with those fields in that order; a long list can be written on two threads
+/// ([`ObjectWriter::list_field`]).
+pub struct ObjectWriter<W: Write> {
+    s: Pretty<W>,
+    first: bool,
+}
+
+impl<W: Write> ObjectWriter<W> {
+    /// Starts the object (`{`) on `out`.
+    pub fn new(out: W) -> Self {
+        let mut s = Pretty::new(out);
+        s.buf.push(b'{');
+        s.depth = 1;
+        ObjectWriter { s, first: true }
+    }
+
+    fn key(&mut self, key: &str) {
+        if !self.first {
+            self.s.buf.push(b',');
+        }
+        self.first = false;
+        self.s.newline();
+        self.s.string(key);
+        self.s.buf.extend_from_slice(b": ");
+    }
+
+    /// Writes `"key": value`.
+    pub fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
+        self.key(key);
+        value.serialize(&mut self.s)?;
+        self.s.maybe_flush()
+    }
+
+    /// Writes `"key": [items...]` as [`ObjectWriter::field`] would, the items rendered in
+    /// blocks on two threads when there are many (`super::par`).
+    pub fn list_field<T: Serialize + Sync>(&mut self, key: &str, items: &[T]) -> Result<(), Error> {
+        self.key(key);
+        if items.is_empty() {
+            self.s.buf.extend_from_slice(b"[]");
+            return Ok(());
+        }
+        self.s.buf.push(b'[');
+        self.s.flush()?; // what comes before; the blocks go straight to the writer
+        let depth = self.s.depth + 1;
+        let out = &mut self.s.out;
+        crate::report::par::in_blocks(
+            items,
+            crate::report::par::BLOCK,
+            |first, block, buf| {
+                let mut p = Pretty {
+                    out: std::io::sink(),
+                    buf: std::mem::take(buf),
+                    depth,
+                    flush_at: usize::MAX, // the block stays whole in `buf`
+                };
+                for (i, item) in block.iter().enumerate() {
+                    if first + i > 0 {
+                        p.buf.push(b',');
+                    }
+                    p.newline();
+                    item.serialize(&mut p)?;
+                }
+                *buf = p.buf;
+                Ok(())
+            },
+            |bytes| out.write_all(bytes).map_err(Error::io),
+        )?;
+        self.s.newline();
+        self.s.buf.push(b']');
+        Ok(())
+    }
+
+    /// Ends the object (`}`) and writes what is still buffered.
+    pub fn finish(mut self) -> Result<(), Error> {
+        self.s.depth = 0;
+        if !self.first {
+            self.s.newline();
+        }
+        self.s.buf.push(b'}');
+        self.s.flush()
+    }
+}
