@@ -5,7 +5,7 @@ use super::{Error, Pretty};
 use serde::Serialize;
 use std::io::Write;
 
-/// A JSON object written field by field, byte for byte as [`to_writer_pretty`] writes a
+/// A JSON object written field by field, byte for byte as [`to_writer_pretty`](super::to_writer_pretty) writes a
 /// struct with those fields in that order; a long list can be written on two threads
 /// ([`ObjectWriter::list_field`]).
 pub struct ObjectWriter<W: Write> {
