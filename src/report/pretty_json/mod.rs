@@ -81,6 +81,25 @@ impl<W: Write> Pretty<W> {
         }
     }
 
+    /// Before an element of an array or object: a comma unless `first` (which it clears),
+    /// then a newline and the indentation.
+    #[inline]
+    fn item(&mut self, first: &mut bool) {
+        if !*first {
+            self.buf.push(b',');
+        }
+        *first = false;
+        self.newline();
+    }
+
+    /// Before an object's value: [`Pretty::item`], then `"key": `.
+    #[inline]
+    fn field_key(&mut self, first: &mut bool, key: &str) {
+        self.item(first);
+        self.string(key);
+        self.buf.extend_from_slice(b": ");
+    }
+
     #[inline]
     fn string(&mut self, s: &str) {
         self.buf.push(b'"');
@@ -240,11 +259,7 @@ struct Compound<'a, W> {
 impl<W: Write> Compound<'_, W> {
     #[inline]
     fn next(&mut self) {
-        if !self.first {
-            self.s.buf.push(b',');
-        }
-        self.first = false;
-        self.s.newline();
+        self.s.item(&mut self.first);
     }
 
     fn end(self) -> Result<(), Error> {
@@ -261,9 +276,7 @@ impl<W: Write> Compound<'_, W> {
 
     #[inline]
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
-        self.next();
-        self.s.string(key);
-        self.s.buf.extend_from_slice(b": ");
+        self.s.field_key(&mut self.first, key);
         value.serialize(&mut *self.s)
     }
 }

@@ -22,19 +22,9 @@ impl<W: Write> ObjectWriter<W> {
         ObjectWriter { s, first: true }
     }
 
-    fn key(&mut self, key: &str) {
-        if !self.first {
-            self.s.buf.push(b',');
-        }
-        self.first = false;
-        self.s.newline();
-        self.s.string(key);
-        self.s.buf.extend_from_slice(b": ");
-    }
-
     /// Writes `"key": value`.
     pub fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
-        self.key(key);
+        self.s.field_key(&mut self.first, key);
         value.serialize(&mut self.s)?;
         self.s.maybe_flush()
     }
@@ -42,7 +32,7 @@ impl<W: Write> ObjectWriter<W> {
     /// Writes `"key": [items...]` as [`ObjectWriter::field`] would, the items rendered in
     /// blocks on two threads when there are many (`super::par`).
     pub fn list_field<T: Serialize + Sync>(&mut self, key: &str, items: &[T]) -> Result<(), Error> {
-        self.key(key);
+        self.s.field_key(&mut self.first, key);
         if items.is_empty() {
             self.s.buf.extend_from_slice(b"[]");
             return Ok(());
@@ -61,11 +51,9 @@ impl<W: Write> ObjectWriter<W> {
                     depth,
                     flush_at: usize::MAX, // the block stays whole in `buf`
                 };
-                for (i, item) in block.iter().enumerate() {
-                    if first + i > 0 {
-                        p.buf.push(b',');
-                    }
-                    p.newline();
+                let mut none_yet = first == 0;
+                for item in block {
+                    p.item(&mut none_yet);
                     item.serialize(&mut p)?;
                 }
                 *buf = p.buf;
