@@ -265,7 +265,8 @@ pub(crate) struct RespStream {
 }
 
 /// Counters per flow, as they appear in reports.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+/// Serialized by their keys in `super::report::counters` (`FlowCounters::named`).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct FlowCounters {
     /// Times the request stream's PSN (or a READ's response PSNs) jumped past the next
     /// expected one.

@@ -13,12 +13,14 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::net::Ipv4Addr;
 
+mod counters;
 mod finding;
 mod summary;
 pub use super::net::{
     ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Traffic, UnansweredAsk,
 };
 pub use super::qos::{DscpShare, Qos, SplitConnection};
+pub use counters::N_COUNTERS;
 pub use finding::{Congestion, Finding, FindingKind, NakError, Severity, Worst};
 pub(super) use summary::{add_flow, add_live, summarize};
 

@@ -122,7 +122,7 @@ fn json_doc(
     w.field("input", input)?;
     w.field("totals", &r.totals)?;
     w.field("derived", &r.derived)?;
-    w.list_field("flows", &r.flows)?;
+    w.flows_field("flows", &r.flows)?;
     w.list_field("connections", &r.connections)?;
     w.field("findings", findings)?;
     w.field("pfc", &r.pfc)?;

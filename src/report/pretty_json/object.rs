@@ -2,6 +2,7 @@
 //! rendered on two threads.
 
 use super::{Error, Pretty};
+use crate::analysis::FlowSummary;
 use serde::Serialize;
 use std::io::Write;
 
@@ -32,6 +33,51 @@ impl<W: Write> ObjectWriter<W> {
     /// Writes `"key": [items...]` as [`ObjectWriter::field`] would, the items rendered in
     /// blocks on two threads when there are many (`super::par`).
     pub fn list_field<T: Serialize + Sync>(&mut self, key: &str, items: &[T]) -> Result<(), Error> {
+        self.list(key, items, |depth, first, block, buf| {
+            let mut p = Pretty {
+                out: std::io::sink(),
+                buf: std::mem::take(buf),
+                depth,
+                flush_at: usize::MAX, // the block stays whole in `buf`
+            };
+            let mut none_yet = first == 0;
+            for item in block {
+                p.item(&mut none_yet);
+                item.serialize(&mut p)?;
+            }
+            *buf = p.buf;
+            Ok(())
+        })
+    }
+
+    /// [`ObjectWriter::list_field`] of the report's flows, written without serde
+    /// (`super::flow`); the same bytes.
+    pub fn flows_field(&mut self, key: &str, flows: &[FlowSummary]) -> Result<(), Error> {
+        if self.s.depth + 1 > super::flow::MAX_DEPTH {
+            return self.list_field(key, flows);
+        }
+        self.list(key, flows, |depth, first, block, buf| {
+            for (i, f) in block.iter().enumerate() {
+                if first + i > 0 {
+                    buf.push(b',');
+                }
+                buf.push(b'\n');
+                buf.extend_from_slice(&super::INDENT[..2 * depth]);
+                super::flow::write_flow(buf, depth, f);
+            }
+            Ok(())
+        })
+    }
+
+    /// `"key": [...]`, the items rendered in blocks by `render(depth, first, block,
+    /// buf)` (items at nesting `depth`; `first`: the block's first item's index) on two
+    /// threads when there are many, and written in order.
+    fn list<T: Sync>(
+        &mut self,
+        key: &str,
+        items: &[T],
+        render: impl Fn(usize, usize, &[T], &mut Vec<u8>) -> Result<(), Error> + Sync,
+    ) -> Result<(), Error> {
         self.s.field_key(&mut self.first, key);
         if items.is_empty() {
             self.s.buf.extend_from_slice(b"[]");
@@ -44,21 +90,7 @@ impl<W: Write> ObjectWriter<W> {
         crate::report::par::in_blocks(
             items,
             crate::report::par::BLOCK,
-            |first, block, buf| {
-                let mut p = Pretty {
-                    out: std::io::sink(),
-                    buf: std::mem::take(buf),
-                    depth,
-                    flush_at: usize::MAX, // the block stays whole in `buf`
-                };
-                let mut none_yet = first == 0;
-                for item in block {
-                    p.item(&mut none_yet);
-                    item.serialize(&mut p)?;
-                }
-                *buf = p.buf;
-                Ok(())
-            },
+            |first, block, buf| render(depth, first, block, buf),
             |bytes| out.write_all(bytes).map_err(Error::io),
         )?;
         self.s.newline();

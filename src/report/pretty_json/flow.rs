@@ -1,0 +1,461 @@
+//! The flows of the `analyze` document written straight into the buffer, without serde:
+//! with thousands of QPs they are most of the document (16,384 flows, about 50 MB), and
+//! through serde each of a flow's 110 keys took a trip through the map-key serializer
+//! (the counters are flattened into the flow's object) and several small copies. Here a
+//! key is one comma, one newline-and-indent slice and the name, a value is formatted in
+//! place, and zeros (most counters) are one byte.
+//!
+//! The bytes are exactly what the serde path writes (`FlowSummary`'s `Serialize`,
+//! through [`super::to_writer_pretty`]); the tests hold the two equal field by field. A
+//! field added to `FlowSummary` does not compile here until it is written: the summary
+//! is taken apart whole. The counters come from `FlowCounters::named`, the list serde
+//! uses too.
+
+use super::{escape_into, float_digits, needs_escape};
+use crate::analysis::report::Latency;
+use crate::analysis::FlowSummary;
+use dissectors::{Addr, Qpn};
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::io::Write;
+use std::net::IpAddr;
+
+/// A newline and 64 spaces: [`nl`] slices the indentation of a depth out of it.
+const NL: &[u8] = b"\n                                                                ";
+
+/// The deepest a flow may sit: its fields are one level deeper, its latencies two.
+pub(in crate::report) const MAX_DEPTH: usize = (NL.len() - 1) / 2 - 2;
+
+/// Writes a newline and the indentation of nesting depth `d` (two spaces a level).
+/// A flow's fields sit 3 or 4 deep: one fixed 16-byte copy, cut to length, instead of
+/// a `memcpy` call of a length only known at run time.
+#[inline(always)]
+fn newline(buf: &mut Vec<u8>, d: usize) {
+    let n = 1 + 2 * d;
+    if n <= 16 {
+        let mut piece = [b' '; 16];
+        piece[0] = b'\n';
+        buf.extend_from_slice(&piece);
+        buf.truncate(buf.len() - (16 - n));
+    } else {
+        buf.extend_from_slice(&NL[..n]);
+    }
+}
+
+/// An object being written: `{`, then `"key": value` pairs at `depth`.
+struct Obj<'a> {
+    buf: &'a mut Vec<u8>,
+    depth: usize,
+    first: bool,
+}
+
+impl<'a> Obj<'a> {
+    /// Opens an object that is itself at `depth`.
+    #[inline]
+    fn open(buf: &'a mut Vec<u8>, depth: usize) -> Self {
+        buf.push(b'{');
+        Obj {
+            buf,
+            depth: depth + 1,
+            first: true,
+        }
+    }
+
+    /// `,` (unless first), newline, indentation, `"key": `. Keys here are field names,
+    /// which never need escaping.
+    #[inline(always)]
+    fn key(&mut self, k: &str) {
+        debug_assert!(!needs_escape(k.as_bytes()), "{k}");
+        if !self.first {
+            self.buf.push(b',');
+        }
+        self.first = false;
+        newline(self.buf, self.depth);
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(k.as_bytes());
+        self.buf.extend_from_slice(b"\": ");
+    }
+
+    #[inline]
+    fn close(self) {
+        if !self.first {
+            newline(self.buf, self.depth - 1);
+        }
+        self.buf.push(b'}');
+    }
+
+    #[inline]
+    fn int(&mut self, k: &str, v: impl Into<u64>) {
+        self.key(k);
+        int(self.buf, v.into());
+    }
+
+    #[inline]
+    fn opt_int<T: Into<u64>>(&mut self, k: &str, v: Option<T>) {
+        self.key(k);
+        match v {
+            Some(v) => int(self.buf, v.into()),
+            None => self.buf.extend_from_slice(b"null"),
+        }
+    }
+
+    /// A float as serde_json writes it: shortest digits, `null` when not finite.
+    #[inline]
+    fn float(&mut self, k: &str, v: f64) {
+        self.key(k);
+        float(self.buf, v);
+    }
+
+    #[inline]
+    fn opt_float(&mut self, k: &str, v: Option<f64>) {
+        self.key(k);
+        match v {
+            Some(v) => float(self.buf, v),
+            None => self.buf.extend_from_slice(b"null"),
+        }
+    }
+
+    #[inline]
+    fn str(&mut self, k: &str, v: &str) {
+        self.key(k);
+        self.buf.push(b'"');
+        escape_into(self.buf, v);
+        self.buf.push(b'"');
+    }
+
+    /// An address as its `Display` text; an IPv4 one (the usual) without `fmt`.
+    fn addr(&mut self, k: &str, a: &Addr) {
+        let Addr::Ip(IpAddr::V4(ip)) = a else {
+            return self.display(k, a);
+        };
+        self.key(k);
+        self.buf.push(b'"');
+        let [a, b, c, d] = ip.octets();
+        for (i, o) in [a, b, c, d].into_iter().enumerate() {
+            if i > 0 {
+                self.buf.push(b'.');
+            }
+            int(self.buf, o.into());
+        }
+        self.buf.push(b'"');
+    }
+
+    /// A QPN as its `Display` text, `0x` and at least six lowercase hex digits, without
+    /// `fmt`.
+    fn qpn(&mut self, k: &str, q: Qpn) {
+        self.key(k);
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let digits = (8 - q.0.leading_zeros() as usize / 4).max(6);
+        self.buf.extend_from_slice(b"\"0x");
+        for i in (0..digits).rev() {
+            self.buf.push(HEX[(q.0 >> (4 * i)) as usize & 0xf]);
+        }
+        self.buf.push(b'"');
+    }
+
+    /// A value's `Display` text as a string, escaped if it must be.
+    fn display(&mut self, k: &str, v: &impl Display) {
+        self.key(k);
+        self.buf.push(b'"');
+        let at = self.buf.len();
+        // Writing into a Vec cannot fail; the Display impls here do not either.
+        let _ = write!(self.buf, "{v}");
+        if needs_escape(&self.buf[at..]) {
+            let text = self.buf.split_off(at);
+            escape_into(self.buf, &String::from_utf8_lossy(&text));
+        }
+        self.buf.push(b'"');
+    }
+
+    fn latency(&mut self, k: &str, l: &Latency) {
+        self.key(k);
+        let Latency {
+            count,
+            min_ns,
+            median_ns,
+            p99_ns,
+            max_ns,
+        } = *l;
+        let mut o = Obj::open(self.buf, self.depth);
+        o.int("count", count);
+        o.opt_int("min_ns", min_ns);
+        o.opt_int("median_ns", median_ns);
+        o.opt_int("p99_ns", p99_ns);
+        o.opt_int("max_ns", max_ns);
+        o.close();
+    }
+
+    /// A map as a JSON object, each key in quotes as `key` writes it into the buffer.
+    fn map<K, V: Copy + Into<u64>>(
+        &mut self,
+        k: &str,
+        m: &BTreeMap<K, V>,
+        key: impl Fn(&mut Vec<u8>, &K),
+    ) {
+        self.key(k);
+        let mut o = Obj::open(self.buf, self.depth);
+        for (mk, v) in m {
+            if !o.first {
+                o.buf.push(b',');
+            }
+            o.first = false;
+            newline(o.buf, o.depth);
+            o.buf.push(b'"');
+            key(o.buf, mk);
+            o.buf.extend_from_slice(b"\": ");
+            int(o.buf, (*v).into());
+        }
+        o.close();
+    }
+}
+
+#[inline]
+fn int(buf: &mut Vec<u8>, v: u64) {
+    if v < 10 {
+        buf.push(b'0' + v as u8);
+    } else {
+        buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    }
+}
+
+#[inline]
+fn float(buf: &mut Vec<u8>, v: f64) {
+    if v.is_finite() {
+        float_digits(buf, v);
+    } else {
+        buf.extend_from_slice(b"null");
+    }
+}
+
+/// Writes flow `f` as a JSON object that sits at nesting `depth` (at most
+/// [`MAX_DEPTH`]), byte for byte as its `Serialize` through the pretty writer would.
+pub(in crate::report) fn write_flow(buf: &mut Vec<u8>, depth: usize, f: &FlowSummary) {
+    assert!(depth <= MAX_DEPTH, "flow at depth {depth}");
+    let FlowSummary {
+        id,
+        src,
+        dst,
+        qp,
+        peer,
+        transport,
+        encap,
+        first_ts_ns,
+        last_ts_ns,
+        duration_s,
+        packets,
+        bytes,
+        messages,
+        gbps,
+        pps,
+        pmtu,
+        dscp,
+        pcp,
+        vlan,
+        dscp_changes,
+        pcp_changes,
+        encap_changes,
+        cnp_dscp,
+        cnp_other_dscp,
+        first_psn,
+        last_psn,
+        first_request_psn: _, // not in the document
+        ecn_not_ect,
+        ecn_ect1,
+        ecn_ect0,
+        ecn_ce,
+        icrc_ok,
+        icrc_bad,
+        icrc_unchecked,
+        counters,
+        cnp_per_s,
+        gbps_before_first_cnp,
+        gbps_after_last_cnp,
+        rnr_requested_us_mean,
+        ack_latency,
+        nak_to_resend,
+        rnr_wait,
+        timeout_observed,
+        ce_to_cnp,
+        opcodes,
+        rnr_timers,
+    } = f;
+    buf.reserve(4096); // a flow is about 3 KB: no growth in the middle of one
+    let mut o = Obj::open(buf, depth);
+    o.int("id", *id);
+    o.addr("src", src);
+    o.addr("dst", dst);
+    o.qpn("qp", *qp);
+    o.opt_int("peer", *peer);
+    o.str("transport", transport);
+    o.str("encap", encap);
+    o.int("first_ts_ns", *first_ts_ns);
+    o.int("last_ts_ns", *last_ts_ns);
+    o.float("duration_s", *duration_s);
+    o.int("packets", *packets);
+    o.int("bytes", *bytes);
+    o.int("messages", *messages);
+    o.float("gbps", *gbps);
+    o.float("pps", *pps);
+    o.opt_int("pmtu", *pmtu);
+    o.opt_int("dscp", *dscp);
+    o.opt_int("pcp", *pcp);
+    o.opt_int("vlan", *vlan);
+    o.int("dscp_changes", *dscp_changes);
+    o.int("pcp_changes", *pcp_changes);
+    o.int("encap_changes", *encap_changes);
+    o.opt_int("cnp_dscp", *cnp_dscp);
+    o.int("cnp_other_dscp", *cnp_other_dscp);
+    o.opt_int("first_psn", first_psn.map(|p| p.0));
+    o.opt_int("last_psn", last_psn.map(|p| p.0));
+    o.int("ecn_not_ect", *ecn_not_ect);
+    o.int("ecn_ect1", *ecn_ect1);
+    o.int("ecn_ect0", *ecn_ect0);
+    o.int("ecn_ce", *ecn_ce);
+    o.int("icrc_ok", *icrc_ok);
+    o.int("icrc_bad", *icrc_bad);
+    o.int("icrc_unchecked", *icrc_unchecked);
+    for (k, v) in counters.named() {
+        o.int(k, v);
+    }
+    o.float("cnp_per_s", *cnp_per_s);
+    o.opt_float("gbps_before_first_cnp", *gbps_before_first_cnp);
+    o.opt_float("gbps_after_last_cnp", *gbps_after_last_cnp);
+    o.opt_float("rnr_requested_us_mean", *rnr_requested_us_mean);
+    o.latency("ack_latency", ack_latency);
+    o.latency("nak_to_resend", nak_to_resend);
+    o.latency("rnr_wait", rnr_wait);
+    o.latency("timeout_observed", timeout_observed);
+    o.latency("ce_to_cnp", ce_to_cnp);
+    o.map("opcodes", opcodes, |buf, name| escape_into(buf, name));
+    o.map("rnr_timers", rnr_timers, |buf, code| {
+        int(buf, u64::from(*code))
+    });
+    o.close();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Analyzer, Config};
+    use crate::pipeline::{NoSink, Pipeline};
+    use std::path::PathBuf;
+
+    /// Every flow of every sample (`.pcap` and `.pcapng`).
+    fn sample_flows() -> Vec<FlowSummary> {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
+        let mut flows = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.to_string_lossy().into_owned();
+            if !(name.ends_with(".pcap") || name.ends_with(".pcapng")) {
+                continue;
+            }
+            let mut p = Pipeline::new(Default::default(), Analyzer::new(Config::default()));
+            p.read_files(&[path], true, &mut NoSink).unwrap();
+            flows.extend(p.finish().flows);
+        }
+        assert!(flows.len() > 50, "{} flows", flows.len());
+        flows
+    }
+
+    /// The serde path's text of `f` as an object at nesting `depth`.
+    fn serde_at(f: &FlowSummary, depth: usize) -> String {
+        let mut out = Vec::new();
+        super::super::to_writer_pretty(&mut out, f).unwrap();
+        let indent = format!("\n{}", " ".repeat(2 * depth));
+        String::from_utf8(out).unwrap().replace('\n', &indent)
+    }
+
+    fn ours_at(f: &FlowSummary, depth: usize) -> String {
+        let mut buf = Vec::new();
+        write_flow(&mut buf, depth, f);
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn every_sample_flow_is_written_as_serde_writes_it_at_every_depth() {
+        let flows = sample_flows();
+        for f in &flows {
+            for depth in [0, 2] {
+                assert_eq!(ours_at(f, depth), serde_at(f, depth), "flow {}", f.id);
+            }
+        }
+        for depth in 0..=MAX_DEPTH {
+            assert_eq!(
+                ours_at(&flows[0], depth),
+                serde_at(&flows[0], depth),
+                "depth {depth}"
+            );
+        }
+    }
+
+    /// The shapes no sample has: other address kinds, QPNs of every width, nulls and
+    /// non-finite floats, strings and map keys that must be escaped, every counter set.
+    #[test]
+    fn unusual_values_are_written_as_serde_writes_them() {
+        let base = sample_flows()
+            .into_iter()
+            .find(|f| !f.opcodes.is_empty())
+            .unwrap();
+        let mut cases = Vec::new();
+        for (i, qp) in [0, 0x7, 0xabcdef, 0x100_0000, 0xffff_ffff]
+            .into_iter()
+            .enumerate()
+        {
+            let mut f = base.clone();
+            f.qp = Qpn(qp);
+            f.src = Addr::Ip("2001:db8::1".parse().unwrap());
+            f.dst = Addr::Lid(0x1234 + i as u16);
+            f.peer = None;
+            f.transport = "R\"C\\\n\u{1}é";
+            f.duration_s = [f64::NAN, f64::INFINITY, -0.0, 1e-300, 12345.678][i];
+            f.gbps = f64::NEG_INFINITY;
+            f.gbps_before_first_cnp = Some(0.1);
+            f.gbps_after_last_cnp = Some(f64::NAN);
+            f.rnr_requested_us_mean = Some(1e21);
+            f.pmtu = None;
+            f.dscp = Some(63);
+            f.vlan = Some(4095);
+            f.first_psn = None;
+            f.first_ts_ns = u64::MAX;
+            f.counters.pfc_stall_ns = u64::MAX;
+            f.counters.psn_gap_events = 10;
+            f.counters.reads = 9;
+            f.rnr_wait = Latency {
+                count: 3,
+                min_ns: Some(0),
+                median_ns: Some(10),
+                p99_ns: None,
+                max_ns: Some(u64::MAX),
+            };
+            f.opcodes.insert("odd \"name\"\t", 99);
+            f.rnr_timers = [(0, 1), (14, 10), (31, u32::MAX)].into_iter().collect();
+            cases.push(f);
+        }
+        let mut empty = base.clone();
+        empty.opcodes.clear();
+        empty.rnr_timers.clear();
+        cases.push(empty);
+        for f in &cases {
+            assert_eq!(ours_at(f, 2), serde_at(f, 2), "qp {}", f.qp);
+        }
+    }
+
+    #[test]
+    fn the_counters_serde_writes_are_the_named_ones_in_their_order() {
+        let mut c = crate::analysis::flow::FlowCounters {
+            missing_psns: 2,
+            pfc_stall_ns: 3,
+            ..Default::default()
+        };
+        c.ce_marked = 4;
+        let v = serde_json::to_value(c).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let named: Vec<&str> = c.named().iter().map(|(k, _)| *k).collect();
+        assert_eq!(keys, named); // serde_json keeps the order here (preserve_order)
+        assert_eq!(named.len(), crate::analysis::report::N_COUNTERS);
+        for (k, n) in c.named() {
+            assert_eq!(v[k].as_u64(), Some(n), "{k}");
+        }
+    }
+}
