@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 mod account;
+mod ahead;
 pub mod buckets;
 pub mod cm;
 mod congestion;
@@ -25,6 +26,7 @@ pub(crate) mod hist;
 mod index;
 mod net;
 mod pairing;
+mod populate;
 mod qos;
 pub mod report;
 mod requester;

@@ -285,8 +285,12 @@ impl Analyzer {
         // up to twice its size (15 MB at 16,384 flows) into freshly faulted pages.
         let room = self.cfg.max_flow_summaries.saturating_sub(self.done.len());
         self.done.reserve(self.live_flows().min(room));
+        // Their pages mapped a little ahead of the summaries, by the helper thread that
+        // made chunks ahead.
+        let mut populate = super::populate::Ahead::new(self.slots.helper());
         self.free.clear();
         for mut chunk in self.slots.drain_chunks() {
+            populate.room_of(&mut self.done, 2 * super::slab::CHUNK);
             for i in 0..chunk.len() {
                 super::slab::warm_ahead(&chunk[..], i);
                 if let Some(next) = chunk.get(i + 1) {
