@@ -12,7 +12,7 @@
 //! CNPs and plain ACKs/NAKs (requests, READ responses, atomic ACKs).
 
 use super::flow::Flow;
-use super::report::{Connection, Finding, FindingKind, FlowSummary, Severity, Totals, Worst};
+use super::report::{ById, Connection, Finding, FindingKind, FlowSummary, Severity, Totals, Worst};
 use dissectors::{Addr, Decoded, Ecn, Operation, Roce, RoceVersion};
 use std::collections::BTreeSet;
 
@@ -274,11 +274,12 @@ impl Out {
 pub(super) fn findings(
     tally: &QosTally,
     flows: &[FlowSummary],
+    by_id: &ById,
     connections: &[Connection],
     t: &mut Totals,
 ) -> Vec<Finding> {
     let mut out = Out(Vec::new());
-    directions(flows, connections, t, &mut out);
+    directions(flows, by_id, connections, t, &mut out);
     dscps(tally, flows, t, &mut out);
     if t.cnp_other_dscp > 0 {
         let n = t.cnp_other_dscp;
@@ -310,13 +311,14 @@ pub(super) fn findings(
 }
 
 /// Connections whose two directions carry different DSCPs or PCPs.
-fn directions(flows: &[FlowSummary], connections: &[Connection], t: &mut Totals, out: &mut Out) {
-    let by_id = |id: u32| {
-        flows
-            .binary_search_by_key(&id, |f| f.id)
-            .ok()
-            .map(|i| &flows[i])
-    };
+fn directions(
+    flows: &[FlowSummary],
+    ids: &ById,
+    connections: &[Connection],
+    t: &mut Totals,
+    out: &mut Out,
+) {
+    let by_id = |id: u32| ids.find(id).map(|i| &flows[i]);
     let split: Vec<SplitConnection> = connections
         .iter()
         .filter_map(|c| {
