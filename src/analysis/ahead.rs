@@ -2,8 +2,8 @@
 //! first written; for the big pieces the analysis grows by (a chunk of flow slots, 192
 //! pages) that write is the making of the piece, so it is done on a helper thread ahead
 //! of need, and the analyzing thread takes pieces whose pages are already there. At
-//! 100,000 flows the page faults were a third of a run, all taken on the analyzing
-//! thread, while the other core was idle.
+//! 100,000 flows a run took about 46,000 page faults (about 2.1 us each here, a fifth of
+//! its time), all on the analyzing thread, while the other core was idle.
 //!
 //! A [`Helper`] is one thread, started with its first job, running jobs in the order
 //! asked and stopping when the last [`Ahead`] using it is dropped; kinds of piece made

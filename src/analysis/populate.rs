@@ -1,7 +1,7 @@
 //! Page faults taken off the analyzing thread: a large buffer being filled in order (the
 //! summaries kept at the end of a run) is populated (its pages mapped,
 //! `MADV_POPULATE_WRITE`) a little ahead of the filling, on a helper thread. At the end of
-//! a run with 16,384 flows the summaries kept (16 MB) were a third of the run's page
+//! a run with 16,384 flows the summaries kept (16 MB) were two fifths of the run's page
 //! faults, each taken by the thread that settles the flows. Only a bounded stretch ahead
 //! is populated, so the memory grows with the filling as before (the flows' chunks go back
 //! while the summaries are made), not all at once.

@@ -20,14 +20,17 @@ use std::fmt::Display;
 use std::io::Write;
 use std::net::IpAddr;
 
-/// A newline and 64 spaces: [`nl`] slices the indentation of a depth out of it.
-const NL: &[u8] = b"\n                                                                ";
+/// A comma, a newline and 64 spaces: [`Obj::key`] slices a field's start out of it.
+const COMMA_NL: &[u8] = b",\n                                                                ";
+
+/// A newline and 64 spaces: [`newline`] slices the indentation of a depth out of it.
+const NL: &[u8] = COMMA_NL.split_at(1).1;
 
 /// The deepest a flow may sit: its fields are one level deeper, its latencies two.
 pub(in crate::report) const MAX_DEPTH: usize = (NL.len() - 1) / 2 - 2;
 
 /// Writes a newline and the indentation of nesting depth `d` (two spaces a level).
-/// A flow's fields sit 3 or 4 deep: one fixed 16-byte copy (of the constant, not of
+/// A flow's fields sit 3 or 4 deep: one fixed 16-byte copy of the constant (not of
 /// bytes just stored, see [`Obj::key`]), cut to length, instead of a `memcpy` call of a
 /// length only known at run time.
 #[inline(always)]
@@ -48,20 +51,6 @@ struct Obj<'a> {
     first: bool,
 }
 
-/// Row `d`: `,`, newline, the indentation of depth `d` and `"`, padded to 33 bytes (what
-/// [`Obj::key`] copies 32 bytes of), for every depth whose start fits in 32 bytes.
-const KEY_START: [[u8; 33]; 15] = {
-    let mut rows = [[b' '; 33]; 15];
-    let mut d = 0;
-    while d < 15 {
-        rows[d][0] = b',';
-        rows[d][1] = b'\n';
-        rows[d][2 + 2 * d] = b'"';
-        d += 1;
-    }
-    rows
-};
-
 impl<'a> Obj<'a> {
     /// Opens an object that is itself at `depth`.
     #[inline]
@@ -79,23 +68,20 @@ impl<'a> Obj<'a> {
     #[inline(always)]
     fn key(&mut self, k: &str) {
         debug_assert!(!needs_escape(k.as_bytes()), "{k}");
-        // `,` newline indentation `"` in one fixed 32-byte copy cut to length (the fields
-        // of a flow sit 3 or 4 deep), then the name and `": `, both of a length known
+        // `,` newline indentation in one fixed 32-byte copy cut to length (the fields of
+        // a flow sit 3 or 4 deep), then `"`, the name and `": `, all of a length known
         // where this is inlined: no `memcpy` call of a length known only at run time. The
-        // 32 bytes come from a constant row: built on the stack with byte stores, their
-        // wide reload stalled (no store forwarding) and was a third of the writing.
-        let n = 3 + 2 * self.depth;
-        if let Some(row) = KEY_START.get(self.depth) {
-            let from = usize::from(self.first); // the first field has no comma
-            self.buf.extend_from_slice(&row[from..from + 32]);
+        // 32 bytes come from the constant: built on the stack with byte stores, their wide
+        // reload stalled (no store forwarding), a quarter of the writer's samples.
+        let from = usize::from(self.first); // the first field has no comma
+        let n = 2 + 2 * self.depth;
+        if n <= 32 {
+            self.buf.extend_from_slice(&COMMA_NL[from..from + 32]);
             self.buf.truncate(self.buf.len() - (32 - (n - from)));
         } else {
-            if !self.first {
-                self.buf.push(b',');
-            }
-            newline(self.buf, self.depth);
-            self.buf.push(b'"');
+            self.buf.extend_from_slice(&COMMA_NL[from..n]);
         }
+        self.buf.push(b'"');
         self.first = false;
         self.buf.extend_from_slice(k.as_bytes());
         self.buf.extend_from_slice(b"\": ");
