@@ -13,7 +13,9 @@
 //! Files are read a few frames ahead of the analysis when the sink allows it
 //! ([`Sink::lookahead`]): each coming frame's flow is warmed into the cache step by step
 //! (`analysis::warm`), which with thousands of QPs overlaps the cache misses of several
-//! frames instead of paying them one after another.
+//! frames instead of paying them one after another. For a sink that does nothing per
+//! frame ([`Sink::detached`]) on a machine with two cores or more, a thread of its own
+//! reads and decodes the files while the caller's thread analyzes (`split`).
 //!
 //! Guarantees: per-frame work allocates nothing here (the sink decides for itself); the
 //! analyzer sees every frame the sources deliver, in the merged timestamp order, with its
@@ -31,6 +33,9 @@ use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Duration;
+
+mod split;
+pub use split::BATCH;
 
 /// Where a benchmarking run stops with each frame (`analyze --stop-after`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +70,13 @@ pub trait Sink {
     fn lookahead(&self) -> bool {
         false
     }
+
+    /// Whether the sink does nothing at all with the frames of a file read (`before` and
+    /// `after` change nothing and never break): the read may then decode on one thread
+    /// while the analysis runs on another, and the sink is not called.
+    fn detached(&self) -> bool {
+        false
+    }
 }
 
 /// Frames a file read decodes ahead of the analysis (see [`Sink::lookahead`]).
@@ -79,6 +91,10 @@ pub struct NoSink;
 
 impl Sink for NoSink {
     fn lookahead(&self) -> bool {
+        true
+    }
+
+    fn detached(&self) -> bool {
         true
     }
 
@@ -109,6 +125,8 @@ pub struct Pipeline {
     behind: usize,
     /// Live flows from which file reads run ahead ([`WARM_FROM`] unless set).
     warm_from: usize,
+    /// Whether file reads for a detached sink decode and analyze on two threads.
+    split: bool,
     an: Analyzer,
     stop_after: Option<Stage>,
     frames: u64,
@@ -131,6 +149,7 @@ impl Pipeline {
             fed: 0,
             behind: 0,
             warm_from: WARM_FROM,
+            split: std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
             dcfg,
             an,
             stop_after: None,
@@ -150,6 +169,14 @@ impl Pipeline {
     /// report is the same either way; this is for tests and measurements.
     pub fn warm_from(mut self, flows: usize) -> Self {
         self.warm_from = flows;
+        self
+    }
+
+    /// Whether file reads for a [`Sink::detached`] sink decode on the calling thread and
+    /// analyze on another (by default where the machine has two cores or more). The
+    /// report is the same either way; this is for tests and measurements.
+    pub fn split(mut self, on: bool) -> Self {
+        self.split = on;
         self
     }
 
@@ -264,7 +291,9 @@ impl Pipeline {
         quiet: bool,
         sink: &mut S,
     ) -> Result<Vec<CutShort>, Failure> {
-        let cut = if sink.lookahead() && self.stop_after.is_none() {
+        let cut = if self.split && sink.detached() && self.stop_after.is_none() {
+            self.read_split(paths, quiet)?
+        } else if sink.lookahead() && self.stop_after.is_none() {
             let cut = for_each_frame_of(paths, quiet, |f| self.feed_ahead(f, sink));
             self.catch_up();
             cut?

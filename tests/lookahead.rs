@@ -1,8 +1,9 @@
 //! Reading ahead (`Pipeline::read_files` decoding a few frames before the analyzer sees
-//! them, to warm their flows into the cache) changes timing only: the report is the one
-//! the frame-by-frame pipeline gives, on every sample, on a many-QP trace with loss above
-//! the threshold where reading ahead starts, on an input cut short, and when the sink
-//! stops the read in the middle.
+//! them, to warm their flows into the cache) and reading on a thread of its own while the
+//! analysis runs on the caller's (for a detached sink) change timing only: the report is
+//! the one the frame-by-frame pipeline gives, on every sample, on a many-QP trace with
+//! loss above the threshold where reading ahead starts, on several inputs merged, on an
+//! input cut short, and when the sink stops the read in the middle.
 
 mod common;
 use common::TempDir;
@@ -89,6 +90,25 @@ fn read_ahead(path: &Path, warm_from: usize) -> (String, u64, Vec<(String, u64)>
     report(path, &mut s, warm_from)
 }
 
+/// The report of `paths` read for [`NoSink`] with the reading on its own thread (`split`)
+/// or not, reading ahead from `warm_from` live flows.
+fn detached(paths: &[PathBuf], split: bool, warm_from: usize) -> (String, u64, Vec<(String, u64)>) {
+    let mut p = Pipeline::new(
+        dissectors::Config::default(),
+        Analyzer::new(Config::default()),
+    )
+    .warm_from(warm_from)
+    .split(split);
+    let cut = p
+        .read_files(paths, true, &mut NoSink)
+        .expect("read the trace");
+    let frames = p.frames();
+    let r: Report = p.finish();
+    assert_eq!(r.totals.frames, frames, "every frame read is analyzed");
+    let cut = cut.into_iter().map(|c| (c.file, c.frames)).collect();
+    (format!("{r:#?}"), frames, cut)
+}
+
 fn samples() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -113,6 +133,14 @@ fn every_sample_reads_ahead_to_the_same_report() {
             "{}: reading ahead changed the report",
             s.display()
         );
+        let one = [s.clone()];
+        for (split, warm_from) in [(true, 0), (true, usize::MAX), (false, 0)] {
+            assert!(
+                want == detached(&one, split, warm_from),
+                "{}: split {split}, warm from {warm_from}: the report changed",
+                s.display()
+            );
+        }
     }
 }
 
@@ -157,6 +185,18 @@ fn many_qps_with_loss_read_ahead_to_the_same_report() {
         merged == report_of(&both, &mut probe(true), 0),
         "two inputs, reading ahead"
     );
+    // The reading on its own thread: many batches, the warming switched on part way.
+    const { assert!(60000 > 10 * rocetap::pipeline::BATCH) };
+    let one = [path.clone()];
+    assert!(
+        want == detached(&one, true, WARM_FROM),
+        "split, warm from {WARM_FROM}"
+    );
+    assert!(
+        want == detached(&one, true, 0),
+        "split, warm from the start"
+    );
+    assert!(merged == detached(&both, true, 0), "two inputs, split");
 }
 
 #[test]
@@ -174,6 +214,10 @@ fn an_input_cut_short_reads_ahead_to_the_same_report() {
         "more frames than the read-ahead window"
     );
     assert!(want == read_ahead(&path, 0));
+    assert!(
+        want == detached(std::slice::from_ref(&path), true, 0),
+        "split"
+    );
 }
 
 #[test]
@@ -206,6 +250,7 @@ fn a_sink_that_stops_the_read_gets_every_frame_before_it_analyzed() {
 #[test]
 fn no_sink_reads_ahead_and_other_sinks_do_not_by_default() {
     assert!(NoSink.lookahead());
+    assert!(NoSink.detached());
     struct Other;
     impl Sink for Other {
         fn after(&mut self, _: &Frame<'_>, _: Option<&Decoded>, _: &Analyzer) -> ControlFlow<()> {
@@ -213,4 +258,5 @@ fn no_sink_reads_ahead_and_other_sinks_do_not_by_default() {
         }
     }
     assert!(!Other.lookahead());
+    assert!(!Other.detached());
 }

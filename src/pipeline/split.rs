@@ -1,0 +1,320 @@
+//! Reading files on one thread, analyzing on another ([`Pipeline::read_files`] with a
+//! [`Sink::detached`](super::Sink::detached) sink, on a machine with two cores or more).
+//!
+//! A reading thread (`rocetap-read`) reads and decodes each frame into a batch of
+//! [`BATCH`] frames; the calling thread analyzes the batches in the order they were
+//! filled. [`SLOTS`] batches go round, so nothing is allocated per frame. The analyzer sees
+//! the frames in the order they were read, one at a time, exactly as on one thread: only
+//! the time they take changes (reading and decoding, about half of a run with a hundred
+//! QPs, overlap the analysis).
+//!
+//! The analysis stays on the calling thread on purpose: what it allocates comes from the
+//! same `malloc` arena as the rest of the run, which frees it at the end. Analyzing on a
+//! new thread put every flow's rings in a second arena, slower to grow and to free from
+//! (with 50,000 QPs, the end of the run took a quarter longer).
+//!
+//! A batch is handed over by a counter, not a channel: a thread that finds nothing to do
+//! spins, then yields, then parks until the other wakes it, which the other does only
+//! when it is parked. Parking and waking for every batch (a channel's way) cost a system
+//! call and a context switch each, which with thousands of batches a second was a fifth
+//! of a run; parking when there is nothing to do keeps a slow pipe from costing a core.
+//!
+//! The analysis warms each coming frame's flow into its cache a few frames ahead
+//! (`crate::analysis::warm`), as the one-thread read ahead does, within each batch.
+
+use super::{Pipeline, AHEAD};
+use crate::analysis::{Analyzer, Hint};
+use crate::capture::input::{for_each_frame_of, CutShort};
+use crate::error::Failure;
+use dissectors::{Decoded, LinkType};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::Thread;
+use std::time::Duration;
+
+/// Frames per batch: enough that handing one over costs little per frame, few enough
+/// that the batches going round stay in the caches (a frame decoded is about 800 bytes,
+/// of which the analysis reads a few hundred).
+pub const BATCH: usize = 256;
+
+/// Batches going round: one being filled, one analyzed, the rest waiting.
+const SLOTS: usize = 8;
+
+/// A frame read and decoded, for the analysis thread.
+struct Item {
+    ts: u64,
+    iface: u32,
+    decoded: Decoded,
+}
+
+/// Frames `items[..len]`.
+struct Batch {
+    items: Box<[Item]>,
+    len: usize,
+}
+
+/// What the two threads share. Batch `n` is filled in slot `n % SLOTS`; `filled` and
+/// `analyzed` count batches. The reader fills slot `filled % SLOTS` only while fewer than
+/// `SLOTS` batches are filled and not analyzed, so the two never want the same slot (its
+/// lock is never waited for: it only lets the slot move between threads in safe code).
+struct Ring {
+    slots: Vec<Mutex<Batch>>,
+    filled: AtomicUsize,
+    analyzed: AtomicUsize,
+    /// The reader is done: no batch after `filled` will come.
+    closed: AtomicBool,
+    /// The analysis thread ended (normally only after `closed`).
+    gone: AtomicBool,
+    reader: Waiter,
+    analysis: Waiter,
+}
+
+impl Ring {
+    fn slot(&self, n: usize) -> MutexGuard<'_, Batch> {
+        self.slots[n % SLOTS]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One side's way of waiting for the other: spinning briefly, then yielding the core a
+/// few times, then parked until the other side wakes it (or [`NAP`] passes). The other
+/// side wakes it only when it is parked: batch after batch, neither thread makes a
+/// system call to hand one over.
+struct Waiter {
+    thread: OnceLock<Thread>,
+    parked: AtomicBool,
+}
+
+/// The longest a parked thread sleeps before it looks again (a missed wake costs this).
+const NAP: Duration = Duration::from_millis(1);
+
+impl Waiter {
+    fn new() -> Self {
+        Waiter {
+            thread: OnceLock::new(),
+            parked: AtomicBool::new(false),
+        }
+    }
+
+    /// Waits until `ready` holds; the calling thread must be this side's thread.
+    fn wait_until(&self, mut ready: impl FnMut() -> bool) {
+        let mut tries = 0u32;
+        while !ready() {
+            tries += 1;
+            if tries < 64 {
+                std::hint::spin_loop();
+            } else if tries < 96 {
+                std::thread::yield_now();
+            } else {
+                self.parked.store(true, Ordering::SeqCst);
+                // Looked at again after saying so: a wake that came in between is not lost.
+                if !ready() {
+                    std::thread::park_timeout(NAP);
+                }
+                self.parked.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Wakes this side if it is parked.
+    fn wake(&self) {
+        if self.parked.load(Ordering::SeqCst) {
+            if let Some(t) = self.thread.get() {
+                t.unpark();
+            }
+        }
+    }
+}
+
+/// Sets its flag when dropped and wakes the other side: a thread's end, even by a panic,
+/// is seen by the other.
+struct EndOnDrop<'a>(&'a AtomicBool, &'a Waiter);
+
+impl Drop for EndOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+        self.1.wake();
+    }
+}
+
+impl Pipeline {
+    /// [`Pipeline::read_files`] for a detached sink: see the module documentation.
+    pub(super) fn read_split(
+        &mut self,
+        paths: &[PathBuf],
+        quiet: bool,
+    ) -> Result<Vec<CutShort>, Failure> {
+        let blank = dissectors::decode(LinkType::Ethernet, &[], 0, &self.dcfg);
+        let ring = Ring {
+            slots: (0..SLOTS)
+                .map(|_| {
+                    let items = (0..BATCH)
+                        .map(|_| Item {
+                            ts: 0,
+                            iface: 0,
+                            decoded: blank,
+                        })
+                        .collect();
+                    Mutex::new(Batch { items, len: 0 })
+                })
+                .collect(),
+            filled: AtomicUsize::new(0),
+            analyzed: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            gone: AtomicBool::new(false),
+            reader: Waiter::new(),
+            analysis: Waiter::new(),
+        };
+        let _ = ring.analysis.thread.set(std::thread::current());
+        let Pipeline {
+            dcfg,
+            an,
+            warm_from,
+            frames,
+            bytes,
+            ..
+        } = self;
+        let warm_from = *warm_from;
+        let ring = &ring;
+        std::thread::scope(|s| {
+            let reader = std::thread::Builder::new()
+                .name("rocetap-read".into())
+                .spawn_scoped(s, move || {
+                    let _ = ring.reader.thread.set(std::thread::current());
+                    let _closed = EndOnDrop(&ring.closed, &ring.analysis);
+                    read(paths, quiet, dcfg, ring, frames, bytes)
+                })
+                .map_err(|e| Failure::new(format!("starting the reading thread: {e}")))?;
+            {
+                let _gone = EndOnDrop(&ring.gone, &ring.reader);
+                analyze(an, warm_from, ring);
+            }
+            match reader.join() {
+                Ok(res) => res,
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        })
+    }
+}
+
+/// The reading thread: reads and decodes every frame of `paths` into the batches, counting
+/// them in `frames` and `bytes`, until the input ends (or the analysis is gone).
+fn read(
+    paths: &[PathBuf],
+    quiet: bool,
+    dcfg: &dissectors::Config,
+    ring: &Ring,
+    frames: &mut u64,
+    bytes: &mut u64,
+) -> Result<Vec<CutShort>, Failure> {
+    let mut n = 0;
+    let mut b = Some(ring.slot(0));
+    let res = for_each_frame_of(paths, quiet, |f| {
+        let Some(g) = b.as_mut() else {
+            return ControlFlow::Break(());
+        };
+        *frames += 1;
+        *bytes += f.data.len() as u64;
+        let at = g.len;
+        let it = &mut g.items[at];
+        it.ts = f.ts_ns;
+        it.iface = f.iface_id().get();
+        dissectors::decode_into(f.link, f.data, f.orig_len, dcfg, &mut it.decoded);
+        g.len += 1;
+        if g.len < BATCH {
+            return ControlFlow::Continue(());
+        }
+        n += 1;
+        // The guard goes before the count says the batch is there.
+        drop(b.take());
+        b = hand_over(ring, n);
+        if b.is_none() {
+            // The analysis ended early (it panicked: the panic goes on from there).
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    if b.take().is_some_and(|g| g.len > 0) {
+        ring.filled.store(n + 1, Ordering::SeqCst);
+    }
+    res
+}
+
+/// Publishes batch `n - 1` (its slot's guard dropped) and returns the guard of slot `n`
+/// once that slot's previous batch was analyzed; `None` if the analysis thread is gone.
+fn hand_over(ring: &Ring, n: usize) -> Option<MutexGuard<'_, Batch>> {
+    ring.filled.store(n, Ordering::SeqCst);
+    ring.analysis.wake();
+    ring.reader.wait_until(|| {
+        n - ring.analyzed.load(Ordering::SeqCst) < SLOTS || ring.gone.load(Ordering::SeqCst)
+    });
+    if ring.gone.load(Ordering::SeqCst) {
+        return None;
+    }
+    let mut next = ring.slot(n);
+    next.len = 0;
+    Some(next)
+}
+
+/// The analysis thread: every batch in order, until the reader is done.
+fn analyze(an: &mut Analyzer, warm_from: usize, ring: &Ring) {
+    let mut hints = [Hint::NONE; BATCH];
+    let mut n = 0;
+    loop {
+        let mut more = false;
+        ring.analysis.wait_until(|| {
+            // `closed` first: a batch published before it is then seen below.
+            let closed = ring.closed.load(Ordering::SeqCst);
+            more = ring.filled.load(Ordering::SeqCst) > n;
+            more || closed
+        });
+        if !more {
+            return;
+        }
+        {
+            let b = ring.slot(n);
+            let items = &b.items[..b.len];
+            if an.live_flows() < warm_from {
+                for it in items {
+                    an.ingest(it.ts, it.iface, &it.decoded);
+                }
+            } else {
+                warmed(an, items, &mut hints);
+            }
+        }
+        n += 1;
+        ring.analyzed.store(n, Ordering::SeqCst);
+        // A parked reader is woken once half the batches are free: it then has several
+        // to fill before it waits again.
+        if ring.filled.load(Ordering::SeqCst) - n <= SLOTS / 2 {
+            ring.reader.wake();
+        }
+    }
+}
+
+/// Analyzes `items` in order, each frame's hint started [`AHEAD`] − 1 frames before it is
+/// analyzed and taken one step further every other frame (as `Pipeline::feed_ahead`).
+fn warmed(an: &mut Analyzer, items: &[Item], hints: &mut [Hint; BATCH]) {
+    let n = items.len();
+    for j in 0..n + AHEAD - 1 {
+        if j < n {
+            hints[j] = an.warm_index(&items[j].decoded);
+        }
+        if let Some(k) = j.checked_sub(2).filter(|&k| k < n) {
+            an.warm_slot(&items[k].decoded, &mut hints[k]);
+        }
+        if let Some(k) = j.checked_sub(4).filter(|&k| k < n) {
+            an.warm_flow(&hints[k]);
+        }
+        if let Some(k) = j.checked_sub(6).filter(|&k| k < n) {
+            an.warm_peer(&hints[k]);
+        }
+        if let Some(k) = j.checked_sub(AHEAD - 1) {
+            let it = &items[k];
+            an.ingest_warmed(it.ts, it.iface, &it.decoded, &hints[k]);
+        }
+    }
+}
