@@ -1544,6 +1544,24 @@ fn first_packets_missing_are_found_on_a_flow_that_also_carries_responses() {
         .any(|f| matches!(f.kind, report::FindingKind::CmFirstPacketsMissing { .. })));
 }
 
+/// A hint made away from the analyzer ([`Hint::of`], on the reading thread) is the one
+/// the analyzer makes, and knows a request (which leaves its peer alone) from a response
+/// and a CNP.
+#[test]
+fn a_hint_is_a_function_of_the_frame_and_knows_requests() {
+    let a = Analyzer::new(Config::default());
+    for (d, request) in [
+        (req_a(WRITE_FIRST, 1), true),
+        (pkt(A, B, 0x99, SEND_ONLY, 7), true),
+        (ack(2), false),
+        (frame(), false),
+    ] {
+        let (mine, its) = (Hint::of(&d), a.warm_index(&d));
+        assert_eq!(format!("{mine:?}"), format!("{its:?}"));
+        assert_eq!(mine.is_request(), request, "{mine:?}");
+    }
+}
+
 /// Cache hints only read: for a frame that is not RoCE, for a flow not seen yet, for one
 /// retired since (its slot free), or reused by another flow, they warm nothing or the
 /// wrong lines and change nothing; a frame analyzed with its own hint is analyzed as

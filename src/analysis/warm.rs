@@ -13,7 +13,7 @@ use super::flow::{Flow, ReqStream};
 use super::hint::prefetch;
 use super::table::{pair_hash, send_tag, Packed, NO_SLOT};
 use super::Analyzer;
-use dissectors::{Decoded, Psn};
+use dissectors::{Decoded, Operation, Psn};
 use std::mem::offset_of;
 
 /// How far a coming frame's hint got (see the module documentation); start with
@@ -25,6 +25,9 @@ pub(crate) struct Hint {
     hash: u32,
     slot: u32,
     psn: Psn,
+    /// A request (not a response, not a CNP): it moves only its own flow, never its
+    /// peer's (a response moves its peer's request stream).
+    request: bool,
 }
 
 impl Hint {
@@ -33,7 +36,34 @@ impl Hint {
         hash: u32::MAX,
         slot: NO_SLOT,
         psn: Psn(0),
+        request: false,
     };
+
+    /// The hint of frame `d` before any step: its flow key's index hash and its PSN. A
+    /// function of the frame alone, so any thread may make it.
+    #[inline]
+    pub(crate) fn of(d: &Decoded) -> Hint {
+        let Some(r) = &d.roce else {
+            return Hint::NONE;
+        };
+        let Some(packed) = Packed::from_decoded(d, r.bth.dest_qp) else {
+            return Hint::NONE;
+        };
+        Hint {
+            hash: packed.hash32(),
+            slot: NO_SLOT,
+            psn: r.bth.psn,
+            request: r
+                .operation
+                .is_some_and(|op| op != Operation::Cnp && !op.is_response()),
+        }
+    }
+
+    /// Whether the hint is for a request (whose peer it does not warm).
+    #[cfg(test)]
+    pub(super) fn is_request(&self) -> bool {
+        self.request
+    }
 
     /// The index hash of `packed`: the one the hint computed, when it was for this frame
     /// (else computed here, so call it only once the hash is needed).
@@ -68,18 +98,17 @@ impl Analyzer {
     /// Step 1: the flow index's line for the frame's flow.
     #[inline]
     pub(crate) fn warm_index(&self, d: &Decoded) -> Hint {
-        let Some(r) = &d.roce else {
-            return Hint::NONE;
-        };
-        let Some(packed) = Packed::from_decoded(d, r.bth.dest_qp) else {
-            return Hint::NONE;
-        };
-        let hash = packed.hash32();
-        prefetch(self.index.home(hash));
-        Hint {
-            hash,
-            slot: NO_SLOT,
-            psn: r.bth.psn,
+        let h = Hint::of(d);
+        self.warm_home(&h);
+        h
+    }
+
+    /// Step 1 for a hint already made ([`Hint::of`], on another thread perhaps): the flow
+    /// index's line for its hash.
+    #[inline]
+    pub(crate) fn warm_home(&self, h: &Hint) {
+        if h.hash != Hint::NONE.hash {
+            prefetch(self.index.home(h.hash));
         }
     }
 
@@ -103,9 +132,10 @@ impl Analyzer {
         }
     }
 
-    /// Step 3 (the flow loaded): the ring slots the packet will use, and the peer's hot
-    /// lines (an ACK moves its request stream), or for a flow not paired yet the
-    /// recent-PSN buckets its packet notes or looks up.
+    /// Step 3 (the flow loaded): the ring slots the packet will use, and for a response
+    /// the peer's hot lines (it moves the peer's request stream; a request leaves its peer
+    /// alone), or for a flow not paired yet the recent-PSN bucket its packet notes (a
+    /// request) or looks up (a response).
     #[inline]
     pub(crate) fn warm_flow(&self, h: &Hint) {
         let Some(f) = self.flow_at(h.slot) else {
@@ -119,21 +149,25 @@ impl Analyzer {
             prefetch(next);
         }
         match f.peer.and_then(|p| self.slots.get(p as usize)) {
-            Some(p) => warm_hot(p),
-            None => {
-                // A request notes its PSN under (src, dst), a response looks under
-                // (dst, src); the hint does not know which this is, so warms both.
+            // A request leaves its peer alone: warming it would only push lines out.
+            Some(p) if !h.request => warm_hot(p),
+            Some(_) => {}
+            // A request notes its PSN under (src, dst), a response looks under (dst, src).
+            None if h.request => {
                 prefetch(self.recent.bucket_of(send_tag(f.pair_hash[0], h.psn)));
-                prefetch(self.recent.bucket_of(send_tag(f.pair_hash[1], h.psn)));
             }
+            None => prefetch(self.recent.bucket_of(send_tag(f.pair_hash[1], h.psn))),
         }
     }
 
-    /// Step 4 (the peer loaded): what a response reads and moves in the request stream
+    /// Step 4 (the peer loaded; nothing for a request): what a response reads and moves in the request stream
     /// it answers — the newest entries of its sent-PSN ring (is this the PSN it sent?),
     /// the oldest of its AckReq ring (which the ACK pops) and its ACK latency's buckets.
     #[inline]
     pub(crate) fn warm_peer(&self, h: &Hint) {
+        if h.request {
+            return;
+        }
         let Some(p) = self
             .flow_at(h.slot)
             .and_then(|f| f.peer)

@@ -47,6 +47,8 @@ struct Item {
     ts: u64,
     iface: u32,
     decoded: Decoded,
+    /// Its hint's first part, made by the reader while the analysis warms (`Ring::warm`).
+    hint: Option<Hint>,
 }
 
 /// Frames `items[..len]`.
@@ -67,6 +69,11 @@ struct Ring {
     closed: AtomicBool,
     /// The analysis thread ended (normally only after `closed`).
     gone: AtomicBool,
+    /// The analysis warms coming frames (it holds [`crate::pipeline::WARM_FROM`] flows or
+    /// more): the reader then makes each frame's hint ([`Hint::of`], a function of the
+    /// frame alone), work taken off the analysis, which is the slower side with that many
+    /// flows. With fewer flows the reader is the slower side and leaves it undone.
+    warm: AtomicBool,
     reader: Waiter,
     analysis: Waiter,
 }
@@ -156,6 +163,7 @@ impl Pipeline {
                             ts: 0,
                             iface: 0,
                             decoded: blank,
+                            hint: None,
                         })
                         .collect();
                     Mutex::new(Batch { items, len: 0 })
@@ -165,6 +173,7 @@ impl Pipeline {
             analyzed: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             gone: AtomicBool::new(false),
+            warm: AtomicBool::new(false),
             reader: Waiter::new(),
             analysis: Waiter::new(),
         };
@@ -223,6 +232,10 @@ fn read(
         it.ts = f.ts_ns;
         it.iface = f.iface_id().get();
         dissectors::decode_into(f.link, f.data, f.orig_len, dcfg, &mut it.decoded);
+        it.hint = ring
+            .warm
+            .load(Ordering::Relaxed)
+            .then(|| Hint::of(&it.decoded));
         g.len += 1;
         if g.len < BATCH {
             return ControlFlow::Continue(());
@@ -277,7 +290,9 @@ fn analyze(an: &mut Analyzer, warm_from: usize, ring: &Ring) {
         {
             let b = ring.slot(n);
             let items = &b.items[..b.len];
-            if an.live_flows() < warm_from {
+            let warm = an.live_flows() >= warm_from;
+            ring.warm.store(warm, Ordering::Relaxed);
+            if !warm {
                 for it in items {
                     an.ingest(it.ts, it.iface, &it.decoded);
                 }
@@ -300,8 +315,14 @@ fn analyze(an: &mut Analyzer, warm_from: usize, ring: &Ring) {
 fn warmed(an: &mut Analyzer, items: &[Item], hints: &mut [Hint; BATCH]) {
     let n = items.len();
     for j in 0..n + AHEAD - 1 {
-        if j < n {
-            hints[j] = an.warm_index(&items[j].decoded);
+        if let Some(it) = items.get(j) {
+            hints[j] = match it.hint {
+                Some(h) => {
+                    an.warm_home(&h);
+                    h
+                }
+                None => an.warm_index(&it.decoded),
+            };
         }
         if let Some(k) = j.checked_sub(2).filter(|&k| k < n) {
             an.warm_slot(&items[k].decoded, &mut hints[k]);
