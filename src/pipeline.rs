@@ -82,6 +82,12 @@ pub trait Sink {
 /// Frames a file read decodes ahead of the analysis (see [`Sink::lookahead`]).
 pub const AHEAD: usize = 8;
 
+/// How many frames after a frame's hint is started (`Analyzer::warm_index`) it takes its
+/// next steps (`warm_slot`, `warm_flow`, `warm_peer`); it is analyzed [`AHEAD`] − 1
+/// frames after. The one schedule of both read-ahead paths (`feed_ahead`, `split`).
+const WARM_STEPS: [usize; 3] = [2, 4, 6];
+const _: () = assert!(WARM_STEPS[2] < AHEAD - 1);
+
 /// Live flows from which reading ahead pays: about what a core's L2 cache holds of the
 /// lines every packet touches (measured: below it, the hints cost more than they save).
 pub const WARM_FROM: usize = 1024;
@@ -172,8 +178,9 @@ impl Pipeline {
         self
     }
 
-    /// Whether file reads for a [`Sink::detached`] sink decode on the calling thread and
-    /// analyze on another (by default where the machine has two cores or more). The
+    /// Whether file reads for a [`Sink::detached`] sink read and decode on a thread of
+    /// their own while the calling thread analyzes (by default where the machine has two
+    /// cores or more). The
     /// report is the same either way; this is for tests and measurements.
     pub fn split(mut self, on: bool) -> Self {
         self.split = on;
@@ -244,15 +251,16 @@ impl Pipeline {
         a.iface = f.iface_id().get();
         dissectors::decode_into(f.link, f.data, f.orig_len, &self.dcfg, &mut a.decoded);
         a.hint = self.an.warm_index(&a.decoded);
-        if self.behind >= 2 {
-            let a = &mut self.ahead[(n - 2) % AHEAD];
+        let [slot, flow, peer] = WARM_STEPS;
+        if self.behind >= slot {
+            let a = &mut self.ahead[(n - slot) % AHEAD];
             self.an.warm_slot(&a.decoded, &mut a.hint);
         }
-        if self.behind >= 4 {
-            self.an.warm_flow(&self.ahead[(n - 4) % AHEAD].hint);
+        if self.behind >= flow {
+            self.an.warm_flow(&self.ahead[(n - flow) % AHEAD].hint);
         }
-        if self.behind >= 6 {
-            self.an.warm_peer(&self.ahead[(n - 6) % AHEAD].hint);
+        if self.behind >= peer {
+            self.an.warm_peer(&self.ahead[(n - peer) % AHEAD].hint);
         }
         if self.behind == AHEAD - 1 {
             let a = &self.ahead[(n + 1) % AHEAD];

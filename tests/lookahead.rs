@@ -3,7 +3,7 @@
 //! analysis runs on the caller's (for a detached sink) change timing only: the report is
 //! the one the frame-by-frame pipeline gives, on every sample, on a many-QP trace with
 //! loss above the threshold where reading ahead starts, on several inputs merged, on an
-//! input cut short, and when the sink stops the read in the middle.
+//! input cut short or corrupt in the middle, and when the sink stops the read.
 
 mod common;
 use common::TempDir;
@@ -217,6 +217,60 @@ fn an_input_cut_short_reads_ahead_to_the_same_report() {
     assert!(
         want == detached(std::slice::from_ref(&path), true, 0),
         "split"
+    );
+}
+
+/// A record whose length is impossible, in the middle of a file (past the first batches
+/// of the split read): the read fails, on one thread or two, after analyzing the same
+/// frames before it; `analyze` says so in one line and exits 2.
+#[test]
+fn a_corrupt_record_fails_the_split_read_after_the_same_frames() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let mut bytes = std::fs::read(dir.join("many-qp.pcap")).unwrap();
+    // Walk to record 700 and give it a 3 GiB length.
+    let mut off = 24;
+    for _ in 0..700 {
+        let caplen = u32::from_le_bytes(bytes[off + 8..off + 12].try_into().unwrap());
+        off += 16 + caplen as usize;
+    }
+    assert!(
+        off + 16 < bytes.len(),
+        "the sample has more than 700 frames"
+    );
+    bytes[off + 8..off + 12].copy_from_slice(&0xC000_0000u32.to_le_bytes());
+    let tmp = TempDir::new("lookahead-corrupt");
+    let path = tmp.path("corrupt.pcap");
+    std::fs::write(&path, &bytes).unwrap();
+    let run = |split: bool| {
+        let mut p = Pipeline::new(
+            dissectors::Config::default(),
+            Analyzer::new(Config::default()),
+        )
+        .warm_from(0)
+        .split(split);
+        let err = p
+            .read_files(std::slice::from_ref(&path), true, &mut NoSink)
+            .expect_err("a corrupt record is an error");
+        let frames = p.frames();
+        let r = p.finish();
+        assert_eq!(r.totals.frames, frames, "every frame read is analyzed");
+        (err.to_string(), frames, format!("{r:#?}"))
+    };
+    let (one, two) = (run(false), run(true));
+    assert_eq!(one.1, 700, "the frames before the corrupt record");
+    assert!(one == two, "split: {} / {}", one.0, two.0);
+    let out = Command::new(BIN)
+        .args(["analyze", "-q"])
+        .arg(&path)
+        .output()
+        .expect("run rocetap analyze");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("rocetap: ")
+            && err.contains("after 700 frames")
+            && err.lines().count() == 1,
+        "{err}"
     );
 }
 

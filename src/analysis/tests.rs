@@ -1557,7 +1557,7 @@ fn a_hint_is_a_function_of_the_frame_and_knows_requests() {
         (frame(), false),
     ] {
         let (mine, its) = (Hint::of(&d), a.warm_index(&d));
-        assert_eq!(format!("{mine:?}"), format!("{its:?}"));
+        assert_eq!(mine, its);
         assert_eq!(mine.is_request(), request, "{mine:?}");
     }
 }

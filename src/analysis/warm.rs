@@ -20,7 +20,7 @@ use std::mem::offset_of;
 /// [`Analyzer::warm_index`], then pass it to [`Analyzer::warm_slot`],
 /// [`Analyzer::warm_flow`] and [`Analyzer::warm_peer`], a frame or two apart each:
 /// index entry, flow, peer, what the packet moves in the peer.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Hint {
     hash: u32,
     slot: u32,
@@ -160,9 +160,10 @@ impl Analyzer {
         }
     }
 
-    /// Step 4 (the peer loaded; nothing for a request): what a response reads and moves in the request stream
-    /// it answers — the newest entries of its sent-PSN ring (is this the PSN it sent?),
-    /// the oldest of its AckReq ring (which the ACK pops) and its ACK latency's buckets.
+    /// Step 4 (the peer loaded; nothing for a request): what a response reads and moves in
+    /// the request stream it answers — the newest entries of its sent-PSN ring (is this the
+    /// PSN it sent?), the oldest of its AckReq ring (which the ACK pops) and its ACK
+    /// latency's buckets.
     #[inline]
     pub(crate) fn warm_peer(&self, h: &Hint) {
         if h.request {

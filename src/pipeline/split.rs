@@ -22,7 +22,7 @@
 //! The analysis warms each coming frame's flow into its cache a few frames ahead
 //! (`crate::analysis::warm`), as the one-thread read ahead does, within each batch.
 
-use super::{Pipeline, AHEAD};
+use super::{Pipeline, AHEAD, WARM_STEPS};
 use crate::analysis::{Analyzer, Hint};
 use crate::capture::input::{for_each_frame_of, CutShort};
 use crate::error::Failure;
@@ -311,9 +311,10 @@ fn analyze(an: &mut Analyzer, warm_from: usize, ring: &Ring) {
 }
 
 /// Analyzes `items` in order, each frame's hint started [`AHEAD`] − 1 frames before it is
-/// analyzed and taken one step further every other frame (as `Pipeline::feed_ahead`).
+/// analyzed and taken a step further at [`WARM_STEPS`] (as `Pipeline::feed_ahead`).
 fn warmed(an: &mut Analyzer, items: &[Item], hints: &mut [Hint; BATCH]) {
     let n = items.len();
+    let [slot, flow, peer] = WARM_STEPS;
     for j in 0..n + AHEAD - 1 {
         if let Some(it) = items.get(j) {
             hints[j] = match it.hint {
@@ -324,13 +325,13 @@ fn warmed(an: &mut Analyzer, items: &[Item], hints: &mut [Hint; BATCH]) {
                 None => an.warm_index(&it.decoded),
             };
         }
-        if let Some(k) = j.checked_sub(2).filter(|&k| k < n) {
+        if let Some(k) = j.checked_sub(slot).filter(|&k| k < n) {
             an.warm_slot(&items[k].decoded, &mut hints[k]);
         }
-        if let Some(k) = j.checked_sub(4).filter(|&k| k < n) {
+        if let Some(k) = j.checked_sub(flow).filter(|&k| k < n) {
             an.warm_flow(&hints[k]);
         }
-        if let Some(k) = j.checked_sub(6).filter(|&k| k < n) {
+        if let Some(k) = j.checked_sub(peer).filter(|&k| k < n) {
             an.warm_peer(&hints[k]);
         }
         if let Some(k) = j.checked_sub(AHEAD - 1) {
