@@ -180,8 +180,8 @@ impl Pipeline {
 
     /// Whether file reads for a [`Sink::detached`] sink read and decode on a thread of
     /// their own while the calling thread analyzes (by default where the machine has two
-    /// cores or more). The
-    /// report is the same either way; this is for tests and measurements.
+    /// cores or more). The report is the same either way; this is for tests and
+    /// measurements.
     pub fn split(mut self, on: bool) -> Self {
         self.split = on;
         self
