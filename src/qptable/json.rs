@@ -51,6 +51,6 @@ pub fn write(mut w: impl io::Write, table: &[QpEntry]) -> io::Result<()> {
             comm: e.comm.as_deref(),
         })
         .collect();
-    serde_json::to_writer(&mut w, &lines).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut w, &lines).map_err(io::Error::from)?;
     w.write_all(b"\n")
 }

@@ -96,7 +96,7 @@ pub fn write_report(
                     report: r,
                 })
                 .collect();
-            json_doc(&mut *out, input, r, &findings, &rules, events).map_err(io::Error::other)?;
+            json_doc(&mut *out, input, r, &findings, &rules, events).map_err(io::Error::from)?;
             out.write_all(b"\n")
         }
         AnalyzeFormat::Csv => csv_flows(out, r),
