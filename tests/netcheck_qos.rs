@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::rocetap;
+use common::{rocetap, sample};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -21,10 +21,6 @@ fn fx(rel: &str) -> String {
         .join(rel)
         .display()
         .to_string()
-}
-
-fn sample(name: &str) -> String {
-    root().join("samples").join(name).display().to_string()
 }
 
 /// netcheck on a fixture pod (`good`/`bad`), with `--qos-from` and the extra arguments.

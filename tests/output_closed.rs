@@ -4,17 +4,8 @@
 
 mod common;
 
-use common::bin;
-use std::path::Path;
+use common::{bin, sample};
 use std::process::{Command, Stdio};
-
-fn sample(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("samples")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
 
 /// Commands whose output is far larger than a pipe's buffer and the writers' buffers
 /// (the many-QP sample's JSON document is about 380 KB).

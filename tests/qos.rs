@@ -4,17 +4,8 @@
 
 mod common;
 
-use common::rocetap;
+use common::{rocetap, sample};
 use serde_json::Value;
-use std::path::PathBuf;
-
-fn sample(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("samples")
-        .join(name)
-        .display()
-        .to_string()
-}
 
 fn json(file: &str) -> Value {
     let o = rocetap(&["analyze", file, "--format", "json"]);

@@ -16,6 +16,15 @@ pub fn rocetap(args: &[&str]) -> Output {
         .expect("run rocetap")
 }
 
+/// The path of `samples/NAME`, as an argument.
+pub fn sample(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
 /// True when running under CI, where every prerequisite must be present.
 pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")

@@ -203,7 +203,7 @@ impl<'a> Obj<'a> {
     /// is not zero its key out of `t` and its value.
     #[inline(always)]
     fn counters(&mut self, c: &FlowCounters, t: &Template) {
-        debug_assert!(!self.first && self.depth == t.depth);
+        debug_assert!(!self.first);
         let mut zeros_from = None;
         for (i, (_, v)) in c.named().into_iter().enumerate() {
             if v == 0 {
@@ -261,9 +261,7 @@ fn latency_object(buf: &mut Vec<u8>, depth: usize, l: &Latency) {
 /// every counter of every flow is zero and four of its five latencies are empty: 66 of a
 /// flow's 110 keys, copied in a few runs instead of written key by key. Made by the same
 /// [`Obj`] calls the general path makes, so the bytes are the same by construction.
-pub(in crate::report) struct Template {
-    /// The depth of a flow's fields (the flow's own depth + 1).
-    depth: usize,
+struct Template {
     /// `,` newline indentation `"name": 0` for each counter, in `FlowCounters::named`
     /// order.
     counters: Vec<u8>,
@@ -291,7 +289,6 @@ impl Template {
         let mut no_latency = Vec::new();
         latency_object(&mut no_latency, fields, &Latency::default());
         Template {
-            depth: fields,
             counters,
             at,
             no_latency,
@@ -299,7 +296,7 @@ impl Template {
     }
 
     /// The template of flows at `depth` (at most [`MAX_DEPTH`]), made once.
-    pub(in crate::report) fn at(depth: usize) -> &'static Template {
+    fn at(depth: usize) -> &'static Template {
         static MADE: [OnceLock<Template>; MAX_DEPTH + 1] =
             [const { OnceLock::new() }; MAX_DEPTH + 1];
         MADE[depth].get_or_init(|| Template::of(depth))
