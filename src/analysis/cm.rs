@@ -261,10 +261,10 @@ fn flow_index(r: &Report, src: Addr, dst: Addr, qp: Qpn) -> Option<usize> {
 /// True when every packet of the flow was a request, so its PSNs are its sender's own
 /// send sequence (an ACK or READ response carries the PSN of the request it answers).
 pub fn requests_only(f: &FlowSummary) -> bool {
-    !f.opcodes.keys().any(|name| {
+    !f.opcodes.iter().any(|(name, _)| {
         Operation::ALL
             .iter()
-            .any(|o| o.is_response() && o.name() == *name)
+            .any(|o| o.is_response() && o.name() == name)
     })
 }
 

@@ -468,7 +468,23 @@ impl OpCounts {
         self.all = Some(all);
     }
 
+    /// Every operation's count, once more operations were seen than fit inline.
+    pub fn all(&self) -> Option<&[u64; N_OPS]> {
+        self.all.as_deref()
+    }
+
+    /// `(Operation as usize, count)` of each inline slot in use, in order of first use
+    /// (only while [`OpCounts::all`] is `None`).
+    pub fn each_inline(&self, mut f: impl FnMut(usize, u64)) {
+        for i in 0..INLINE_OPS {
+            if self.ids[i] > 0 {
+                f(usize::from(self.ids[i] - 1), self.counts[i]);
+            }
+        }
+    }
+
     /// Each operation's count, indexed by `Operation as usize` (zeros for the unused).
+    #[cfg(test)]
     pub fn table(&self) -> [u64; N_OPS] {
         if let Some(all) = self.all.as_deref() {
             return *all;

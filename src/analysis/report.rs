@@ -15,6 +15,7 @@ use std::net::Ipv4Addr;
 
 mod counters;
 mod finding;
+mod opcodes;
 mod summary;
 pub use super::net::{
     ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Traffic, UnansweredAsk,
@@ -22,6 +23,7 @@ pub use super::net::{
 pub use super::qos::{DscpShare, Qos, SplitConnection};
 pub use counters::N_COUNTERS;
 pub use finding::{Congestion, Finding, FindingKind, NakError, Severity, Worst};
+pub use opcodes::Opcodes;
 pub(super) use summary::{add_flow, add_live, summarize};
 
 /// What happened, for the event list.
@@ -452,8 +454,8 @@ pub struct FlowSummary {
     pub timeout_observed: Latency,
     /// First CE mark since the last CNP -> the CNP answering it.
     pub ce_to_cnp: Latency,
-    /// Operation name -> packets.
-    pub opcodes: BTreeMap<&'static str, u64>,
+    /// Operation name -> packets, in name order.
+    pub opcodes: Opcodes,
     /// RNR timer code -> RNR NAKs.
     pub rnr_timers: BTreeMap<u8, u32>,
 }

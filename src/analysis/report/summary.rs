@@ -3,10 +3,9 @@
 //! summary is not kept). The NAK sum over every code is written once, here.
 
 use super::{FlowSummary, Latency, Totals};
-use crate::analysis::flow::{Delays, Flow, FlowCounters, N_OPS};
+use crate::analysis::flow::{Delays, Flow, FlowCounters};
 use crate::analysis::hist::LogHist;
-use dissectors::{Operation, RoceVersion, Transport};
-use std::collections::BTreeMap;
+use dissectors::{RoceVersion, Transport};
 
 impl FlowCounters {
     /// NAKs of every code (RNR NAKs not included).
@@ -47,9 +46,6 @@ impl Latency {
     }
 }
 
-/// Operation for each index of `Flow::ops` (the enum's declaration order).
-const OPS: [Operation; N_OPS] = Operation::ALL;
-
 fn gbps(bytes: u64, ns: u64) -> Option<f64> {
     (ns > 0).then(|| bytes as f64 * 8.0 / ns as f64)
 }
@@ -59,15 +55,6 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
     let delays = f.delays.as_deref().unwrap_or(&none);
     let dur = f.last_ts.saturating_sub(f.first_ts);
     let secs = dur as f64 / 1e9;
-    let mut opcodes = BTreeMap::new();
-    for (i, &n) in f.ops.table().iter().enumerate() {
-        if n > 0 {
-            opcodes.insert(OPS[i].name(), n);
-        }
-    }
-    if f.other_ops > 0 {
-        opcodes.insert("other", f.other_ops);
-    }
     let timers = f.rnr_timers.as_deref();
     let rnr_timers = (0..32u8)
         .filter_map(|t| timers.map(|x| (t, x[usize::from(t)])))
@@ -135,7 +122,7 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
         rnr_wait: Latency::of(&delays.rnr_wait),
         timeout_observed: Latency::of(&delays.timeout_observed),
         ce_to_cnp: Latency::of(&delays.ce_to_cnp),
-        opcodes,
+        opcodes: super::Opcodes::new(f.ops.clone(), f.other_ops),
         rnr_timers,
     }
 }

@@ -16,7 +16,6 @@ use crate::analysis::flow::FlowCounters;
 use crate::analysis::report::{Latency, N_COUNTERS};
 use crate::analysis::FlowSummary;
 use dissectors::{Addr, Qpn};
-use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::io::Write;
 use std::net::IpAddr;
@@ -221,16 +220,17 @@ impl<'a> Obj<'a> {
         }
     }
 
-    /// A map as a JSON object, each key in quotes as `key` writes it into the buffer.
-    fn map<K, V: Copy + Into<u64>>(
+    /// A map's entries, in order, as a JSON object, each key in quotes as `key` writes
+    /// it into the buffer.
+    fn map<K, V: Into<u64>>(
         &mut self,
         k: &str,
-        m: &BTreeMap<K, V>,
-        key: impl Fn(&mut Vec<u8>, &K),
+        entries: impl IntoIterator<Item = (K, V)>,
+        key: impl Fn(&mut Vec<u8>, K),
     ) {
         self.key(k);
         let mut o = Obj::open(self.buf, self.depth);
-        for (mk, v) in m {
+        for (mk, v) in entries {
             if !o.first {
                 o.buf.push(b',');
             }
@@ -239,7 +239,7 @@ impl<'a> Obj<'a> {
             o.buf.push(b'"');
             key(o.buf, mk);
             o.buf.extend_from_slice(b"\": ");
-            int(o.buf, (*v).into());
+            int(o.buf, v.into());
         }
         o.close();
     }
@@ -419,18 +419,23 @@ pub(in crate::report) fn write_flow(buf: &mut Vec<u8>, depth: usize, f: &FlowSum
     o.latency("rnr_wait", rnr_wait, t);
     o.latency("timeout_observed", timeout_observed, t);
     o.latency("ce_to_cnp", ce_to_cnp, t);
-    o.map("opcodes", opcodes, |buf, name| escape_into(buf, name));
-    o.map("rnr_timers", rnr_timers, |buf, code| {
-        int(buf, u64::from(*code))
-    });
+    o.map("opcodes", opcodes.iter(), escape_into);
+    o.map(
+        "rnr_timers",
+        rnr_timers.iter().map(|(&k, &v)| (k, v)),
+        |buf, code| int(buf, u64::from(code)),
+    );
     o.close();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::flow::OpCounts;
+    use crate::analysis::report::Opcodes;
     use crate::analysis::{Analyzer, Config};
     use crate::pipeline::{NoSink, Pipeline};
+    use dissectors::Operation;
     use std::path::PathBuf;
 
     /// Every flow of every sample (`.pcap` and `.pcapng`).
@@ -521,12 +526,17 @@ mod tests {
                 p99_ns: None,
                 max_ns: Some(u64::MAX),
             };
-            f.opcodes.insert("odd \"name\"\t", 99);
+            // Every operation (the full table, not the inline slots) and `other`.
+            let mut ops = OpCounts::default();
+            for o in Operation::ALL.into_iter().cycle().take(40 + i) {
+                ops.add(o);
+            }
+            f.opcodes = Opcodes::new(ops, i as u64);
             f.rnr_timers = [(0, 1), (14, 10), (31, u32::MAX)].into_iter().collect();
             cases.push(f);
         }
         let mut empty = base.clone();
-        empty.opcodes.clear();
+        empty.opcodes = Opcodes::default();
         empty.rnr_timers.clear();
         cases.push(empty);
         for f in &cases {

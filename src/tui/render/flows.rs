@@ -18,8 +18,8 @@ const WIDE: u16 = 120;
 
 /// The most frequent operations of a flow, e.g. `WriteMiddle 60% Ack 20%`.
 fn opmix(f: &FlowSummary) -> String {
-    let total: u64 = f.opcodes.values().sum();
-    let mut v: Vec<(&str, u64)> = f.opcodes.iter().map(|(k, v)| (*k, *v)).collect();
+    let total = f.opcodes.total();
+    let mut v: Vec<(&str, u64)> = f.opcodes.iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     v.iter()
         .take(2)
