@@ -35,7 +35,7 @@ pub(in crate::report) const MAX_DEPTH: usize = (NL.len() - 1) / 2 - 2;
 /// bytes just stored, see [`Obj::key`]), cut to length, instead of a `memcpy` call of a
 /// length only known at run time.
 #[inline(always)]
-fn newline(buf: &mut Vec<u8>, d: usize) {
+pub(super) fn newline(buf: &mut Vec<u8>, d: usize) {
     let n = 1 + 2 * d;
     if n <= 16 {
         buf.extend_from_slice(&NL[..16]);
@@ -46,7 +46,7 @@ fn newline(buf: &mut Vec<u8>, d: usize) {
 }
 
 /// An object being written: `{`, then `"key": value` pairs at `depth`.
-struct Obj<'a> {
+pub(super) struct Obj<'a> {
     buf: &'a mut Vec<u8>,
     depth: usize,
     first: bool,
@@ -55,7 +55,7 @@ struct Obj<'a> {
 impl<'a> Obj<'a> {
     /// Opens an object that is itself at `depth`.
     #[inline]
-    fn open(buf: &'a mut Vec<u8>, depth: usize) -> Self {
+    pub(super) fn open(buf: &'a mut Vec<u8>, depth: usize) -> Self {
         buf.push(b'{');
         Obj {
             buf,
@@ -67,7 +67,7 @@ impl<'a> Obj<'a> {
     /// `,` (unless first), newline, indentation, `"key": `. Keys here are field names,
     /// which never need escaping.
     #[inline(always)]
-    fn key(&mut self, k: &str) {
+    pub(super) fn key(&mut self, k: &str) {
         debug_assert!(!needs_escape(k.as_bytes()), "{k}");
         // `,` newline indentation in one fixed 32-byte copy cut to length (the fields of
         // a flow sit 3 or 4 deep), then `"`, the name and `": `, all of a length known
@@ -89,7 +89,7 @@ impl<'a> Obj<'a> {
     }
 
     #[inline]
-    fn close(self) {
+    pub(super) fn close(self) {
         if !self.first {
             newline(self.buf, self.depth - 1);
         }
@@ -136,7 +136,7 @@ impl<'a> Obj<'a> {
     }
 
     /// An address as its `Display` text; an IPv4 one (the usual) without `fmt`.
-    fn addr(&mut self, k: &str, a: &Addr) {
+    pub(super) fn addr(&mut self, k: &str, a: &Addr) {
         let Addr::Ip(IpAddr::V4(ip)) = a else {
             return self.display(k, a);
         };
@@ -152,17 +152,27 @@ impl<'a> Obj<'a> {
         self.buf.push(b'"');
     }
 
-    /// A QPN as its `Display` text, `0x` and at least six lowercase hex digits, without
-    /// `fmt`.
+    /// A QPN as its `Display` text (see [`qpn`]).
     fn qpn(&mut self, k: &str, q: Qpn) {
         self.key(k);
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let digits = (8 - q.0.leading_zeros() as usize / 4).max(6);
-        self.buf.extend_from_slice(b"\"0x");
-        for i in (0..digits).rev() {
-            self.buf.push(HEX[(q.0 >> (4 * i)) as usize & 0xf]);
+        qpn(self.buf, q);
+    }
+
+    /// An array of `items` as the value of the key just written, each item written by
+    /// `item` on a line of its own, one level deeper than the keys.
+    pub(super) fn array<T>(&mut self, items: &[T], item: impl Fn(&mut Vec<u8>, &T)) {
+        self.buf.push(b'[');
+        for (i, x) in items.iter().enumerate() {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            newline(self.buf, self.depth + 1);
+            item(self.buf, x);
         }
-        self.buf.push(b'"');
+        if !items.is_empty() {
+            newline(self.buf, self.depth);
+        }
+        self.buf.push(b']');
     }
 
     /// A value's `Display` text as a string, escaped if it must be.
@@ -303,8 +313,20 @@ impl Template {
     }
 }
 
+/// A QPN as its `Display` text in quotes, `0x` and at least six lowercase hex digits,
+/// without `fmt`.
+pub(super) fn qpn(buf: &mut Vec<u8>, q: Qpn) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = (8 - q.0.leading_zeros() as usize / 4).max(6);
+    buf.extend_from_slice(b"\"0x");
+    for i in (0..digits).rev() {
+        buf.push(HEX[(q.0 >> (4 * i)) as usize & 0xf]);
+    }
+    buf.push(b'"');
+}
+
 #[inline]
-fn int(buf: &mut Vec<u8>, v: u64) {
+pub(super) fn int(buf: &mut Vec<u8>, v: u64) {
     if v < 10 {
         buf.push(b'0' + v as u8);
     } else {

@@ -14,6 +14,7 @@ use serde::ser::{self, Serialize};
 use serde_json::Error;
 use std::io::Write;
 
+mod connection;
 mod flow;
 mod key;
 mod object;

@@ -2,6 +2,7 @@
 //! rendered on two threads.
 
 use super::{Error, Pretty};
+use crate::analysis::report::Connection;
 use crate::analysis::FlowSummary;
 use serde::Serialize;
 use std::io::Write;
@@ -53,17 +54,34 @@ impl<W: Write> ObjectWriter<W> {
     /// [`ObjectWriter::list_field`] of the report's flows, written without serde
     /// (`super::flow`); the same bytes.
     pub fn flows_field(&mut self, key: &str, flows: &[FlowSummary]) -> Result<(), Error> {
+        self.direct_list_field(key, flows, super::flow::write_flow)
+    }
+
+    /// [`ObjectWriter::list_field`] of the report's connections, written without serde
+    /// (`super::connection`); the same bytes.
+    pub fn connections_field(&mut self, key: &str, conns: &[Connection]) -> Result<(), Error> {
+        self.direct_list_field(key, conns, super::connection::write_connection)
+    }
+
+    /// [`ObjectWriter::list_field`] with each item written by `write(buf, depth, item)`
+    /// instead of serde, down to [`super::flow::MAX_DEPTH`] (serde below that).
+    fn direct_list_field<T: Serialize + Sync>(
+        &mut self,
+        key: &str,
+        items: &[T],
+        write: fn(&mut Vec<u8>, usize, &T),
+    ) -> Result<(), Error> {
         if self.s.depth + 1 > super::flow::MAX_DEPTH {
-            return self.list_field(key, flows);
+            return self.list_field(key, items);
         }
-        self.list(key, flows, |depth, first, block, buf| {
-            for (i, f) in block.iter().enumerate() {
+        self.list(key, items, |depth, first, block, buf| {
+            for (i, item) in block.iter().enumerate() {
                 if first + i > 0 {
                     buf.push(b',');
                 }
                 buf.push(b'\n');
                 buf.extend_from_slice(&super::INDENT[..2 * depth]);
-                super::flow::write_flow(buf, depth, f);
+                write(buf, depth, item);
             }
             Ok(())
         })
