@@ -490,11 +490,7 @@ impl OpCounts {
             return *all;
         }
         let mut t = [0u64; N_OPS];
-        for i in 0..INLINE_OPS {
-            if self.ids[i] > 0 {
-                t[usize::from(self.ids[i] - 1)] = self.counts[i];
-            }
-        }
+        self.each_inline(|o, n| t[o] = n);
         t
     }
 }

@@ -31,41 +31,21 @@ pub(in crate::report) fn write_connection(buf: &mut Vec<u8>, depth: usize, c: &C
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{Analyzer, Config};
-    use crate::pipeline::{NoSink, Pipeline};
+    use crate::report::pretty_json::testing::{sample_reports, serde_at};
     use dissectors::{Addr, Qpn};
-    use std::path::PathBuf;
 
-    /// Every connection of every sample (`.pcap` and `.pcapng`).
+    /// Every connection of every sample.
     fn sample_connections() -> Vec<Connection> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
-        let mut all = Vec::new();
-        for e in std::fs::read_dir(dir).unwrap() {
-            let path = e.unwrap().path();
-            let name = path.to_string_lossy().into_owned();
-            if !(name.ends_with(".pcap") || name.ends_with(".pcapng")) {
-                continue;
-            }
-            let mut p = Pipeline::new(Default::default(), Analyzer::new(Config::default()));
-            p.read_files(&[path], true, &mut NoSink).unwrap();
-            all.extend(p.finish().connections);
-        }
+        let all: Vec<Connection> = sample_reports()
+            .into_iter()
+            .flat_map(|r| r.connections)
+            .collect();
         assert!(all.len() > 20, "{} connections", all.len());
         all
     }
 
-    /// The serde path's text of `c` as an object at nesting `depth`.
-    fn serde_at(c: &Connection, depth: usize) -> String {
-        let mut out = Vec::new();
-        super::super::to_writer_pretty(&mut out, c).unwrap();
-        let indent = format!("\n{}", " ".repeat(2 * depth));
-        String::from_utf8(out).unwrap().replace('\n', &indent)
-    }
-
     fn ours_at(c: &Connection, depth: usize) -> String {
-        let mut buf = Vec::new();
-        write_connection(&mut buf, depth, c);
-        String::from_utf8(buf).unwrap()
+        crate::report::pretty_json::testing::ours_at(write_connection, c, depth)
     }
 
     #[test]

@@ -455,41 +455,18 @@ mod tests {
     use super::*;
     use crate::analysis::flow::OpCounts;
     use crate::analysis::report::Opcodes;
-    use crate::analysis::{Analyzer, Config};
-    use crate::pipeline::{NoSink, Pipeline};
+    use crate::report::pretty_json::testing::{sample_reports, serde_at};
     use dissectors::Operation;
-    use std::path::PathBuf;
 
-    /// Every flow of every sample (`.pcap` and `.pcapng`).
+    /// Every flow of every sample.
     fn sample_flows() -> Vec<FlowSummary> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
-        let mut flows = Vec::new();
-        for e in std::fs::read_dir(dir).unwrap() {
-            let path = e.unwrap().path();
-            let name = path.to_string_lossy().into_owned();
-            if !(name.ends_with(".pcap") || name.ends_with(".pcapng")) {
-                continue;
-            }
-            let mut p = Pipeline::new(Default::default(), Analyzer::new(Config::default()));
-            p.read_files(&[path], true, &mut NoSink).unwrap();
-            flows.extend(p.finish().flows);
-        }
+        let flows: Vec<FlowSummary> = sample_reports().into_iter().flat_map(|r| r.flows).collect();
         assert!(flows.len() > 50, "{} flows", flows.len());
         flows
     }
 
-    /// The serde path's text of `f` as an object at nesting `depth`.
-    fn serde_at(f: &FlowSummary, depth: usize) -> String {
-        let mut out = Vec::new();
-        super::super::to_writer_pretty(&mut out, f).unwrap();
-        let indent = format!("\n{}", " ".repeat(2 * depth));
-        String::from_utf8(out).unwrap().replace('\n', &indent)
-    }
-
     fn ours_at(f: &FlowSummary, depth: usize) -> String {
-        let mut buf = Vec::new();
-        write_flow(&mut buf, depth, f);
-        String::from_utf8(buf).unwrap()
+        crate::report::pretty_json::testing::ours_at(write_flow, f, depth)
     }
 
     #[test]

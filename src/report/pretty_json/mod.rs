@@ -500,4 +500,6 @@ impl<W: Write> ser::SerializeStructVariant for Compound<'_, W> {
 }
 
 #[cfg(test)]
+mod testing;
+#[cfg(test)]
 mod tests;
