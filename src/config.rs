@@ -4,6 +4,8 @@
 
 #![warn(missing_docs)]
 
+pub mod limits;
+
 /// Bytes kept of each captured frame unless asked otherwise: whole frames.
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
 

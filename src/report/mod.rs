@@ -12,6 +12,7 @@ mod par;
 pub mod pretty_json;
 pub mod qptable;
 pub mod rules;
+pub mod safe;
 pub mod style;
 pub mod summary;
 mod text;
