@@ -19,9 +19,70 @@ fn big_outputs() -> Vec<Vec<String>> {
     for format in ["text", "json", "csv"] {
         cmds.push(vec!["decode", "--format", format, &many]);
     }
+    let mut cmds: Vec<Vec<String>> = cmds
+        .into_iter()
+        .map(|c| c.into_iter().map(String::from).collect())
+        .collect();
+    cmds.extend(other_commands());
+    cmds
+}
+
+/// The other commands that write to stdout, each with an output larger than a pipe's
+/// buffer where it can have one: netcheck (report, JSON, `--route-get`) on a saved state
+/// with 3,000 interfaces, `qp-table`, `synth --list`, `completions`, `man`.
+fn other_commands() -> Vec<Vec<String>> {
+    let state = netcheck_state();
+    let state = state.to_str().unwrap();
+    let mut route_get = vec!["netcheck", "--from", state];
+    for _ in 0..1000 {
+        route_get.extend(["--route-get", "198.51.100.7 from 192.0.2.10"]);
+    }
+    let mut route_get_json = route_get.clone();
+    route_get_json.extend(["--format", "json"]);
+    let qp = format!(
+        "{}/tests/fixtures/qptable/node-a.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let man = std::env::temp_dir().join(format!("rocetap-output-man-{}", std::process::id()));
+    let cmds = vec![
+        vec!["netcheck", "--from", state, "-v"],
+        vec!["netcheck", "--from", state, "--format", "json"],
+        route_get,
+        route_get_json,
+        vec!["qp-table", &qp],
+        vec!["synth", "--list"],
+        vec!["completions", "bash"],
+        vec!["man", "--out-dir", man.to_str().unwrap()],
+    ];
     cmds.into_iter()
         .map(|c| c.into_iter().map(String::from).collect())
         .collect()
+}
+
+/// A saved namespace state (`ip -j` dumps and sysctls) whose netcheck report is large:
+/// 3,000 interfaces, each with its sysctls' effects. Written once per test process.
+fn netcheck_state() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("rocetap-output-state-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut links = vec![
+            serde_json::json!({"ifindex": 2, "ifname": "eth0", "flags": ["UP"],
+            "addr_info": [{"family": "inet", "local": "192.0.2.10", "prefixlen": 24}]}),
+        ];
+        for i in 0..3000 {
+            links.push(serde_json::json!({"ifindex": 10 + i, "ifname": format!("veth{i}")}));
+        }
+        let addr = serde_json::to_string(&links).unwrap();
+        let route = r#"[{"dst":"default","gateway":"192.0.2.1","dev":"eth0","flags":[]},
+            {"dst":"192.0.2.0/24","dev":"eth0","scope":"link","prefsrc":"192.0.2.10","flags":[]}]"#;
+        std::fs::write(d.join("addr.json"), addr).unwrap();
+        std::fs::write(d.join("route.json"), route).unwrap();
+        let sysctl = r#"{"net.ipv4.conf.all.rp_filter": "1", "net.ipv4.conf.all.arp_ignore": "2"}"#;
+        std::fs::write(d.join("sysctl.json"), sysctl).unwrap();
+        d
+    })
+    .clone()
 }
 
 #[test]

@@ -27,12 +27,18 @@ pub fn completions(shell: clap_complete::Shell) -> Result<i32, Failure> {
 pub fn man_pages(dir: &Path) -> Result<i32, Failure> {
     let fail = |e: io::Error| Failure::new(format!("man: writing into {}: {e}", dir.display()));
     std::fs::create_dir_all(dir).map_err(fail)?;
+    let mut list = String::new();
     for page in pages() {
         let path = dir.join(page.get_filename());
         page.generate_to(dir).map_err(fail)?;
-        println!("{}", path.display());
+        list.push_str(&format!("{}\n", path.display()));
     }
-    Ok(exit::OK)
+    let mut out = io::stdout().lock();
+    match out.write_all(list.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(exit::OK),
+        Err(e) if is_broken_pipe(&e) => Ok(exit::OK),
+        Err(e) => Err(Failure::new(format!("writing output: {e}"))),
+    }
 }
 
 /// The pages: the top-level one, then one per visible subcommand (named

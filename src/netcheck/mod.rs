@@ -95,19 +95,16 @@ fn run_nad(a: &Config, color: bool) -> Result<i32, Failure> {
             None => f,
         }
     })?;
-    match a.format {
-        NetcheckFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&rep)
-                .map_err(|e| Failure::new(format!("netcheck: {e}")))?
-        ),
-        NetcheckFormat::Text => print!("{}", rep.text(crate::report::style::Paint::new(color))),
-    }
-    Ok(if rep.failed() {
+    let text = match a.format {
+        NetcheckFormat::Json => json_text(&rep)?,
+        NetcheckFormat::Text => rep.text(crate::report::style::Paint::new(color)),
+    };
+    let code = if rep.failed() {
         exit::FINDINGS
     } else {
         exit::OK
-    })
+    };
+    emit(&text, code)
 }
 
 /// Runs the checks and prints the report; returns the exit code.
@@ -204,22 +201,37 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
     }
     let mut rep = report::Report::new(origin, findings, interfaces, ports);
     rep.qos = host_qos;
-    match a.format {
-        NetcheckFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&rep)
-                .map_err(|e| Failure::new(format!("netcheck: {e}")))?
-        ),
-        NetcheckFormat::Text => print!(
-            "{}",
-            rep.text(crate::report::style::Paint::new(color), a.verbose)
-        ),
-    }
-    Ok(if rep.findings.iter().any(|f| f.severity >= gate(&a)) {
+    let text = match a.format {
+        NetcheckFormat::Json => json_text(&rep)?,
+        NetcheckFormat::Text => rep.text(crate::report::style::Paint::new(color), a.verbose),
+    };
+    let code = if rep.findings.iter().any(|f| f.severity >= gate(&a)) {
         exit::FINDINGS
     } else {
         exit::OK
-    })
+    };
+    emit(&text, code)
+}
+
+/// A report as its pretty JSON document, ending in a newline.
+fn json_text(rep: &impl serde::Serialize) -> Result<String, Failure> {
+    let mut t =
+        serde_json::to_string_pretty(rep).map_err(|e| Failure::new(format!("netcheck: {e}")))?;
+    t.push('\n');
+    Ok(t)
+}
+
+/// Writes the report to stdout and returns `code`, the way `analyze` does: a reader that
+/// went away (`| head`) ends the run quietly with exit 0, any other write error (a full
+/// disk) is a one-line failure.
+fn emit(text: &str, code: i32) -> Result<i32, Failure> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(code),
+        Err(e) if crate::error::is_broken_pipe(&e) => Ok(exit::OK),
+        Err(e) => Err(Failure::new(format!("writing output: {e}"))),
+    }
 }
 
 /// The checks of one namespace's state: reply paths (`sbr`), node-sourced traffic, ARP
@@ -353,7 +365,7 @@ fn load_state(a: &Config) -> Result<model::NetState, Failure> {
 /// `--route-get`: answers the questions and returns the exit code; None when not asked.
 fn route_get(a: &Config, state: &model::NetState) -> Result<Option<i32>, Failure> {
     if !a.route_get.is_empty() {
-        let mut out = Vec::new();
+        let mut answers = Vec::new();
         for spec in &a.route_get {
             let q = lookup::Query::parse(spec).map_err(|e| {
                 Failure::new(format!("netcheck: --route-get {spec:?}: {e}")).hint(
@@ -361,24 +373,29 @@ fn route_get(a: &Config, state: &model::NetState) -> Result<Option<i32>, Failure
                 )
             })?;
             let o = lookup::lookup(state, &q);
-            out.push((q, o));
+            answers.push((q, o));
         }
-        match a.format {
+        let text = match a.format {
             NetcheckFormat::Json => {
                 let v = serde_json::json!({
                     "schema": report::SCHEMA,
                     "origin": state.origin,
-                    "route_get": out.iter().map(|(q, o)| report::route_get_json(q, o)).collect::<Vec<_>>(),
+                    "route_get": answers.iter().map(|(q, o)| report::route_get_json(q, o)).collect::<Vec<_>>(),
                 });
-                println!("{v}");
+                format!("{v}\n")
             }
             NetcheckFormat::Text => {
-                for (q, o) in &out {
-                    println!("{q}  ->  {}", checks::show(o));
+                let mut t = String::new();
+                for (q, o) in &answers {
+                    // the devices are the dump's names: escaped for the terminal
+                    let line = format!("{q}  ->  {}", checks::show(o));
+                    t.push_str(&crate::report::safe::term(&line));
+                    t.push('\n');
                 }
+                t
             }
-        }
-        return Ok(Some(exit::OK));
+        };
+        return emit(&text, exit::OK).map(Some);
     }
     Ok(None)
 }

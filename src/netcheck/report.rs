@@ -5,6 +5,7 @@ use super::checks::{Finding, IfaceSysctl, Severity};
 use super::lookup::{Outcome, Query};
 use super::model::table_name;
 use super::sysfs::Port;
+use crate::report::safe::term;
 use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -83,13 +84,15 @@ impl Report {
 
     /// The text report; `paint` colors the verdict and severity words, `verbose` shows the
     /// effect of every interface sysctl (otherwise: rp_filter, and ARP knobs not at 0).
+    /// Every string read from outside (interface, namespace, device names, dump paths) is
+    /// escaped for the terminal by [`term`].
     pub fn text(&self, paint: Paint, verbose: bool) -> String {
         let mut s = String::new();
         if self.has_findings() {
             let _ = writeln!(
                 s,
                 "{}: {} problem{} found ({} error{}, {} warning{}).",
-                self.origin,
+                term(&self.origin),
                 self.errors + self.warnings,
                 plural(self.errors + self.warnings),
                 self.errors,
@@ -101,7 +104,7 @@ impl Report {
             let _ = writeln!(
                 s,
                 "{}: {}",
-                self.origin,
+                term(&self.origin),
                 paint.tone(Tone::Good, "no routing, ARP or RoCE problems found.")
             );
         }
@@ -112,7 +115,7 @@ impl Report {
                 Severity::Info => Tone::Note,
             };
             let label = paint.tone(tone, f.severity.label());
-            let _ = writeln!(s, "\n{label} {}: {}", f.id, f.title);
+            let _ = writeln!(s, "\n{label} {}: {}", f.id, term(&f.title));
             write_body(&mut s, f);
         }
         if !self.interfaces.is_empty() {
@@ -122,7 +125,7 @@ impl Report {
                 let _ = writeln!(
                     s,
                     "  {:<16} rp_filter {}  arp_ignore {}  arp_announce {}  arp_filter {}",
-                    i.dev,
+                    term(&i.dev),
                     v(i.rp_filter),
                     v(i.arp_ignore),
                     v(i.arp_announce),
@@ -131,7 +134,7 @@ impl Report {
                 // what the values do: rp_filter always, the ARP knobs when not default
                 for e in &i.effect {
                     if verbose || e.starts_with("rp_filter") || !e.contains(" 0:") {
-                        let _ = writeln!(s, "    {e}");
+                        let _ = writeln!(s, "    {}", term(e));
                     }
                 }
             }
@@ -140,16 +143,16 @@ impl Report {
             let _ = writeln!(
                 s,
                 "rdma {} port {}: netdevs {}, {} GIDs, active_mtu {}",
-                p.device,
-                p.port,
-                p.netdevs.join(","),
+                term(&p.device),
+                term(&p.port),
+                term(&p.netdevs.join(",")),
                 p.gids.len(),
                 p.active_mtu.map_or("?".into(), |m| m.to_string())
             );
         }
         if let Some(q) = &self.qos {
             for line in q.summary() {
-                let _ = writeln!(s, "{line}");
+                let _ = writeln!(s, "{}", term(&line));
             }
         }
         s
@@ -157,26 +160,26 @@ impl Report {
 }
 
 /// A finding's explanation, evidence, fix and snippet, indented under its title line
-/// (netcheck's and the NAD lint's text reports).
+/// (netcheck's and the NAD lint's text reports), each line escaped for the terminal.
 pub(crate) fn write_body(s: &mut String, f: &Finding) {
     for line in wrap(&f.detail, 88) {
-        let _ = writeln!(s, "  {line}");
+        let _ = writeln!(s, "  {}", term(&line));
     }
     if !f.evidence.is_empty() {
         let _ = writeln!(s, "  evidence:");
         for e in &f.evidence {
-            let _ = writeln!(s, "    {}  ->  {}", e.query, e.answer);
+            let _ = writeln!(s, "    {}  ->  {}", term(&e.query), term(&e.answer));
         }
     }
     if !f.fix.is_empty() {
         let _ = writeln!(s, "  fix:");
         for x in &f.fix {
-            let _ = writeln!(s, "    {x}");
+            let _ = writeln!(s, "    {}", term(x));
         }
     }
     if let Some(sn) = &f.snippet {
         for line in sn.lines() {
-            let _ = writeln!(s, "  {line}");
+            let _ = writeln!(s, "  {}", term(line));
         }
     }
 }
