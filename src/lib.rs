@@ -20,4 +20,5 @@ pub mod pipeline;
 pub mod qptable;
 pub mod report;
 pub mod synth;
+pub mod sysfile;
 pub mod tui;

@@ -404,6 +404,94 @@ fn roce_readiness_on_fake_sysfs() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// A saved state of its own (no shared scenario needed): `net1` (198.51.100.11/24),
+/// named `ifname` in the dumps, with `sysctl.json` so that the report lists it.
+fn own_state(dir: &Path, ifname: &str) {
+    let addr = serde_json::json!([{"ifindex": 2, "ifname": ifname, "flags": ["UP"], "mtu": 1500,
+        "addr_info": [{"family": "inet", "local": "198.51.100.11", "prefixlen": 24, "scope": "global"}]}]);
+    let route = serde_json::json!([{"dst": "198.51.100.0/24", "dev": ifname, "scope": "link",
+        "prefsrc": "198.51.100.11", "flags": []}]);
+    let sysctl = serde_json::json!({format!("net.ipv4.conf.{ifname}.rp_filter"): "1"});
+    write(&dir.join("addr.json"), &addr.to_string());
+    write(&dir.join("route.json"), &route.to_string());
+    write(&dir.join("sysctl.json"), &sysctl.to_string());
+}
+
+#[test]
+fn a_counter_file_that_is_no_file_or_too_long_is_a_one_line_error() {
+    let state = TempDir::new("netcheck-hostile-state");
+    own_state(&state.0, "net1");
+    let counter = "class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence";
+    /// (tag, how the counter file is made, why it is refused)
+    type Case = (&'static str, fn(&Path), &'static str);
+    let cases: [Case; 3] = [
+        (
+            "fifo",
+            |p| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap(),
+            "not a regular file (a FIFO)",
+        ),
+        (
+            "zero",
+            |p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(),
+            "not a regular file (a character device)",
+        ),
+        (
+            // sparse: costs no disk
+            "huge",
+            |p| std::fs::File::create(p).unwrap().set_len(1 << 30).unwrap(),
+            "longer than 65536 bytes",
+        ),
+    ];
+    for (tag, make, why) in cases {
+        let sys = TempDir::new(&format!("netcheck-hostile-{tag}"));
+        fake_sysfs(&sys.0, true, "1", 0, "1024 (3)");
+        let root = sys.0.join("sys");
+        let file = root.join(counter);
+        std::fs::remove_file(&file).unwrap();
+        make(&file);
+        let t = std::time::Instant::now();
+        let out = rocetap(&[
+            "netcheck",
+            "--from",
+            state.0.to_str().unwrap(),
+            "--sysfs-root",
+            root.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{tag}: {err}");
+        assert_eq!(err.lines().count(), 1, "{tag}: {err}");
+        let want = format!(
+            "rocetap: netcheck: reading sysfs: {}: {why}",
+            file.display()
+        );
+        assert_eq!(err.trim_end(), want, "{tag}");
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{tag}: {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+#[test]
+fn outside_names_are_escaped_in_the_text_report() {
+    let state = TempDir::new("netcheck-escape");
+    own_state(&state.0, "e\x1b[2Jx");
+    let dir = state.0.to_str().unwrap();
+    for args in [
+        vec!["netcheck", "--from", dir, "-v"],
+        vec!["netcheck", "--from", dir, "--route-get", "198.51.100.7"],
+    ] {
+        let out = rocetap(&args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains('\x1b'), "{args:?}: {text:?}");
+        assert!(text.contains("e\\x1b[2Jx"), "{args:?}: {text}");
+    }
+    // JSON carries the name as it is, JSON-encoded
+    let (_, v) = netcheck(&["--from", dir]);
+    assert_eq!(v["interfaces"][0]["dev"], "e\x1b[2Jx");
+}
+
 // ------------------------------------------------------------------------------ errors
 
 #[test]

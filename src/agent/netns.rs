@@ -143,12 +143,14 @@ pub fn pod_uid(cgroup: &str) -> Option<String> {
 /// The pod of process `pid`, when it is in one.
 pub fn pod_of(roots: &Roots, pid: u32) -> Option<Pod> {
     let p = roots.proc.join(pid.to_string());
-    let uid = pod_uid(&std::fs::read_to_string(p.join("cgroup")).ok()?)?;
+    // bounded reads of regular files only (`sysfile`): the pod chooses what its root holds
+    // (a FIFO as etc/hostname must not stop the agent, nor a 1 GiB file fill its memory)
+    let uid = pod_uid(&crate::sysfile::value(&p.join("cgroup")).ok()??)?;
     let read = |rel: &str| {
-        std::fs::read_to_string(p.join("root").join(rel))
+        crate::sysfile::value(&p.join("root").join(rel))
             .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty() && s.len() <= 253)
+            .flatten()
+            .filter(|s| s.len() <= 253)
     };
     Some(Pod {
         name: read("etc/hostname").unwrap_or_else(|| format!("uid:{uid}")),

@@ -5,8 +5,11 @@
 //! counters, `netcheck` checks RoCE readiness. The sysfs directory (`/sys`, or
 //! `--sysfs-root`) is a parameter so tests can build a fake tree.
 //!
-//! Nothing here fails: a file that is missing or unreadable (sysfs returns EINVAL for
-//! unused GID entries) is simply absent from the result.
+//! Every file is read through [`crate::sysfile`] (bounded, regular files only). A file
+//! that is missing or holds no value (sysfs returns EINVAL for unused GID entries) is
+//! simply absent from the result; one that cannot be read (a FIFO, a device, longer than
+//! `config::limits::SYSFS_FILE_BYTES`, a counter that is no number) is named in
+//! [`RdmaDevice::unreadable`] or is the error of [`read_counters`].
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -54,16 +57,21 @@ pub struct RdmaDevice {
     pub ports: Vec<Port>,
     /// Netdevs of the device (`device/net/*`) and of its GIDs, sorted, no duplicates.
     pub netdevs: Vec<String>,
+    /// The files of the device that exist but could not be read, each as a one-line error
+    /// naming the file (see [`crate::sysfile::FileError`]).
+    pub unreadable: Vec<String>,
 }
 
 fn class_dir(root: &Path) -> PathBuf {
     root.join("class/infiniband")
 }
 
-fn read_trim(p: &Path) -> Option<String> {
-    let s = fs::read_to_string(p).ok()?;
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_string())
+/// The trimmed value of `p`; a file that cannot be read is noted in `bad` and absent.
+fn read_trim(p: &Path, bad: &mut Vec<String>) -> Option<String> {
+    crate::sysfile::value(p).unwrap_or_else(|e| {
+        bad.push(e.to_string());
+        None
+    })
 }
 
 fn sorted_entries(dir: &Path) -> Vec<String> {
@@ -108,12 +116,13 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
     }
     let mut netdevs = sorted_entries(&dir.join("device/net"));
     let mut ports = Vec::new();
+    let mut bad = Vec::new();
     for p in sorted_entries(&dir.join("ports")) {
         let Ok(number) = p.parse::<u32>() else {
             continue;
         };
         let pd = dir.join("ports").join(&p);
-        let state_line = read_trim(&pd.join("state"));
+        let state_line = read_trim(&pd.join("state"), &mut bad);
         let state = state_line
             .as_ref()
             .map(|s| s.split_once(": ").map_or(s.clone(), |(_, t)| t.to_string()));
@@ -123,21 +132,21 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
             let Ok(index) = g.parse::<u32>() else {
                 continue;
             };
-            let Some(gid) = read_trim(&pd.join("gids").join(&g)) else {
+            let Some(gid) = read_trim(&pd.join("gids").join(&g), &mut bad) else {
                 continue;
             };
             if gid.chars().all(|c| c == '0' || c == ':') {
                 zero_gids += 1;
                 continue;
             }
-            let ndev = read_trim(&pd.join("gid_attrs/ndevs").join(&g));
+            let ndev = read_trim(&pd.join("gid_attrs/ndevs").join(&g), &mut bad);
             if let Some(n) = &ndev {
                 netdevs.push(n.clone());
             }
             gids.push(Gid {
                 index,
                 gid,
-                kind: read_trim(&pd.join("gid_attrs/types").join(&g)),
+                kind: read_trim(&pd.join("gid_attrs/types").join(&g), &mut bad),
                 ndev,
             });
         }
@@ -145,8 +154,8 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
             number,
             state,
             state_line,
-            link_layer: read_trim(&pd.join("link_layer")),
-            active_mtu: read_trim(&pd.join("active_mtu"))
+            link_layer: read_trim(&pd.join("link_layer"), &mut bad),
+            active_mtu: read_trim(&pd.join("active_mtu"), &mut bad)
                 .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok())),
             gids,
             zero_gids,
@@ -158,6 +167,7 @@ pub fn device(root: &Path, name: &str) -> Option<RdmaDevice> {
         name: name.to_string(),
         ports,
         netdevs,
+        unreadable: bad,
     })
 }
 
@@ -170,15 +180,22 @@ pub fn counters_dir(root: &Path, dev: &str, port: u32) -> PathBuf {
         .join("hw_counters")
 }
 
-/// Every counter in `dir` (see [`counters_dir`]) that reads as a number, by name.
-pub fn read_counters(dir: &Path) -> BTreeMap<String, u64> {
+/// Every counter in `dir` (see [`counters_dir`]), by name; one with no value is left
+/// out. Err names the first counter file that cannot be read or is no number: a counter
+/// that cannot be read must not pass for a clean one.
+pub fn read_counters(dir: &Path) -> Result<BTreeMap<String, u64>, String> {
     let mut out = BTreeMap::new();
     for name in sorted_entries(dir) {
-        if let Some(v) = read_trim(&dir.join(&name)).and_then(|v| v.parse().ok()) {
-            out.insert(name, v);
-        }
+        let p = dir.join(&name);
+        let Some(v) = crate::sysfile::value(&p).map_err(|e| e.to_string())? else {
+            continue;
+        };
+        let n = v
+            .parse()
+            .map_err(|_| format!("{}: not a counter value", p.display()))?;
+        out.insert(name, n);
     }
-    out
+    Ok(out)
 }
 
 /// The note every capture from an RDMA device carries.

@@ -5,6 +5,16 @@
 
 // ---- sysfs, procfs and other single-value files ----
 
+/// Bytes read from one sysfs or procfs file (`crate::sysfile::value`: counters, GIDs,
+/// sysctls, `/proc/PID/comm`, a pod's `cgroup` and `hostname`); a longer file is an error
+/// naming it. sysfs hands out at most one 4 KiB page per attribute and these procfs files
+/// are a few hundred bytes; 64 KiB leaves room and keeps a 1 GiB or endless file cheap.
+pub const SYSFS_FILE_BYTES: usize = 64 * 1024;
+
+/// Bytes read from one recorded tool output of `netcheck --qos-from` (`IF.mlnx_qos`,
+/// `IF.dcb-app`, ...): these print a few KiB per interface; 1 MiB is far above any.
+pub const TOOL_OUTPUT_BYTES: usize = 1 << 20;
+
 // ---- JSON inputs (`ip -j` dumps, QP tables, kubectl output) ----
 
 // ---- YAML inputs (NADs, the agent's configuration) ----

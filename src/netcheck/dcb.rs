@@ -189,10 +189,10 @@ pub fn load(dir: &Path, netdev: &str) -> Result<Option<Dcb>, String> {
     let mut dcb = Dcb::default();
     for (ext, parse) in files {
         let p = dir.join(format!("{netdev}.{ext}"));
-        let text = match std::fs::read(&p) {
-            Ok(b) => String::from_utf8(b).map_err(|_| format!("{}: not text", p.display()))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(format!("{}: {e}", p.display())),
+        let text = match crate::sysfile::read(&p, crate::config::limits::TOOL_OUTPUT_BYTES) {
+            Ok(t) => t,
+            Err(e) if matches!(e.kind, crate::sysfile::Kind::Missing) => continue,
+            Err(e) => return Err(e.to_string()),
         };
         parse(&text, &mut dcb).map_err(|e| format!("{}: {e}", p.display()))?;
         dcb.sources.push(p.display().to_string());

@@ -173,7 +173,7 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
             ports = sysfs::read_ports(root)
                 .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?;
         }
-        findings.extend(host_checks(state, sysfs_root.as_deref(), &ports));
+        findings.extend(host_checks(state, sysfs_root.as_deref(), &ports)?);
         if let Some(root) = &sysfs_root {
             let q = read_qos(&a, root, state, &ports)?;
             qos::host::check(&q, &mut findings);
@@ -236,20 +236,22 @@ fn emit(text: &str, code: i32) -> Result<i32, Failure> {
 
 /// The checks of one namespace's state: reply paths (`sbr`), node-sourced traffic, ARP
 /// sysctls, and RoCE readiness from sysfs when `sysfs_root` is given (with its `ports`).
+/// Err names a sysfs file that exists but cannot be read.
 fn host_checks(
     state: &model::NetState,
     sysfs_root: Option<&std::path::Path>,
     ports: &[sysfs::Port],
-) -> Vec<checks::Finding> {
+) -> Result<Vec<checks::Finding>, Failure> {
     let mut findings = Vec::new();
     let rdma_netdevs: Vec<String> = ports.iter().flat_map(|p| p.netdevs.clone()).collect();
     checks::reply_path(state, &mut findings);
     checks::node_source(state, &rdma_netdevs, &mut findings);
     checks::arp_sysctls(state, &mut findings);
     if let Some(root) = sysfs_root {
-        sysfs::check(root, state, ports, &mut findings);
+        sysfs::check(root, state, ports, &mut findings)
+            .map_err(|e| Failure::new(format!("netcheck: {e}")))?;
     }
-    findings
+    Ok(findings)
 }
 
 /// Checks one live network namespace as `netcheck --netns NAME` / `--pid PID` does
@@ -270,12 +272,12 @@ pub fn check_live(
             .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?,
         None => Vec::new(),
     };
-    let mut findings = host_checks(&state, root, &ports);
+    let mut findings = host_checks(&state, root, &ports)?;
     // The host's QoS (ECN, CNP DSCP, traffic class, RDMA-CM defaults, GIDs, MTUs, and the
     // DCB state of `qos_from`), alone and joined with the captures.
     if let Some(r) = root {
         let q = qos::read(r, qos_from, &state, &ports)
-            .map_err(|e| Failure::new(format!("netcheck: --qos-from: {e}")))?;
+            .map_err(|e| Failure::new(format!("netcheck: {e}")))?;
         qos::host::check(&q, &mut findings);
         for c in captures {
             qos::joined::check(c, &state, &q, &mut findings);
@@ -313,7 +315,7 @@ fn read_qos(
         }
     }
     qos::read(root, a.qos_from.as_deref(), st, ports)
-        .map_err(|e| Failure::new(format!("netcheck: --qos-from: {e}")))
+        .map_err(|e| Failure::new(format!("netcheck: {e}")))
 }
 
 /// The RDMA ports of each `--peer-sysfs-root DIR`, named by the directory (its parent

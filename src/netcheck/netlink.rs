@@ -441,8 +441,10 @@ fn dump(
 fn read_sysctls() -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     let base = PathBuf::from("/proc/sys/net/ipv4");
-    if let Ok(v) = std::fs::read_to_string(base.join("ip_forward")) {
-        m.insert("net.ipv4.ip_forward".into(), v.trim().to_string());
+    // bounded reads of regular files only (`sysfile`): procfs holds one short value each
+    let value = |p: &std::path::Path| crate::sysfile::value(p).ok().flatten();
+    if let Some(v) = value(&base.join("ip_forward")) {
+        m.insert("net.ipv4.ip_forward".into(), v);
     }
     let Ok(rd) = std::fs::read_dir(base.join("conf")) else {
         return m;
@@ -461,8 +463,8 @@ fn read_sysctls() -> BTreeMap<String, String> {
             "send_redirects",
             "src_valid_mark",
         ] {
-            if let Ok(v) = std::fs::read_to_string(e.path().join(k)) {
-                m.insert(format!("net.ipv4.conf.{dev}.{k}"), v.trim().to_string());
+            if let Some(v) = value(&e.path().join(k)) {
+                m.insert(format!("net.ipv4.conf.{dev}.{k}"), v);
             }
         }
     }

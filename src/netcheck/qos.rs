@@ -167,8 +167,8 @@ impl HostQos {
     }
 }
 
-fn num<T: std::str::FromStr>(p: &Path) -> Option<T> {
-    rd(p)?.parse().ok()
+fn num<T: std::str::FromStr>(p: &Path) -> Result<Option<T>, String> {
+    Ok(rd(p)?.and_then(|v| v.parse().ok()))
 }
 
 /// `Global tclass=106`, `tclass=106` or `106`; `None` for anything else (unset: -1).
@@ -176,18 +176,19 @@ fn tclass(s: &str) -> Option<u8> {
     s.rsplit('=').next()?.trim().parse().ok()
 }
 
-fn ecn_map(dir: &Path) -> BTreeMap<u8, bool> {
-    sysfs::entries(dir)
-        .into_iter()
-        .filter_map(|p| {
-            let prio: u8 = p.parse().ok().filter(|x: &u8| *x < 8)?;
-            match rd(&dir.join(&p))?.as_str() {
-                "1" => Some((prio, true)),
-                "0" => Some((prio, false)),
-                _ => None,
-            }
-        })
-        .collect()
+fn ecn_map(dir: &Path) -> Result<BTreeMap<u8, bool>, String> {
+    let mut m = BTreeMap::new();
+    for p in sysfs::entries(dir) {
+        let Some(prio) = p.parse().ok().filter(|x: &u8| *x < 8) else {
+            continue;
+        };
+        match rd(&dir.join(&p))?.as_deref() {
+            Some("1") => m.insert(prio, true),
+            Some("0") => m.insert(prio, false),
+            _ => None,
+        };
+    }
+    Ok(m)
 }
 
 fn gids(p: &sysfs::Port, netdev: &str) -> Gids {
@@ -213,8 +214,8 @@ fn gids(p: &sysfs::Port, netdev: &str) -> Gids {
 }
 
 /// Reads the QoS state of every RoCE port in `ports` (from [`sysfs::read_ports`]) under
-/// `sysfs`, with the recorded DCB outputs of `qos_from`. Err only when a recorded output
-/// does not parse.
+/// `sysfs`, with the recorded DCB outputs of `qos_from`. Err when a recorded output
+/// does not parse or a sysfs file exists but cannot be read.
 pub fn read(
     sysfs: &Path,
     qos_from: Option<&Path>,
@@ -222,7 +223,7 @@ pub fn read(
     ports: &[sysfs::Port],
 ) -> Result<HostQos, String> {
     let netns_mode =
-        rd(&sysfs.join("module/ib_core/parameters/netns_mode")).and_then(|v| match v.as_str() {
+        rd(&sysfs.join("module/ib_core/parameters/netns_mode"))?.and_then(|v| match v.as_str() {
             "Y" | "1" => Some("shared".to_string()),
             "N" | "0" => Some("exclusive".to_string()),
             _ => None,
@@ -242,27 +243,30 @@ pub fn read(
             let net = sysfs.join("class/net").join(nd);
             let pf_dir = net.join("device/physfn/net");
             let pf = sysfs::entries(&pf_dir).into_iter().next();
-            let pf_mtu = pf.as_ref().and_then(|n| num(&pf_dir.join(n).join("mtu")));
+            let pf_mtu = match &pf {
+                Some(n) => num(&pf_dir.join(n).join("mtu"))?,
+                None => None,
+            };
             let dcb = match qos_from {
-                Some(dir) => dcb::load(dir, nd)?,
+                Some(dir) => dcb::load(dir, nd).map_err(|e| format!("--qos-from: {e}"))?,
                 None => None,
             };
             out.push(PortQos {
                 device: p.device.clone(),
                 port: p.port.clone(),
                 netdev: nd.clone(),
-                mtu: sysfs::netdev_mtu(sysfs, st, nd),
+                mtu: sysfs::netdev_mtu(sysfs, st, nd)?,
                 active_mtu: p.active_mtu,
                 pf,
                 pf_mtu,
                 dcb,
-                ecn_np: ecn_map(&net.join("ecn/roce_np/enable")),
-                ecn_rp: ecn_map(&net.join("ecn/roce_rp/enable")),
-                cnp_dscp: num(&net.join("ecn/roce_np/cnp_dscp")).filter(|d: &u8| *d < 64),
-                cnp_802p_prio: num(&net.join("ecn/roce_np/cnp_802p_prio")).filter(|d: &u8| *d < 8),
-                traffic_class: rd(&ib.join("tc/1/traffic_class")).and_then(|s| tclass(&s)),
-                default_roce_mode: rd(&cm.join("default_roce_mode")),
-                default_roce_tos: num(&cm.join("default_roce_tos")),
+                ecn_np: ecn_map(&net.join("ecn/roce_np/enable"))?,
+                ecn_rp: ecn_map(&net.join("ecn/roce_rp/enable"))?,
+                cnp_dscp: num(&net.join("ecn/roce_np/cnp_dscp"))?.filter(|d: &u8| *d < 64),
+                cnp_802p_prio: num(&net.join("ecn/roce_np/cnp_802p_prio"))?.filter(|d: &u8| *d < 8),
+                traffic_class: rd(&ib.join("tc/1/traffic_class"))?.and_then(|s| tclass(&s)),
+                default_roce_mode: rd(&cm.join("default_roce_mode"))?,
+                default_roce_tos: num(&cm.join("default_roce_tos"))?,
                 gids: gids(p, nd),
             });
         }

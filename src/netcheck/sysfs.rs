@@ -74,10 +74,10 @@ pub struct Port {
     pub zero_gids: u32,
 }
 
-pub(super) fn rd(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
+/// The trimmed value of a sysfs file through [`crate::sysfile`] (bounded, regular files
+/// only); `Ok(None)` when missing or without a value, Err naming a file that cannot be read.
+pub(super) fn rd(p: &Path) -> Result<Option<String>, String> {
+    crate::sysfile::value(p).map_err(|e| format!("reading sysfs: {e}"))
 }
 
 pub(super) fn entries(p: &Path) -> Vec<String> {
@@ -92,7 +92,8 @@ pub(super) fn entries(p: &Path) -> Vec<String> {
 }
 
 /// Reads every RDMA port under `sysfs` (through [`rdma`], the one sysfs reader). Err when
-/// `sysfs/class/infiniband` exists but cannot be read.
+/// `sysfs/class/infiniband` exists but cannot be read, or names the first file of a port
+/// (a counter, a GID, its state) that exists but cannot be read.
 pub fn read_ports(sysfs: &Path) -> Result<Vec<Port>, String> {
     let ib = sysfs.join("class/infiniband");
     if !ib.exists() {
@@ -101,6 +102,9 @@ pub fn read_ports(sysfs: &Path) -> Result<Vec<Port>, String> {
     std::fs::read_dir(&ib).map_err(|e| format!("{}: {e}", ib.display()))?;
     let mut out = Vec::new();
     for dev in rdma::list(sysfs) {
+        if let Some(e) = dev.unreadable.first() {
+            return Err(e.clone());
+        }
         for p in dev.ports {
             let gids: Vec<Gid> = p
                 .gids
@@ -126,7 +130,7 @@ pub fn read_ports(sysfs: &Path) -> Result<Vec<Port>, String> {
             netdevs.sort();
             netdevs.dedup();
             out.push(Port {
-                counters: rdma::read_counters(&rdma::counters_dir(sysfs, &dev.name, p.number)),
+                counters: rdma::read_counters(&rdma::counters_dir(sysfs, &dev.name, p.number))?,
                 zero_gids: p.zero_gids,
                 device: dev.name.clone(),
                 port: p.number.to_string(),
@@ -150,15 +154,15 @@ pub fn roce_mtu_for(netdev_mtu: u32) -> Option<u32> {
         .find(|m| *m <= avail)
 }
 
-pub(super) fn netdev_mtu(sysfs: &Path, st: &NetState, netdev: &str) -> Option<u32> {
-    st.link(netdev).and_then(|l| l.mtu).or_else(|| {
-        rd(&sysfs.join("class/net").join(netdev).join("mtu"))?
-            .parse()
-            .ok()
-    })
+pub(super) fn netdev_mtu(sysfs: &Path, st: &NetState, netdev: &str) -> Result<Option<u32>, String> {
+    if let Some(m) = st.link(netdev).and_then(|l| l.mtu) {
+        return Ok(Some(m));
+    }
+    let v = rd(&sysfs.join("class/net").join(netdev).join("mtu"))?;
+    Ok(v.and_then(|v| v.parse().ok()))
 }
 
-fn ecn_disabled(sysfs: &Path, netdev: &str, which: &str) -> Option<Vec<String>> {
+fn ecn_disabled(sysfs: &Path, netdev: &str, which: &str) -> Result<Option<Vec<String>>, String> {
     let dir: PathBuf = sysfs
         .join("class/net")
         .join(netdev)
@@ -166,18 +170,25 @@ fn ecn_disabled(sysfs: &Path, netdev: &str, which: &str) -> Option<Vec<String>> 
         .join(which)
         .join("enable");
     if !dir.is_dir() {
-        return None;
+        return Ok(None);
     }
-    Some(
-        entries(&dir)
-            .into_iter()
-            .filter(|p| rd(&dir.join(p)).as_deref() == Some("0"))
-            .collect(),
-    )
+    let mut off = Vec::new();
+    for p in entries(&dir) {
+        if rd(&dir.join(&p))?.as_deref() == Some("0") {
+            off.push(p);
+        }
+    }
+    Ok(Some(off))
 }
 
-/// RoCE readiness findings for every RDMA port under `sysfs`.
-pub fn check(sysfs: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>) {
+/// RoCE readiness findings for every RDMA port under `sysfs`. Err names a file that
+/// exists but cannot be read (see [`rd`]).
+pub fn check(
+    sysfs: &Path,
+    st: &NetState,
+    ports: &[Port],
+    out: &mut Vec<Finding>,
+) -> Result<(), String> {
     for p in ports {
         let name = format!("{} port {}", p.device, p.port);
         if p.link_layer.as_deref().is_some_and(|l| l != "Ethernet") {
@@ -227,7 +238,7 @@ pub fn check(sysfs: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>
                 }
             }
             // MTU
-            if let (Some(active), Some(mtu)) = (p.active_mtu, netdev_mtu(sysfs, st, nd)) {
+            if let (Some(active), Some(mtu)) = (p.active_mtu, netdev_mtu(sysfs, st, nd)?) {
                 let best = roce_mtu_for(mtu);
                 if best.is_some_and(|b| active < b) || best.is_none_or(|b| active > b) {
                     out.push(Finding {
@@ -256,7 +267,7 @@ pub fn check(sysfs: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>
                 ("roce_np", "notification point (receiver sends CNPs)"),
                 ("roce_rp", "reaction point (sender slows down on CNPs)"),
             ] {
-                if let Some(off) = ecn_disabled(sysfs, nd, which) {
+                if let Some(off) = ecn_disabled(sysfs, nd, which)? {
                     if !off.is_empty() {
                         out.push(Finding {
                             id: "roce-ecn",
@@ -294,6 +305,7 @@ pub fn check(sysfs: &Path, st: &NetState, ports: &[Port], out: &mut Vec<Finding>
             });
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -125,7 +125,9 @@ fn entry(device: &str, port: Option<u32>, a: Attrs<'_>) -> Option<QpEntry> {
         pid: a.u32(attr::RES_PID),
         comm: a.string(attr::RES_KERN_NAME).or_else(|| {
             let pid = a.u32(attr::RES_PID)?;
-            let c = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            // bounded, regular files only (`sysfile`); the name as the process set it
+            let p = std::path::PathBuf::from(format!("/proc/{pid}/comm"));
+            let c = crate::sysfile::read(&p, crate::config::limits::SYSFS_FILE_BYTES).ok()?;
             Some(c.trim_end().to_string())
         }),
     })

@@ -49,14 +49,15 @@ impl HwReader {
     }
 
     /// Reads every counter of every port now, with its change per second since the previous
-    /// call (`None` on the first).
+    /// call (`None` on the first). A port whose counters cannot be read (a file that is no
+    /// regular file, too long or no number: see [`rdma::read_counters`]) shows none.
     pub fn read(&mut self, now: Instant) -> Vec<HwCounter> {
         let secs = self
             .last_at
             .map(|t| now.saturating_duration_since(t).as_secs_f64());
         let mut out = Vec::new();
         for (i, (label, dir)) in self.ports.iter().enumerate() {
-            for (name, value) in rdma::read_counters(dir) {
+            for (name, value) in rdma::read_counters(dir).unwrap_or_default() {
                 let prev = self.last.insert((i, name.clone()), value);
                 let per_s = match (prev, secs) {
                     (Some(p), Some(s)) if s > 0.0 => Some(value.saturating_sub(p) as f64 / s),
