@@ -412,4 +412,33 @@ mod tests {
         let e = lookup(&st, &Query::to("192.0.2.1".parse().unwrap())).unwrap_err();
         assert_eq!(e.errno, Errno::NetUnreach);
     }
+
+    #[test]
+    fn a_forward_goto_chain_of_20000_rules_resolves_fast() {
+        let mut st = state();
+        let rule = |priority, action| Rule {
+            priority,
+            action,
+            ..default_rules(true).remove(0)
+        };
+        st.rules.push(rule(0, RuleAction::Table(RT_TABLE_LOCAL)));
+        for i in 0..20_000 {
+            st.rules.push(rule(1000 + i, RuleAction::Goto(1001 + i)));
+        }
+        // the last goto lands on the lookup rule; a goto to a missing priority falls through
+        st.rules.push(rule(21_000, RuleAction::Goto(21_500)));
+        st.rules
+            .push(rule(21_001, RuleAction::Table(RT_TABLE_MAIN)));
+        st.rules
+            .push(rule(32_767, RuleAction::Table(RT_TABLE_DEFAULT)));
+        let t = std::time::Instant::now();
+        let a = lookup(&st, &Query::to("10.9.1.1".parse().unwrap())).unwrap();
+        assert_eq!(a.dev, "c");
+        assert_eq!(a.rule, Some(21_001));
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            t.elapsed()
+        );
+    }
 }

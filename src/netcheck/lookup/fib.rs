@@ -154,13 +154,11 @@ pub(super) fn fib_lookup<'a>(st: &'a NetState, fl: &Flow<'_>) -> Result<Hit<'a>,
         return Err(err(Errno::NetUnreach, "no route matches"));
     }
     let rules = st.rules_for(v4);
+    // `i` only moves forward: to the next rule, or by a goto to a later one (the kernel
+    // refuses a goto whose target is not above the rule's own priority), so a chain cannot
+    // loop and the walk takes at most one step per rule.
     let mut i = 0;
-    let mut steps = 0;
     while i < rules.len() {
-        steps += 1;
-        if steps > 10_000 {
-            return Err(err(Errno::Unsupported, "rule loop"));
-        }
         let r = &rules[i];
         if !rule_matches(st, r, fl) {
             i += 1;
@@ -173,8 +171,10 @@ pub(super) fn fib_lookup<'a>(st: &'a NetState, fl: &Flow<'_>) -> Result<Hit<'a>,
             ));
         }
         match r.action {
-            RuleAction::Goto(t) => match rules.iter().position(|x| x.priority == t) {
-                Some(j) if j > i => i = j,
+            // the first rule of priority `t`, found by binary search on the sorted rules;
+            // none (an unresolved goto) falls through to the next rule, as in the kernel
+            RuleAction::Goto(t) => match rules.partition_point(|x| x.priority < t) {
+                j if j > i && rules.get(j).is_some_and(|x| x.priority == t) => i = j,
                 _ => i += 1,
             },
             RuleAction::Nop => i += 1,
