@@ -17,6 +17,33 @@ pub const TOOL_OUTPUT_BYTES: usize = 1 << 20;
 
 // ---- JSON inputs (`ip -j` dumps, QP tables, kubectl output) ----
 
+// JSON depth: serde_json refuses a document nested deeper than 128 arrays/objects (its
+// recursion limit, left on), so no JSON input can exhaust the stack.
+
+/// Bytes of one file of a `netcheck --from DIR` state (`addr.json`, `route.json`,
+/// `rule.json`, `sysctl.json`); a larger file is refused before it is read. A full
+/// Internet table printed by `ip -j route` is about 100 MB, a pod's or a node's a few KB;
+/// 16 MiB keeps any accepted state under 256 MiB and a few seconds.
+pub const JSON_FILE_BYTES: usize = 16 << 20;
+
+/// Links in one `ip -j addr` dump (`netcheck --from`): far above any node's devices.
+pub const NETCHECK_LINKS: usize = 65_536;
+
+/// Addresses in one `ip -j addr` dump, all links together.
+pub const NETCHECK_ADDRESSES: usize = 65_536;
+
+/// Routes in one `ip -j route show table all` dump. A node running BGP to its top-of-rack
+/// switch holds hundreds to thousands; 200,000 bounds the state (and each lookup, which
+/// scans the routes) while leaving room for large tables.
+pub const NETCHECK_ROUTES: usize = 200_000;
+
+/// Policy rules in one `ip -j rule` dump (priorities are 32 bits, but `sbr` adds one rule per
+/// pod interface: a few hundred on a busy node).
+pub const NETCHECK_RULES: usize = 65_536;
+
+/// Entries of one `sysctl.json` (`net.ipv4.conf.DEV.KEY`: about ten per interface).
+pub const NETCHECK_SYSCTLS: usize = 1 << 20;
+
 // ---- YAML inputs (NADs, the agent's configuration) ----
 
 // ---- captures (pcap, pcapng) ----

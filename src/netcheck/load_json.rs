@@ -3,10 +3,16 @@
 //! some namespace, e.g. collected with `kubectl exec`. Reads `addr.json`, `route.json`,
 //! `rule.json` and `sysctl.json`; tolerates `ip`'s quirks (main-table routes carry no
 //! `table`, `default` destinations, protocol names or numbers, IPv4 and IPv6 mixed).
+//!
+//! Bounded: each file is at most `config::limits::JSON_FILE_BYTES` (a regular file, read
+//! through [`crate::sysfile`]) and holds at most the links, addresses, routes, rules and
+//! sysctls of `config::limits`; arrays and the sysctl object are read one element at a
+//! time ([`each`]), so memory follows the state built, not a JSON tree of the whole file.
 
 use super::model::*;
+use crate::config::limits;
+use serde::de::{self, Deserializer as _};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 
@@ -34,16 +40,97 @@ fn flag(v: &Value, k: &str, f: &str) -> bool {
         .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(f)))
 }
 
-fn read(dir: &Path, name: &str) -> Result<Option<Value>, String> {
+/// The text of `dir/name`, `None` when there is no such file. Err names the file when
+/// it is no regular file, longer than [`limits::JSON_FILE_BYTES`], or unreadable.
+fn read(dir: &Path, name: &str) -> Result<Option<String>, String> {
     let p = dir.join(name);
-    let text = match std::fs::read_to_string(&p) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", p.display())),
+    match crate::sysfile::read(&p, limits::JSON_FILE_BYTES) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if matches!(e.kind, crate::sysfile::Kind::Missing) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What [`each`] hands on: an array's elements, or an object's entries.
+enum Item {
+    Element(Value),
+    Entry(String, Value),
+}
+
+/// Calls `f` with each element of the JSON array `text` (or each entry of the object, for
+/// `what == "sysctls"`), one at a time, so that no tree of the whole document is built.
+/// Err: not JSON, not an array (object), more than `max` items (named `what`), or the
+/// first error of `f`.
+fn each(
+    text: &str,
+    what: &'static str,
+    max: usize,
+    mut f: impl FnMut(Item) -> Result<(), String>,
+) -> Result<(), String> {
+    struct Walk<'a, F> {
+        f: &'a mut F,
+        what: &'static str,
+        max: usize,
+        /// An error of `f` or a limit, kept as it is (serde would add its position).
+        stop: &'a mut Option<String>,
+    }
+    impl<F> Walk<'_, F> {
+        fn count<E: de::Error>(&mut self, n: usize) -> Result<(), E> {
+            if n > self.max {
+                *self.stop = Some(format!(
+                    "more than {} {} (netcheck's limit for one file)",
+                    self.max, self.what
+                ));
+                return Err(E::custom("limit"));
+            }
+            Ok(())
+        }
+    }
+    impl<'de, F: FnMut(Item) -> Result<(), String>> de::Visitor<'de> for Walk<'_, F> {
+        type Value = ();
+        fn expecting(&self, w: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(w, "{}", self.what)
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+            let mut n = 0;
+            while let Some(v) = seq.next_element::<Value>()? {
+                n += 1;
+                self.count(n)?;
+                if let Err(e) = (self.f)(Item::Element(v)) {
+                    *self.stop = Some(e);
+                    return Err(de::Error::custom("stop"));
+                }
+            }
+            Ok(())
+        }
+        fn visit_map<A: de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+            let mut n = 0;
+            while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                n += 1;
+                self.count(n)?;
+                if let Err(e) = (self.f)(Item::Entry(k, v)) {
+                    *self.stop = Some(e);
+                    return Err(de::Error::custom("stop"));
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut stop = None;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let walk = Walk {
+        f: &mut f,
+        what,
+        max,
+        stop: &mut stop,
     };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| format!("{}: not JSON: {e}", p.display()))
+    let res = de.deserialize_any(walk).and_then(|()| de.end());
+    match (stop, res) {
+        (Some(e), _) => Err(e),
+        (None, Ok(())) => Ok(()),
+        (None, Err(e)) if e.is_data() => Err(format!("expected a JSON array of {what}")),
+        (None, Err(e)) => Err(format!("not JSON: {e}")),
+    }
 }
 
 /// Parses `addr/len`, `addr`, or `default` (family from `v4`).
@@ -64,69 +151,109 @@ pub fn load_dir(dir: &Path) -> Result<NetState, String> {
     if !dir.is_dir() {
         return Err(format!("{}: not a directory", dir.display()));
     }
-    let addr = read(dir, "addr.json")?.ok_or_else(|| format!("{}: no addr.json", dir.display()))?;
-    let route =
-        read(dir, "route.json")?.ok_or_else(|| format!("{}: no route.json", dir.display()))?;
-    let rule = read(dir, "rule.json")?;
-    let sysctl = read(dir, "sysctl.json")?;
     let mut st = NetState {
         origin: dir.display().to_string(),
         ..Default::default()
     };
-    parse_addrs(&addr, &mut st).map_err(|e| format!("{}/addr.json: {e}", dir.display()))?;
-    parse_routes(&route, &mut st).map_err(|e| format!("{}/route.json: {e}", dir.display()))?;
-    if let Some(r) = rule {
-        parse_rules(&r, &mut st).map_err(|e| format!("{}/rule.json: {e}", dir.display()))?;
+    let at = |name: &'static str| move |e: String| format!("{}/{name}: {e}", dir.display());
+    let addr = read(dir, "addr.json")?.ok_or_else(|| format!("{}: no addr.json", dir.display()))?;
+    each(&addr, "links", limits::NETCHECK_LINKS, |i| match i {
+        Item::Element(l) => add_link(&l, &mut st),
+        Item::Entry(..) => Err("expected a JSON array of links".into()),
+    })
+    .map_err(at("addr.json"))?;
+    drop(addr);
+    st.links.sort_by_key(|l| l.index);
+    let route =
+        read(dir, "route.json")?.ok_or_else(|| format!("{}: no route.json", dir.display()))?;
+    each(&route, "routes", limits::NETCHECK_ROUTES, |i| match i {
+        Item::Element(r) => add_route(&r, &mut st),
+        Item::Entry(..) => Err("expected a JSON array of routes".into()),
+    })
+    .map_err(at("route.json"))?;
+    drop(route);
+    if let Some(rule) = read(dir, "rule.json")? {
+        each(&rule, "rules", limits::NETCHECK_RULES, |i| match i {
+            Item::Element(r) => add_rule(&r, &mut st),
+            Item::Entry(..) => Err("expected a JSON array of rules".into()),
+        })
+        .map_err(at("rule.json"))?;
     }
-    if let Some(Value::Object(m)) = sysctl {
-        st.sysctl = m
-            .into_iter()
-            .map(|(k, v)| {
+    if let Some(sysctl) = read(dir, "sysctl.json")? {
+        each(&sysctl, "sysctls", limits::NETCHECK_SYSCTLS, |i| match i {
+            Item::Entry(k, v) => {
                 let v = match v {
                     Value::String(x) => x,
                     other => other.to_string(),
                 };
-                (k, v)
-            })
-            .collect::<BTreeMap<_, _>>();
+                st.sysctl.insert(k, v);
+                Ok(())
+            }
+            Item::Element(_) => Err("expected a JSON object of sysctls".into()),
+        })
+        .map_err(at("sysctl.json"))?;
         st.have_sysctl = true;
     }
     Ok(st)
 }
 
+/// Err when `v` is no array or has more than `max` elements (named `what`).
+fn array<'a>(v: &'a Value, what: &str, max: usize) -> Result<&'a Vec<Value>, String> {
+    let a = v
+        .as_array()
+        .ok_or_else(|| format!("expected a JSON array of {what}"))?;
+    if a.len() > max {
+        return Err(format!(
+            "more than {max} {what} (netcheck's limit for one file)"
+        ));
+    }
+    Ok(a)
+}
+
 /// Adds the links and addresses of an `ip -j addr` dump (an array of links, each with its
 /// `addr_info`) to `st`, keeping device and address order.
 pub fn parse_addrs(v: &Value, st: &mut NetState) -> Result<(), String> {
-    let links = v.as_array().ok_or("expected a JSON array of links")?;
-    for l in links {
-        let name = s(l, "ifname").ok_or("a link without ifname")?.to_string();
-        let index = u(l, "ifindex").unwrap_or(0) as u32;
-        st.links.push(Link {
-            index,
-            name: name.clone(),
-            up: flag(l, "flags", "UP"),
-            mtu: u(l, "mtu").map(|m| m as u32),
-        });
-        for a in l
-            .get("addr_info")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(local) = s(a, "local").and_then(|x| x.parse::<IpAddr>().ok()) else {
-                continue;
-            };
-            st.addrs.push(Address {
-                dev: name.clone(),
-                addr: local,
-                prefix_len: u(a, "prefixlen").unwrap_or(if local.is_ipv4() { 32 } else { 128 })
-                    as u8,
-                scope: s(a, "scope").and_then(scope::parse).unwrap_or(0),
-                secondary: a.get("secondary").and_then(Value::as_bool).unwrap_or(false),
-            });
-        }
+    for l in array(v, "links", limits::NETCHECK_LINKS)? {
+        add_link(l, st)?;
     }
     st.links.sort_by_key(|l| l.index);
+    Ok(())
+}
+
+/// One link of an `ip -j addr` dump with its addresses (at most
+/// [`limits::NETCHECK_ADDRESSES`] in all).
+fn add_link(l: &Value, st: &mut NetState) -> Result<(), String> {
+    let name = s(l, "ifname").ok_or("a link without ifname")?.to_string();
+    let index = u(l, "ifindex").unwrap_or(0) as u32;
+    st.links.push(Link {
+        index,
+        name: name.clone(),
+        up: flag(l, "flags", "UP"),
+        mtu: u(l, "mtu").map(|m| m as u32),
+    });
+    for a in l
+        .get("addr_info")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(local) = s(a, "local").and_then(|x| x.parse::<IpAddr>().ok()) else {
+            continue;
+        };
+        if st.addrs.len() >= limits::NETCHECK_ADDRESSES {
+            return Err(format!(
+                "more than {} addresses (netcheck's limit for one file)",
+                limits::NETCHECK_ADDRESSES
+            ));
+        }
+        st.addrs.push(Address {
+            dev: name.clone(),
+            addr: local,
+            prefix_len: u(a, "prefixlen").unwrap_or(if local.is_ipv4() { 32 } else { 128 }) as u8,
+            scope: s(a, "scope").and_then(scope::parse).unwrap_or(0),
+            secondary: a.get("secondary").and_then(Value::as_bool).unwrap_or(false),
+        });
+    }
     Ok(())
 }
 
@@ -138,134 +265,213 @@ fn route_is_v6(r: &Value) -> bool {
 /// Adds the routes of an `ip -j route show table all` dump (an array of routes, IPv4 and IPv6
 /// mixed; no `table` means main) to `st`.
 pub fn parse_routes(v: &Value, st: &mut NetState) -> Result<(), String> {
-    let routes = v.as_array().ok_or("expected a JSON array of routes")?;
-    for r in routes {
-        let v4 = !route_is_v6(r);
-        let kind = RouteType::parse(s(r, "type").unwrap_or("unicast"));
-        let dst_s = s(r, "dst").ok_or("a route without dst")?;
-        let Some(dst) = prefix(dst_s, v4) else {
-            return Err(format!("bad dst {dst_s:?}"));
-        };
-        let table = match r.get("table") {
-            None => RT_TABLE_MAIN,
-            Some(Value::Number(n)) => n.as_u64().unwrap_or(0) as u32,
-            Some(Value::String(t)) => parse_table(t).ok_or(format!("unknown table {t:?}"))?,
-            Some(_) => return Err("bad table".into()),
-        };
-        let gw = |x: &Value| s(x, "gateway").and_then(|g| g.parse::<IpAddr>().ok());
-        let mut nexthops = Vec::new();
-        if let Some(nhs) = r.get("nexthops").and_then(Value::as_array) {
-            for nh in nhs {
-                nexthops.push(NextHop {
-                    dev: s(nh, "dev").map(str::to_string),
-                    gateway: gw(nh),
-                    weight: u(nh, "weight").unwrap_or(1) as u32,
-                    dead: flag(nh, "flags", "dead"),
-                });
-            }
-        } else if s(r, "dev").is_some() || gw(r).is_some() {
+    for r in array(v, "routes", limits::NETCHECK_ROUTES)? {
+        add_route(r, st)?;
+    }
+    Ok(())
+}
+
+/// One route of an `ip -j route` dump.
+fn add_route(r: &Value, st: &mut NetState) -> Result<(), String> {
+    let v4 = !route_is_v6(r);
+    let kind = RouteType::parse(s(r, "type").unwrap_or("unicast"));
+    let dst_s = s(r, "dst").ok_or("a route without dst")?;
+    let Some(dst) = prefix(dst_s, v4) else {
+        return Err(format!("bad dst {dst_s:?}"));
+    };
+    let table = match r.get("table") {
+        None => RT_TABLE_MAIN,
+        Some(Value::Number(n)) => n.as_u64().unwrap_or(0) as u32,
+        Some(Value::String(t)) => parse_table(t).ok_or(format!("unknown table {t:?}"))?,
+        Some(_) => return Err("bad table".into()),
+    };
+    let gw = |x: &Value| s(x, "gateway").and_then(|g| g.parse::<IpAddr>().ok());
+    let mut nexthops = Vec::new();
+    if let Some(nhs) = r.get("nexthops").and_then(Value::as_array) {
+        for nh in nhs {
             nexthops.push(NextHop {
-                dev: s(r, "dev").map(str::to_string),
-                gateway: gw(r),
-                weight: 1,
-                dead: flag(r, "flags", "dead"),
+                dev: s(nh, "dev").map(str::to_string),
+                gateway: gw(nh),
+                weight: u(nh, "weight").unwrap_or(1) as u32,
+                dead: flag(nh, "flags", "dead"),
             });
         }
-        let default_scope = match kind {
-            RouteType::Local => scope::HOST,
-            RouteType::Broadcast => scope::LINK,
-            _ => scope::UNIVERSE,
-        };
-        st.routes.push(Route {
-            table,
-            kind,
-            dst,
-            tos: u(r, "tos").unwrap_or(0) as u8,
-            metric: u(r, "metric").unwrap_or(0) as u32,
-            scope: s(r, "scope")
-                .and_then(scope::parse)
-                .unwrap_or(default_scope),
-            protocol: s(r, "protocol").unwrap_or("boot").to_string(),
-            prefsrc: s(r, "prefsrc").and_then(|x| x.parse().ok()),
-            nexthops,
+    } else if s(r, "dev").is_some() || gw(r).is_some() {
+        nexthops.push(NextHop {
+            dev: s(r, "dev").map(str::to_string),
+            gateway: gw(r),
+            weight: 1,
+            dead: flag(r, "flags", "dead"),
         });
     }
+    let default_scope = match kind {
+        RouteType::Local => scope::HOST,
+        RouteType::Broadcast => scope::LINK,
+        _ => scope::UNIVERSE,
+    };
+    st.routes.push(Route {
+        table,
+        kind,
+        dst,
+        tos: u(r, "tos").unwrap_or(0) as u8,
+        metric: u(r, "metric").unwrap_or(0) as u32,
+        scope: s(r, "scope")
+            .and_then(scope::parse)
+            .unwrap_or(default_scope),
+        protocol: s(r, "protocol").unwrap_or("boot").to_string(),
+        prefsrc: s(r, "prefsrc").and_then(|x| x.parse().ok()),
+        nexthops,
+    });
     Ok(())
 }
 
 /// Adds the policy rules of an `ip -j rule` dump (either family; the family is taken from the
 /// addresses or `family`) to `st`.
 pub fn parse_rules(v: &Value, st: &mut NetState) -> Result<(), String> {
-    let rules = v.as_array().ok_or("expected a JSON array of rules")?;
-    for r in rules {
-        let addr_fam = |k: &str| s(r, k).filter(|x| *x != "all").map(|x| x.contains(':'));
-        let v4 = !(addr_fam("src") == Some(true) || addr_fam("dst") == Some(true))
-            && s(r, "family") != Some("inet6");
-        let pfx = |k: &str, lk: &str| -> Result<Option<Prefix>, String> {
-            match s(r, k) {
-                None | Some("all") => Ok(None),
-                Some(x) => {
-                    let a: IpAddr = x.parse().map_err(|_| format!("bad {k} {x:?}"))?;
-                    let len = u(r, lk).unwrap_or(if a.is_ipv4() { 32 } else { 128 }) as u8;
-                    Ok(Some(Prefix::new(a, len)))
-                }
-            }
-        };
-        let action = if let Some(g) = u(r, "goto") {
-            RuleAction::Goto(g as u32)
-        } else if r.get("nop").is_some() {
-            RuleAction::Nop
-        } else {
-            match s(r, "action") {
-                Some("blackhole") => RuleAction::Blackhole,
-                Some("unreachable") => RuleAction::Unreachable,
-                Some("prohibit") => RuleAction::Prohibit,
-                Some(x) if x != "lookup" => return Err(format!("unknown rule action {x:?}")),
-                _ => {
-                    let t = match r.get("table") {
-                        Some(Value::Number(n)) => n.as_u64().unwrap_or(0) as u32,
-                        Some(Value::String(t)) => {
-                            parse_table(t).ok_or(format!("unknown table {t:?}"))?
-                        }
-                        _ => RT_TABLE_MAIN,
-                    };
-                    RuleAction::Table(t)
-                }
-            }
-        };
-        let fwmark =
-            u(r, "fwmark").map(|m| (m as u32, u(r, "fwmask").unwrap_or(0xffff_ffff) as u32));
-        let mut unsupported = Vec::new();
-        for k in [
-            "l3mdev", "uidrange", "ipproto", "sport", "dport", "tun_id", "realms",
-        ] {
-            if r.get(k).is_some() {
-                unsupported.push(k);
+    for r in array(v, "rules", limits::NETCHECK_RULES)? {
+        add_rule(r, st)?;
+    }
+    Ok(())
+}
+
+/// One rule of an `ip -j rule` dump.
+fn add_rule(r: &Value, st: &mut NetState) -> Result<(), String> {
+    let addr_fam = |k: &str| s(r, k).filter(|x| *x != "all").map(|x| x.contains(':'));
+    let v4 = !(addr_fam("src") == Some(true) || addr_fam("dst") == Some(true))
+        && s(r, "family") != Some("inet6");
+    let pfx = |k: &str, lk: &str| -> Result<Option<Prefix>, String> {
+        match s(r, k) {
+            None | Some("all") => Ok(None),
+            Some(x) => {
+                let a: IpAddr = x.parse().map_err(|_| format!("bad {k} {x:?}"))?;
+                let len = u(r, lk).unwrap_or(if a.is_ipv4() { 32 } else { 128 }) as u8;
+                Ok(Some(Prefix::new(a, len)))
             }
         }
-        st.rules.push(Rule {
-            v4,
-            priority: u(r, "priority").unwrap_or(0) as u32,
-            invert: r.get("not").is_some(),
-            src: pfx("src", "srclen")?,
-            dst: pfx("dst", "dstlen")?,
-            iif: s(r, "iif").map(str::to_string),
-            oif: s(r, "oif").map(str::to_string),
-            fwmark,
-            tos: s(r, "tos")
-                .and_then(|t| u8::from_str_radix(t.trim_start_matches("0x"), 16).ok())
-                .unwrap_or(0),
-            action,
-            suppress_prefixlen: u(r, "suppress_prefixlen").map(|x| x as u32),
-            unsupported: (!unsupported.is_empty()).then(|| unsupported.join(", ")),
-        });
+    };
+    let action = if let Some(g) = u(r, "goto") {
+        RuleAction::Goto(g as u32)
+    } else if r.get("nop").is_some() {
+        RuleAction::Nop
+    } else {
+        match s(r, "action") {
+            Some("blackhole") => RuleAction::Blackhole,
+            Some("unreachable") => RuleAction::Unreachable,
+            Some("prohibit") => RuleAction::Prohibit,
+            Some(x) if x != "lookup" => return Err(format!("unknown rule action {x:?}")),
+            _ => {
+                let t = match r.get("table") {
+                    Some(Value::Number(n)) => n.as_u64().unwrap_or(0) as u32,
+                    Some(Value::String(t)) => {
+                        parse_table(t).ok_or(format!("unknown table {t:?}"))?
+                    }
+                    _ => RT_TABLE_MAIN,
+                };
+                RuleAction::Table(t)
+            }
+        }
+    };
+    let fwmark = u(r, "fwmark").map(|m| (m as u32, u(r, "fwmask").unwrap_or(0xffff_ffff) as u32));
+    let mut unsupported = Vec::new();
+    for k in [
+        "l3mdev", "uidrange", "ipproto", "sport", "dport", "tun_id", "realms",
+    ] {
+        if r.get(k).is_some() {
+            unsupported.push(k);
+        }
     }
+    st.rules.push(Rule {
+        v4,
+        priority: u(r, "priority").unwrap_or(0) as u32,
+        invert: r.get("not").is_some(),
+        src: pfx("src", "srclen")?,
+        dst: pfx("dst", "dstlen")?,
+        iif: s(r, "iif").map(str::to_string),
+        oif: s(r, "oif").map(str::to_string),
+        fwmark,
+        tos: s(r, "tos")
+            .and_then(|t| u8::from_str_radix(t.trim_start_matches("0x"), 16).ok())
+            .unwrap_or(0),
+        action,
+        suppress_prefixlen: u(r, "suppress_prefixlen").map(|x| x as u32),
+        unsupported: (!unsupported.is_empty()).then(|| unsupported.join(", ")),
+    });
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_reads_one_item_at_a_time_within_its_limit() {
+        let mut n = 0;
+        let count = |_: Item| -> Result<(), String> {
+            n += 1;
+            Ok(())
+        };
+        each("[1, {}, [], \"x\"]", "routes", 4, count).unwrap();
+        assert_eq!(n, 4);
+        let ok = |_: Item| Ok(());
+        assert_eq!(
+            each("[1, 2, 3, 4]", "routes", 3, ok).unwrap_err(),
+            "more than 3 routes (netcheck's limit for one file)"
+        );
+        assert_eq!(
+            each("\"routes\"", "routes", 3, ok).unwrap_err(),
+            "expected a JSON array of routes"
+        );
+        assert!(each("[1,", "routes", 3, ok)
+            .unwrap_err()
+            .starts_with("not JSON: "));
+        assert!(each("[1] x", "routes", 3, ok)
+            .unwrap_err()
+            .starts_with("not JSON: "));
+        let fail = |_: Item| Err("a route without dst".to_string());
+        assert_eq!(
+            each("[{}]", "routes", 3, fail).unwrap_err(),
+            "a route without dst"
+        );
+        // an object's entries for sysctl.json
+        let mut keys = Vec::new();
+        each("{\"a\": \"1\", \"b\": 2}", "sysctls", 3, |i| {
+            if let Item::Entry(k, _) = i {
+                keys.push(k);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(keys, ["a", "b"]);
+    }
+
+    #[test]
+    fn a_state_file_too_large_or_no_file_is_refused_unread() {
+        let d = std::env::temp_dir().join(format!("rocetap-load-json-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("addr.json"), "[]").unwrap();
+        // sparse: no disk used; refused after JSON_FILE_BYTES + 1 bytes, never parsed
+        let route = std::fs::File::create(d.join("route.json")).unwrap();
+        route.set_len(limits::JSON_FILE_BYTES as u64 + 1).unwrap();
+        let e = load_dir(&d).unwrap_err();
+        assert!(e.ends_with("route.json: longer than 16777216 bytes"), "{e}");
+        std::fs::remove_file(d.join("route.json")).unwrap();
+        nix::unistd::mkfifo(&d.join("route.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = load_dir(&d).unwrap_err();
+        assert!(
+            e.ends_with("route.json: not a regular file (a FIFO)"),
+            "{e}"
+        );
+        std::fs::remove_file(d.join("route.json")).unwrap();
+        std::fs::write(d.join("route.json"), "[]").unwrap();
+        std::fs::write(d.join("sysctl.json"), "[1]").unwrap();
+        let e = load_dir(&d).unwrap_err();
+        assert!(
+            e.ends_with("sysctl.json: expected a JSON object of sysctls"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn rules_of_every_shape() {
