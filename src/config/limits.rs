@@ -33,9 +33,10 @@ pub const NETCHECK_LINKS: usize = 65_536;
 pub const NETCHECK_ADDRESSES: usize = 65_536;
 
 /// Routes in one `ip -j route show table all` dump. A node running BGP to its top-of-rack
-/// switch holds hundreds to thousands; 200,000 bounds the state (and each lookup, which
-/// scans the routes) while leaving room for large tables.
-pub const NETCHECK_ROUTES: usize = 200_000;
+/// switch holds hundreds to thousands; 100,000 bounds the state and each route lookup
+/// (which scans the routes: the checks' lookups are bounded by `REPLY_PATH_CHECKS` and
+/// `NODE_SOURCE_LOOKUPS`) while leaving room for large tables.
+pub const NETCHECK_ROUTES: usize = 100_000;
 
 /// Policy rules in one `ip -j rule` dump (priorities are 32 bits, but `sbr` adds one rule per
 /// pod interface: a few hundred on a busy node).
@@ -49,3 +50,15 @@ pub const NETCHECK_SYSCTLS: usize = 1 << 20;
 // ---- captures (pcap, pcapng) ----
 
 // ---- other ----
+
+/// Reply paths `netcheck` checks in one namespace: (local address, another interface's
+/// shared subnet) pairs, a few route lookups each (each scans the routes). A pod has a
+/// few interfaces (8 make 56 pairs), a node's veths carry /32s (none); past this the
+/// check stops and says how many pairs it left out (finding `reply-path-truncated`).
+pub const REPLY_PATH_CHECKS: usize = 64;
+
+/// Routes through an address-less device (Calico's `cali*`: one per pod on a node, 110
+/// by Kubernetes' default) whose borrowed source `netcheck` looks up, one route lookup
+/// each (a scan of the routes); past this the check stops and says how many it left out
+/// (finding `node-source-truncated`).
+pub const NODE_SOURCE_LOOKUPS: usize = 256;

@@ -6,6 +6,7 @@
 use super::lookup::{lookup, Outcome, Query};
 use super::model::*;
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 mod node;
@@ -152,9 +153,23 @@ pub fn iface_sysctls(st: &NetState) -> Vec<IfaceSysctl> {
 
 fn global_v4(st: &NetState, dev: &str) -> Vec<Address> {
     st.addrs_of(dev)
-        .filter(|a| a.addr.is_ipv4() && a.scope == scope::UNIVERSE && !a.secondary)
+        .filter(|a| is_global_v4(a))
         .cloned()
         .collect()
+}
+
+fn is_global_v4(a: &Address) -> bool {
+    a.addr.is_ipv4() && a.scope == scope::UNIVERSE && !a.secondary
+}
+
+/// [`global_v4`] of every device at once, in one pass over the addresses (a per-device
+/// scan for each of many devices is quadratic).
+fn global_v4_by_dev(st: &NetState) -> HashMap<&str, Vec<&Address>> {
+    let mut m: HashMap<&str, Vec<&Address>> = HashMap::new();
+    for a in st.addrs.iter().filter(|a| is_global_v4(a)) {
+        m.entry(a.dev.as_str()).or_default().push(a);
+    }
+    m
 }
 
 fn has_default_route(st: &NetState, dev: &str) -> bool {
@@ -166,21 +181,26 @@ fn has_default_route(st: &NetState, dev: &str) -> bool {
     })
 }
 
-/// A host of `net` that is not one of our addresses (the peer the check imagines).
-fn peer_in(st: &NetState, net: Prefix) -> Option<IpAddr> {
+/// A host of `net` that is not one of our addresses `ours` (the peer the check imagines).
+fn peer_in(ours: &HashSet<IpAddr>, net: Prefix) -> Option<IpAddr> {
     (1..16u128)
         .map(|n| net.nth(n))
-        .find(|a| !st.addrs.iter().any(|x| x.addr == *a) && *a != net.network())
+        .find(|a| !ours.contains(a) && *a != net.network())
 }
 
 /// The first table id >= 100 that no route and no rule uses (what the sbr plugin picks).
 pub fn free_table(st: &NetState) -> u32 {
-    (100..u32::MAX)
-        .find(|t| {
-            !st.routes.iter().any(|r| r.table == *t)
-                && !st.rules.iter().any(|r| r.action == RuleAction::Table(*t))
-        })
-        .unwrap_or(100)
+    // the tables in use gathered once: a scan of every route per candidate is quadratic
+    let used: HashSet<u32> = st
+        .routes
+        .iter()
+        .map(|r| r.table)
+        .chain(st.rules.iter().filter_map(|r| match r.action {
+            RuleAction::Table(t) => Some(t),
+            _ => None,
+        }))
+        .collect();
+    (100..u32::MAX).find(|t| !used.contains(t)).unwrap_or(100)
 }
 
 /// What the sbr plugin does for `dev`: `from <addr>/32 lookup T` per address, and every
@@ -310,46 +330,109 @@ fn path_ok(p: &PathResult, iif: &str) -> bool {
 /// finding is an error on an end host whose default route leaves through I (the pod);
 /// on a forwarding host (node, router) or without a default route through I it is info.
 pub fn reply_path(st: &NetState, out: &mut Vec<Finding>) {
-    for i in st.links.iter().filter(|l| l.name != "lo") {
-        let locals = global_v4(st, &i.name);
-        if locals.is_empty() {
+    // Everything per device is gathered once, so that many devices cost little: the
+    // global IPv4 addresses, the devices of default routes, and the shared subnets
+    // (`j`, its address's subnet) that a reply could wrongly leave through.
+    let by_dev = global_v4_by_dev(st);
+    let ours: HashSet<IpAddr> = st.addrs.iter().map(|a| a.addr).collect();
+    let default_devs: HashSet<&str> = st
+        .routes
+        .iter()
+        .filter(|r| r.dst.len == 0 && r.dst.addr.is_ipv4() && r.kind == RouteType::Unicast)
+        .flat_map(|r| r.nexthops.iter().filter_map(|n| n.dev.as_deref()))
+        .collect();
+    let links: Vec<&Link> = st.links.iter().filter(|l| l.name != "lo").collect();
+    let mut shared = Vec::new();
+    for j in &links {
+        // replies to the world leaving through the default route's interface are normal
+        if default_devs.contains(j.name.as_str()) {
             continue;
         }
-        for j in st
-            .links
-            .iter()
-            .filter(|l| l.name != "lo" && l.name != i.name)
-        {
-            // replies to the world leaving through the default route's interface are normal
-            if has_default_route(st, &j.name) {
+        for jaddr in by_dev.get(j.name.as_str()).into_iter().flatten() {
+            // a real subnet shared with other hosts, not a /32 or point-to-point
+            if jaddr.prefix_len <= 30 {
+                shared.push((j.name.as_str(), jaddr.subnet()));
+            }
+        }
+    }
+    let max = crate::config::limits::REPLY_PATH_CHECKS;
+    let (mut checked, mut skipped) = (0usize, 0usize);
+    // the pairs whose replies go astray, in the order they are found
+    let mut bad = Vec::new();
+    for i in &links {
+        let Some(locals) = by_dev.get(i.name.as_str()) else {
+            continue;
+        };
+        for &(j, net) in shared.iter().filter(|(j, _)| *j != i.name) {
+            if locals.iter().any(|a| net.contains(a.addr)) {
                 continue;
             }
-            for jaddr in global_v4(st, &j.name) {
-                // a real subnet shared with other hosts, not a /32 or point-to-point
-                if jaddr.prefix_len > 30 {
+            let Some(peer) = peer_in(&ours, net) else {
+                continue;
+            };
+            for local in locals {
+                if checked == max {
+                    skipped += 1;
                     continue;
                 }
-                let net = jaddr.subnet();
-                if locals.iter().any(|a| net.contains(a.addr)) {
-                    continue;
-                }
-                let Some(peer) = peer_in(st, net) else {
-                    continue;
-                };
-                for local in &locals {
-                    let p = path(st, &i.name, local, peer);
-                    if path_ok(&p, &i.name) {
-                        continue;
-                    }
-                    out.push(reply_path_finding(
-                        st, &i.name, &j.name, local, net, peer, p,
-                    ));
+                checked += 1;
+                let p = path(st, &i.name, local, peer);
+                if !path_ok(&p, &i.name) {
+                    bad.push(Some((i.name.as_str(), j, *local, net, peer, p)));
                 }
             }
         }
     }
+    // The sbr fix of each `j` is a copy of the state: made once per `j`, one at a time.
+    let mut found: Vec<Option<Finding>> = (0..bad.len()).map(|_| None).collect();
+    let table = free_table(st);
+    for k in 0..bad.len() {
+        let Some(&(_, j, ..)) = bad[k].as_ref() else {
+            continue;
+        };
+        let (state, cmds) = apply_sbr(st, j, table);
+        let sbr = Fix { state, cmds };
+        for (n, slot) in bad.iter_mut().enumerate().skip(k) {
+            if slot.as_ref().is_none_or(|b| b.1 != j) {
+                continue;
+            }
+            if let Some((i, j, local, net, peer, p)) = slot.take() {
+                found[n] = Some(reply_path_finding(st, i, j, local, net, peer, p, &sbr));
+            }
+        }
+    }
+    out.extend(found.into_iter().flatten());
+    if skipped > 0 {
+        out.push(reply_path_truncated(checked, skipped));
+    }
 }
 
+/// The reply-path check stopped at its limit: say how much was left unchecked.
+fn reply_path_truncated(checked: usize, skipped: usize) -> Finding {
+    Finding {
+        id: "reply-path-truncated",
+        severity: Severity::Warning,
+        title: format!(
+            "reply paths checked for the first {checked} (address, other interface's subnet) \
+             pairs only; {skipped} more were not checked"
+        ),
+        detail: "Each pair costs two route lookups; netcheck stops at its limit so that a \
+                 namespace with very many interfaces and subnets is checked in bounded time. \
+                 Problems among the pairs not checked are not reported."
+            .into(),
+        evidence: Vec::new(),
+        fix: vec!["check the interfaces that matter with --route-get".into()],
+        snippet: None,
+    }
+}
+
+/// The state with `sbr` applied for one interface, and the commands that apply it.
+struct Fix {
+    state: NetState,
+    cmds: Vec<String>,
+}
+
+#[allow(clippy::too_many_arguments)] // the pair checked, its lookups and the fix
 fn reply_path_finding(
     st: &NetState,
     i: &str,
@@ -358,6 +441,7 @@ fn reply_path_finding(
     net: Prefix,
     peer: IpAddr,
     p: PathResult,
+    sbr: &Fix,
 ) -> Finding {
     let rpf = st.effective(i, "rp_filter");
     let reply_dev = p.reply.as_ref().map(|a| a.dev.clone()).ok();
@@ -383,8 +467,7 @@ lookup <table>`).",
     if let Some(v) = rpf {
         detail.push_str(&format!(" On {i}: {}.", rp_effect(v)));
     }
-    let table = free_table(st);
-    let (fixed, mut fix) = apply_sbr(st, j, table);
+    let (fixed, mut fix) = (&sbr.state, sbr.cmds.clone());
     let mut ev = p.ev;
     ev.push(Evidence {
         query: "ip rule".into(),
@@ -395,7 +478,7 @@ lookup <table>`).",
             .collect::<Vec<_>>()
             .join("; "),
     });
-    let after = path(&fixed, i, local, peer);
+    let after = path(fixed, i, local, peer);
     let works = path_ok(&after, i);
     for e in after.ev {
         ev.push(Evidence {
@@ -443,11 +526,11 @@ pub fn arp_sysctls(st: &NetState, out: &mut Vec<Finding>) {
     if !st.have_sysctl {
         return;
     }
+    let by_dev = global_v4_by_dev(st);
     for l in st.links.iter().filter(|l| l.name != "lo") {
-        let addrs = global_v4(st, &l.name);
-        if addrs.is_empty() {
+        let Some(addrs) = by_dev.get(l.name.as_str()) else {
             continue;
-        }
+        };
         let ign = st.effective(&l.name, "arp_ignore").unwrap_or(0);
         if ign == 8 {
             out.push(Finding {
@@ -475,3 +558,6 @@ pub fn arp_sysctls(st: &NetState, out: &mut Vec<Finding>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,6 +4,7 @@
 use super::{show, Evidence, Finding, Severity};
 use crate::netcheck::lookup::{lookup, Query};
 use crate::netcheck::model::*;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 /// Routes whose source the kernel borrows from one device, grouped by that source.
@@ -26,10 +27,37 @@ pub fn node_source(st: &NetState, rdma_netdevs: &[String], out: &mut Vec<Finding
     let main_src = main_source(st);
     let main_dev =
         main_src.and_then(|s| st.addrs.iter().find(|a| a.addr == s).map(|a| a.dev.clone()));
+    let (groups, skipped) = borrowed_sources(st, main_src);
+    if groups.is_empty() && skipped == 0 {
+        return;
+    }
     let order = device_order(st);
-    for g in borrowed_sources(st, main_src) {
+    for g in groups {
         let rdma = rdma_netdevs.contains(&g.src_dev);
         out.push(finding(st, g, rdma, main_src, main_dev.as_deref(), &order));
+    }
+    if skipped > 0 {
+        out.push(truncated(skipped));
+    }
+}
+
+/// The check stopped at its limit of lookups: say how many routes it left unchecked.
+fn truncated(skipped: usize) -> Finding {
+    let max = crate::config::limits::NODE_SOURCE_LOOKUPS;
+    Finding {
+        id: "node-source-truncated",
+        severity: Severity::Warning,
+        title: format!(
+            "the sources of routes through address-less devices were checked for the first \
+             {max} routes only; {skipped} more were not checked"
+        ),
+        detail: "Each route costs a route lookup; netcheck stops at its limit so that a \
+                 namespace with very many such routes is checked in bounded time. Problems \
+                 among the routes not checked are not reported."
+            .into(),
+        evidence: Vec::new(),
+        fix: vec!["check the routes that matter with --route-get".into()],
+        snippet: None,
     }
 }
 
@@ -45,9 +73,24 @@ fn main_source(st: &NetState) -> Option<IpAddr> {
 }
 
 /// Single-next-hop IPv4 routes through an address-less device whose looked-up source is
-/// another device's address (not `lo`, not the main source), grouped by that source.
-fn borrowed_sources(st: &NetState, main_src: Option<IpAddr>) -> Vec<Group> {
+/// another device's address (not `lo`, not the main source), grouped by that source; with
+/// the number of such routes left unchecked past `config::limits::NODE_SOURCE_LOOKUPS`.
+fn borrowed_sources(st: &NetState, main_src: Option<IpAddr>) -> (Vec<Group>, usize) {
     let mut groups: Vec<Group> = Vec::new();
+    // per address and device once: a scan of the addresses for each of many routes is
+    // quadratic
+    let v4_devs: HashSet<&str> = st
+        .addrs
+        .iter()
+        .filter(|a| a.addr.is_ipv4())
+        .map(|a| a.dev.as_str())
+        .collect();
+    let mut dev_of: HashMap<IpAddr, &str> = HashMap::new();
+    for a in &st.addrs {
+        dev_of.entry(a.addr).or_insert(a.dev.as_str());
+    }
+    let max = crate::config::limits::NODE_SOURCE_LOOKUPS;
+    let (mut looked, mut skipped) = (0usize, 0usize);
     for r in &st.routes {
         if r.kind != RouteType::Unicast || !r.dst.addr.is_ipv4() || r.prefsrc.is_some() {
             continue;
@@ -56,9 +99,14 @@ fn borrowed_sources(st: &NetState, main_src: Option<IpAddr>) -> Vec<Group> {
             continue;
         };
         let Some(dev) = &nh.dev else { continue };
-        if dev == "lo" || st.addrs_of(dev).any(|a| a.addr.is_ipv4()) {
+        if dev == "lo" || v4_devs.contains(dev.as_str()) {
             continue;
         }
+        if looked == max {
+            skipped += 1;
+            continue;
+        }
+        looked += 1;
         let target = if r.dst.is_host() {
             r.dst.addr
         } else {
@@ -71,12 +119,7 @@ fn borrowed_sources(st: &NetState, main_src: Option<IpAddr>) -> Vec<Group> {
             continue;
         }
         let Some(src) = a.prefsrc else { continue };
-        let Some(src_dev) = st
-            .addrs
-            .iter()
-            .find(|x| x.addr == src)
-            .map(|x| x.dev.clone())
-        else {
+        let Some(src_dev) = dev_of.get(&src).map(|d| d.to_string()) else {
             continue;
         };
         if src_dev == "lo" || Some(src) == main_src {
@@ -105,19 +148,21 @@ fn borrowed_sources(st: &NetState, main_src: Option<IpAddr>) -> Vec<Group> {
             }),
         }
     }
-    groups
+    (groups, skipped)
 }
 
 /// Devices in order with their IPv4 addresses: the order the kernel picks a source in.
 fn device_order(st: &NetState) -> Vec<String> {
+    let mut v4: HashMap<&str, Vec<String>> = HashMap::new();
+    for a in st.addrs.iter().filter(|a| a.addr.is_ipv4()) {
+        v4.entry(a.dev.as_str())
+            .or_default()
+            .push(a.addr.to_string());
+    }
     st.links
         .iter()
         .map(|l| {
-            let a: Vec<String> = st
-                .addrs_of(&l.name)
-                .filter(|a| a.addr.is_ipv4())
-                .map(|a| a.addr.to_string())
-                .collect();
+            let a = v4.remove(l.name.as_str()).unwrap_or_default();
             if a.is_empty() {
                 format!("{} (no IPv4)", l.name)
             } else {
