@@ -155,46 +155,71 @@ pub fn load_dir(dir: &Path) -> Result<NetState, String> {
         origin: dir.display().to_string(),
         ..Default::default()
     };
-    let at = |name: &'static str| move |e: String| format!("{}/{name}: {e}", dir.display());
-    let addr = read(dir, "addr.json")?.ok_or_else(|| format!("{}: no addr.json", dir.display()))?;
-    each(&addr, "links", limits::NETCHECK_LINKS, |i| match i {
-        Item::Element(l) => add_link(&l, &mut st),
-        Item::Entry(..) => Err("expected a JSON array of links".into()),
-    })
-    .map_err(at("addr.json"))?;
-    drop(addr);
-    st.links.sort_by_key(|l| l.index);
-    let route =
-        read(dir, "route.json")?.ok_or_else(|| format!("{}: no route.json", dir.display()))?;
-    each(&route, "routes", limits::NETCHECK_ROUTES, |i| match i {
-        Item::Element(r) => add_route(&r, &mut st),
-        Item::Entry(..) => Err("expected a JSON array of routes".into()),
-    })
-    .map_err(at("route.json"))?;
-    drop(route);
-    if let Some(rule) = read(dir, "rule.json")? {
-        each(&rule, "rules", limits::NETCHECK_RULES, |i| match i {
-            Item::Element(r) => add_rule(&r, &mut st),
-            Item::Entry(..) => Err("expected a JSON array of rules".into()),
-        })
-        .map_err(at("rule.json"))?;
-    }
-    if let Some(sysctl) = read(dir, "sysctl.json")? {
-        each(&sysctl, "sysctls", limits::NETCHECK_SYSCTLS, |i| match i {
-            Item::Entry(k, v) => {
-                let v = match v {
-                    Value::String(x) => x,
-                    other => other.to_string(),
-                };
-                st.sysctl.insert(k, v);
-                Ok(())
-            }
-            Item::Element(_) => Err("expected a JSON object of sysctls".into()),
-        })
-        .map_err(at("sysctl.json"))?;
-        st.have_sysctl = true;
+    for (file, name, required) in [
+        (StateFile::Addr, "addr.json", true),
+        (StateFile::Route, "route.json", true),
+        (StateFile::Rule, "rule.json", false),
+        (StateFile::Sysctl, "sysctl.json", false),
+    ] {
+        match read(dir, name)? {
+            Some(text) => add_text(&mut st, file, &text)
+                .map_err(|e| format!("{}/{name}: {e}", dir.display()))?,
+            None if required => return Err(format!("{}: no {name}", dir.display())),
+            None => {}
+        }
     }
     Ok(st)
+}
+
+/// The files of a saved state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateFile {
+    /// `addr.json`: `ip -j addr`.
+    Addr,
+    /// `route.json`: `ip -j route show table all`.
+    Route,
+    /// `rule.json`: `ip -j rule`.
+    Rule,
+    /// `sysctl.json`: the `net.ipv4` sysctls as one JSON object.
+    Sysctl,
+}
+
+/// Adds the text of one state file to `st`, one element at a time within the limits of
+/// `config::limits` (what [`load_dir`] does with each file; the fuzz target's entry).
+pub fn add_text(st: &mut NetState, file: StateFile, text: &str) -> Result<(), String> {
+    let array_of = |what: &str| Err(format!("expected a JSON array of {what}"));
+    match file {
+        StateFile::Addr => {
+            each(text, "links", limits::NETCHECK_LINKS, |i| match i {
+                Item::Element(l) => add_link(&l, st),
+                Item::Entry(..) => array_of("links"),
+            })?;
+            st.links.sort_by_key(|l| l.index);
+        }
+        StateFile::Route => each(text, "routes", limits::NETCHECK_ROUTES, |i| match i {
+            Item::Element(r) => add_route(&r, st),
+            Item::Entry(..) => array_of("routes"),
+        })?,
+        StateFile::Rule => each(text, "rules", limits::NETCHECK_RULES, |i| match i {
+            Item::Element(r) => add_rule(&r, st),
+            Item::Entry(..) => array_of("rules"),
+        })?,
+        StateFile::Sysctl => {
+            each(text, "sysctls", limits::NETCHECK_SYSCTLS, |i| match i {
+                Item::Entry(k, v) => {
+                    let v = match v {
+                        Value::String(x) => x,
+                        other => other.to_string(),
+                    };
+                    st.sysctl.insert(k, v);
+                    Ok(())
+                }
+                Item::Element(_) => Err("expected a JSON object of sysctls".into()),
+            })?;
+            st.have_sysctl = true;
+        }
+    }
+    Ok(())
 }
 
 /// Err when `v` is no array or has more than `max` elements (named `what`).
