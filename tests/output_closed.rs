@@ -29,7 +29,7 @@ fn big_outputs() -> Vec<Vec<String>> {
 
 /// The other commands that write to stdout, each with an output larger than a pipe's
 /// buffer where it can have one: netcheck (report, JSON, `--route-get`) on a saved state
-/// with 3,000 interfaces, `qp-table`, `synth --list`, `completions`, `man`.
+/// with 3,000 interfaces, `qp-table`, `interfaces`, `synth --list`, `completions`, `man`.
 fn other_commands() -> Vec<Vec<String>> {
     let state = netcheck_state();
     let state = state.to_str().unwrap();
@@ -43,13 +43,14 @@ fn other_commands() -> Vec<Vec<String>> {
         "{}/tests/fixtures/qptable/node-a.json",
         env!("CARGO_MANIFEST_DIR")
     );
-    let man = std::env::temp_dir().join(format!("rocetap-output-man-{}", std::process::id()));
+    let man = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("output-closed-man");
     let cmds = vec![
         vec!["netcheck", "--from", state, "-v"],
         vec!["netcheck", "--from", state, "--format", "json"],
         route_get,
         route_get_json,
         vec!["qp-table", &qp],
+        vec!["interfaces"],
         vec!["synth", "--list"],
         vec!["completions", "bash"],
         vec!["man", "--out-dir", man.to_str().unwrap()],
@@ -60,11 +61,11 @@ fn other_commands() -> Vec<Vec<String>> {
 }
 
 /// A saved namespace state (`ip -j` dumps and sysctls) whose netcheck report is large:
-/// 3,000 interfaces, each with its sysctls' effects. Written once per test process.
+/// 3,000 interfaces, each with its sysctls' effects. Written once per test process under cargo's scratch directory for tests.
 fn netcheck_state() -> std::path::PathBuf {
     static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("rocetap-output-state-{}", std::process::id()));
+        let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("output-closed-state");
         std::fs::create_dir_all(&d).unwrap();
         let mut links = vec![
             serde_json::json!({"ifindex": 2, "ifname": "eth0", "flags": ["UP"],
