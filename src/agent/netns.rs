@@ -264,6 +264,26 @@ mod tests {
             pod_of(&roots, 4242).unwrap().name,
             "uid:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
         );
+        // what the pod put there is read bounded and never waited on: a FIFO, an endless
+        // device and a 1 GiB file as its hostname are passed over (the uid stands in)
+        let host = p.join("root/etc/hostname");
+        let t = std::time::Instant::now();
+        nix::unistd::mkfifo(&host, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(pod_of(&roots, 4242).unwrap().name.starts_with("uid:"));
+        std::fs::remove_file(&host).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &host).unwrap();
+        assert!(pod_of(&roots, 4242).unwrap().name.starts_with("uid:"));
+        std::fs::remove_file(&host).unwrap();
+        std::fs::File::create(&host)
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        assert!(pod_of(&roots, 4242).unwrap().name.starts_with("uid:"));
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
         assert_eq!(pod_of(&roots, 1), None, "no such process");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -75,3 +75,26 @@ impl HwReader {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_that_is_a_fifo_neither_blocks_nor_counts() {
+        let root = std::env::temp_dir().join(format!("rocetap-hw-{}", std::process::id()));
+        let c = root.join("class/infiniband/mlx5_0/ports/1/hw_counters");
+        std::fs::create_dir_all(&c).unwrap();
+        std::fs::write(c.join("out_of_sequence"), "7\n").unwrap();
+        let mut r = HwReader::new(&root, &["mlx5_0".to_string()]);
+        let now = Instant::now();
+        assert_eq!(r.read(now).len(), 1);
+        nix::unistd::mkfifo(&c.join("packet_seq_err"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(
+            r.read(now).is_empty(),
+            "a port whose counters cannot be read shows none"
+        );
+        assert!(now.elapsed() < std::time::Duration::from_secs(2));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
