@@ -64,10 +64,10 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
 }
 
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
+    // bounded, regular files only (`sysfile`), like every procfs read
+    rocetap::sysfile::value(std::path::Path::new("/proc/sys/kernel/hostname"))
         .ok()
-        .filter(|s| !s.is_empty())
+        .flatten()
         .unwrap_or_else(|| "localhost".into())
 }
 
