@@ -352,6 +352,116 @@ fn two_nads_sharing_a_range() {
     assert!(f[0]["title"].as_str().unwrap().contains("separate pool"));
 }
 
+/// `kubectl get net-attach-def -A -o json` of `n` NADs, each in its own namespace, all
+/// with `range` (and `network_name` for those `named` picks).
+fn nad_list(n: usize, range: &str, named: impl Fn(usize) -> Option<String>) -> String {
+    let items: Vec<Value> = (0..n)
+        .map(|i| {
+            let mut ipam = json!({"type": "whereabouts", "range": range});
+            if let Some(nn) = named(i) {
+                ipam["network_name"] = json!(nn);
+            }
+            let cfg = json!({"cniVersion": "0.3.1", "name": "shared",
+                "plugins": [{"type": "sriov", "ipam": ipam}, {"type": "sbr"}]});
+            json!({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+                "metadata": {"name": format!("nad-{i}"), "namespace": format!("ns-{i}"),
+                    "annotations": {"k8s.v1.cni.cncf.io/resourceName": "nvidia.com/rdma_rail0"}},
+                "spec": {"config": cfg.to_string()}})
+        })
+        .collect();
+    serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "List", "items": items}))
+        .unwrap()
+}
+
+/// Runs the lint under a 1 GiB address-space limit; (exit code, stdout, time taken).
+fn bounded(args: &[&str]) -> (i32, String, Duration) {
+    let start = Instant::now();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576; exec \"$0\" netcheck \"$@\"")
+        .arg(bin())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let code = o.status.code().unwrap_or(-1);
+    assert!(
+        code == 0 || code == 1,
+        "{args:?}: exit {code}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (
+        code,
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        start.elapsed(),
+    )
+}
+
+#[test]
+fn two_thousand_nads_sharing_a_range_are_one_finding() {
+    // Was: one finding per pair (1,999,000 of them), 1 GB of text, 4.1 GiB.
+    let t = TempDir::new("nad-2000");
+    let p = t.path("list.json");
+    std::fs::write(&p, nad_list(2000, "198.18.0.0/16", |_| None)).unwrap();
+    let (code, out, took) = bounded(&["--format", "json", "--nad", &s(&p)]);
+    assert_eq!(code, 1); // the 2,000 ARP flux warnings
+    assert!(out.len() < 8 << 20, "{} bytes of JSON", out.len());
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let f = with_id(&v, "nad-range-overlap");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0]["severity"], "info");
+    let nads = f[0]["nads"].as_array().unwrap();
+    assert_eq!(nads.len(), 2000);
+    assert_eq!(
+        (&nads[0]["name"], &nads[1999]["name"]),
+        (&json!("nad-0"), &json!("nad-1999"))
+    );
+    assert_eq!(nads[5]["ranges"], "198.18.0.0/16");
+    let title = f[0]["title"].as_str().unwrap();
+    assert!(
+        title.contains("ns-0/nad-0 and 1999 other NADs (NetworkAttachmentDefinition ns-1/nad-1"),
+        "{title}"
+    );
+    // the arp-flux findings name a few others, not all 1,999
+    let flux = with_id(&v, "nad-arp-flux");
+    assert_eq!(flux.len(), 2000);
+    assert!(flux[0]["title"]
+        .as_str()
+        .unwrap()
+        .contains("... (1999 in all)"));
+    // the text names a bounded list too
+    let (_, text, took) = bounded(&["--nad", &s(&p)]);
+    assert!(text.len() < 4 << 20, "{} bytes of text", text.len());
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_eq!(text.matches("nad-range-overlap").count(), 1);
+    assert!(
+        text.contains("and 1992 more  ->  2000 NADs in all"),
+        "{text:.2000}"
+    );
+    // 3,000, every tenth in a pool of its own name: one group in separate pools, an error
+    std::fs::write(
+        &p,
+        nad_list(3000, "198.18.0.0/16", |i| {
+            (i % 10 == 0).then(|| format!("pool{i}"))
+        }),
+    )
+    .unwrap();
+    let (code, out, took) = bounded(&["--format", "json", "--nad", &s(&p)]);
+    assert_eq!(code, 1);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let f = with_id(&v, "nad-range-overlap");
+    assert_eq!((f.len(), &f[0]["severity"]), (1, &json!("error")));
+    assert_eq!(f[0]["nads"].as_array().unwrap().len(), 3000);
+    assert_eq!(f[0]["nads"][10]["network_name"], "pool10");
+    assert!(f[0]["title"]
+        .as_str()
+        .unwrap()
+        .contains("in a separate pool"));
+}
+
 #[test]
 fn too_few_addresses_for_128_nodes_with_4_vfs_is_a_warning_with_numbers() {
     let t = TempDir::new("nad-capacity");

@@ -245,9 +245,9 @@ fn s_at<'a>(n: &'a Node, path: &[&str]) -> Option<&'a Node> {
 /// Where `spec.config`'s text sits in the file: a literal block line by line (its
 /// position is that of its first content line); a one-line plain or quoted scalar only
 /// when written without escapes (else columns inside it would be off).
-fn config_map(text: &str, c: &Node) -> Option<super::cni::ConfigMap> {
+fn config_map(src: &Source, c: &Node) -> Option<super::cni::ConfigMap> {
     let v = c.str()?;
-    let line = text.lines().nth(c.pos.line.checked_sub(1)?)?;
+    let line = src.line(c.pos.line)?;
     match c.style {
         Style::Literal => Some(super::cni::ConfigMap {
             line: c.pos.line,
@@ -267,20 +267,52 @@ fn config_map(text: &str, c: &Node) -> Option<super::cni::ConfigMap> {
     }
 }
 
+/// An input's text with where each of its lines starts, found once: looking a line up
+/// by counting from the top for every NAD would grow with the square of the file.
+struct Source<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> Source<'a> {
+    fn new(text: &'a str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Source { text, starts }
+    }
+    /// Line `n` (counted from 1) without its line break, as `str::lines` gives it.
+    fn line(&self, n: usize) -> Option<&'a str> {
+        let a = *self.starts.get(n.checked_sub(1)?)?;
+        let b = self.starts.get(n).map_or(self.text.len(), |e| e - 1);
+        (a < self.text.len() || n == 1).then(|| {
+            let l = &self.text[a..b.max(a)];
+            l.strip_suffix('\r').unwrap_or(l)
+        })
+    }
+}
+
 /// Reads NAD / policy objects from `paths` into `inp`.
 pub fn load_objects(paths: &[PathBuf], inp: &mut Inputs) -> Result<(), LoadError> {
     for p in paths {
         let (name, text) = read_text(p)?;
         let docs = parse_docs(&name, &text)?;
         inp.files.push(name.clone());
+        let src = Source::new(&text);
         for (i, d) in docs.iter().enumerate() {
-            object(&name, &text, d, i + 1, inp)?;
+            object(&name, &src, d, i + 1, inp)?;
         }
     }
     Ok(())
 }
 
-fn object(name: &str, text: &str, d: &Node, doc: usize, inp: &mut Inputs) -> Result<(), LoadError> {
+fn object(
+    name: &str,
+    text: &Source,
+    d: &Node,
+    doc: usize,
+    inp: &mut Inputs,
+) -> Result<(), LoadError> {
     let here = |p: Pos| format!("{name}:{}:{}", p.line, p.col);
     if d.map().is_none() {
         return Err(LoadError(format!(

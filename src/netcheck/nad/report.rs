@@ -5,7 +5,7 @@
 
 use super::ipv4::ip;
 use super::objects::ObjRef;
-use super::rules::{fixed_config, Host, Lint, Overlap, Rule};
+use super::rules::{fixed_config, Host, Lint, Overlap, OverlapMember, Rule};
 use crate::netcheck::checks::{Evidence, Finding, Severity};
 use crate::netcheck::report::{plural, write_body};
 use crate::report::style::{Paint, Tone};
@@ -57,6 +57,29 @@ pub struct NadFinding {
     /// The whole corrected `spec.config`, for findings that have one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fixed_config: Option<serde_json::Value>,
+    /// Every NAD of an overlap group (`nad-range-overlap`), the finding's own first; empty
+    /// (and left out) for other findings.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nads: Vec<GroupNad>,
+}
+
+/// One NAD of an overlap group, as the JSON report lists it (`nads`).
+#[derive(Serialize, Clone, Debug)]
+pub struct GroupNad {
+    /// `NetworkAttachmentDefinition`.
+    pub kind: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// Its ranges as written, comma-separated.
+    pub ranges: String,
+    /// Its resource (without the `nvidia.com/` prefix), when annotated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// Its whereabouts `network_name`, when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_name: Option<String>,
 }
 
 /// How many objects of each kind were read (JSON `objects`).
@@ -132,11 +155,94 @@ fn ev(q: impl Into<String>, a: impl Into<String>) -> Evidence {
 /// At most four of a list, then how many in all.
 fn few(items: Vec<String>) -> String {
     let n = items.len();
-    if n <= 4 {
+    few_of(items, n)
+}
+
+/// The first (at most four) of `total` items, then how many in all.
+fn few_of(mut items: Vec<String>, total: usize) -> String {
+    items.truncate(4);
+    if total <= items.len() {
         items.join(", ")
     } else {
-        format!("{}, ... ({n} in all)", items[..4].join(", "))
+        format!("{}, ... ({total} in all)", items.join(", "))
     }
+}
+
+/// How many NADs of an overlap group its evidence lists one per line; the JSON `nads`
+/// list holds them all.
+const OVERLAP_EVIDENCE: usize = 8;
+
+/// The words of an overlap group: one pool, separate pools or several rails.
+fn overlap_words(nads: &[OverlapMember], kind: Overlap) -> Words {
+    let who = obj(&nads[0].obj);
+    let n = nads.len();
+    let mine = &nads[0].ranges;
+    // the others by name while they are few, else how many and the first four
+    let others = |f: &dyn Fn(&OverlapMember) -> String| {
+        let named: Vec<String> = nads[1..].iter().take(4).map(f).collect();
+        if n - 1 <= named.len() {
+            named.join(", ")
+        } else {
+            format!("{} other NADs ({}, ...)", n - 1, named.join(", "))
+        }
+    };
+    let mut x = match kind {
+        Overlap::SharedPool => w(
+            format!("{who} and {} share one whereabouts pool ({mine})", others(&|m| obj(&m.obj))),
+            "The same range without a different network_name is one IPPool: addresses are unique across these NADs, which is fine when intended.",
+            vec!["set network_name on each if they are meant to be separate networks (and then give them ranges that do not overlap)".into()],
+        ),
+        Overlap::SeparatePools => {
+            let mut names: Vec<&str> = nads
+                .iter()
+                .map(|m| m.network_name.as_deref().unwrap_or("none"))
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            let quoted: Vec<String> = names.iter().take(4).map(|n| format!("{n:?}")).collect();
+            w(
+                format!(
+                    "{who} ({mine}) overlaps {} in a separate pool: the same address can go to two pods",
+                    others(&|m| format!("{} ({})", obj(&m.obj), m.ranges))
+                ),
+                format!("whereabouts keeps one IPPool per range and network_name (here {}); pools do not know about each other.", few_of(quoted, names.len())),
+                vec!["use ranges that do not overlap, or the very same range and network_name to share one pool".into()],
+            )
+        }
+        Overlap::AcrossRails => w(
+            format!(
+                "{who} ({mine}, resource {}) overlaps {}: two rails share addresses",
+                nads[0].resource.as_deref().unwrap_or("none"),
+                others(&|m| format!(
+                    "{} ({}, resource {})",
+                    obj(&m.obj),
+                    m.ranges,
+                    m.resource.as_deref().unwrap_or("none")
+                ))
+            ),
+            "Different resources are different PFs and ToRs: overlapping ranges give duplicate addresses and routes that point at the wrong rail.",
+            vec!["give every rail its own subnet and range".into()],
+        ),
+    };
+    for m in nads.iter().take(OVERLAP_EVIDENCE) {
+        x.evidence.push(ev(obj(&m.obj), member_facts(m)));
+    }
+    if n > OVERLAP_EVIDENCE {
+        x.evidence.push(ev(
+            format!("and {} more", n - OVERLAP_EVIDENCE),
+            format!("{n} NADs in all (every one in the JSON report's `nads`)"),
+        ));
+    }
+    x
+}
+
+fn member_facts(m: &OverlapMember) -> String {
+    format!(
+        "{}, resource {}, network_name {}",
+        m.ranges,
+        m.resource.as_deref().unwrap_or("none"),
+        m.network_name.as_deref().unwrap_or("none")
+    )
 }
 
 fn hosts_list(hs: &[Host]) -> String {
@@ -235,19 +341,7 @@ fn words(l: &Lint) -> Words {
                 cap_of(prefix_for(*needed))
             )],
         ),
-        Rule::Overlap { other, mine, theirs, kind } => match kind {
-            Overlap::SharedPool => w(format!("{who} and {} share one whereabouts pool ({mine})", obj(other)), "The same range without a different network_name is one IPPool: addresses are unique across both NADs, which is fine when intended.", vec!["set network_name on both if they are meant to be separate networks (and then give them ranges that do not overlap)".into()]),
-            Overlap::SeparatePools { mine: a, theirs: b } => w(
-                format!("{who} ({mine}) overlaps {} ({theirs}) in a separate pool: the same address can go to two pods", obj(other)),
-                format!("whereabouts keeps one IPPool per range and network_name (here {:?} and {:?}); pools do not know about each other.", a.as_deref().unwrap_or("none"), b.as_deref().unwrap_or("none")),
-                vec!["use ranges that do not overlap, or the very same range and network_name to share one pool".into()],
-            ),
-            Overlap::AcrossRails { mine: a, theirs: b } => w(
-                format!("{who} ({mine}, resource {a}) overlaps {} ({theirs}, resource {b}): two rails share addresses", obj(other)),
-                "Different resources are different PFs and ToRs: overlapping ranges give duplicate addresses and routes that point at the wrong rail.",
-                vec!["give every rail its own subnet and range".into()],
-            ),
-        },
+        Rule::Overlap { nads, kind } => overlap_words(nads, *kind),
         Rule::SbrNoGateway { subnet, peers } => {
             let mut x = w(
                 format!(
@@ -265,10 +359,10 @@ fn words(l: &Lint) -> Words {
         Rule::SbrOptionIgnored { option, installed, needs } => w(format!("{who}: the installed sbr {installed} ignores {option:?} (needs {needs})"), "Older plugin binaries silently ignore keys they do not know: the option has no effect.", vec![format!("install CNI plugins {needs}, or drop {option:?}")]),
         Rule::SbrOptionUnverified { option, needs } => w(format!("{who}: sbr option {option:?} needs CNI plugins {needs}; the installed version is unknown"), "Older sbr binaries silently ignore it.", vec!["give --cni-bin-dir /opt/cni/bin or --sbr-version X.Y.Z to check".into()]),
         Rule::SbrNotInstalled { dir } => w(format!("{who} chains sbr, but {dir} has no sbr binary"), "The pod fails to start: `failed to find plugin \"sbr\" in path`.", vec!["install the CNI reference plugins (containernetworking/plugins) into the CNI bin directory".into()]),
-        Rule::ArpFlux { subnet, others, missing } => w(
+        Rule::ArpFlux { subnet, others, others_total, missing } => w(
             format!(
                 "{who}: several RDMA interfaces in {subnet} (with {}) without the tuning sysctls against ARP flux ({})",
-                few(others.iter().map(obj).collect()),
+                few_of(others.iter().map(obj).collect(), *others_total),
                 missing.join(", ")
             ),
             "With two interfaces in one subnet Linux answers ARP for either address on both, and may send from one through the other; peers then learn the wrong MAC and RDMA traffic lands on the wrong VF.",
@@ -333,6 +427,20 @@ pub fn finding(l: &Lint) -> NadFinding {
             column: p.col,
         }),
         fixed_config: fixed,
+        nads: match &l.rule {
+            Rule::Overlap { nads, .. } => nads
+                .iter()
+                .map(|m| GroupNad {
+                    kind: m.obj.kind.clone(),
+                    namespace: m.obj.namespace.clone(),
+                    name: m.obj.name.clone(),
+                    ranges: m.ranges.clone(),
+                    resource: m.resource.clone(),
+                    network_name: m.network_name.clone(),
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
     }
 }
 

@@ -104,6 +104,10 @@ pub const SBR_OPTIONS: &[(&str, Needs)] = &[
     ("addSourceHints", Needs::NewerThan(Version(1, 9, 1, 0))),
 ];
 
+/// How many of the other NADs in a subnet an `nad-arp-flux` finding names: every NAD of
+/// the subnet gets one, so naming all would grow with the square of the NADs.
+pub const ARP_FLUX_NAMED: usize = 4;
+
 /// A host address that whereabouts would hand to a pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
@@ -116,25 +120,29 @@ pub struct Host {
     pub gateway: bool,
 }
 
-/// How two NADs' overlapping ranges relate, which decides whether the overlap is a mistake.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How the NADs of one overlap group relate, which decides whether the overlap is a mistake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Overlap {
-    /// The same range and network_name: one whereabouts pool.
+    /// All of them have the same range and network_name: one whereabouts pool.
     SharedPool,
-    /// Overlapping ranges in separate pools: duplicate addresses.
-    SeparatePools {
-        /// This NAD's `network_name`; `None` when it has none.
-        mine: Option<String>,
-        /// The other NAD's `network_name`; `None` when it has none.
-        theirs: Option<String>,
-    },
+    /// Overlapping ranges in separate pools (another range or network_name): duplicate
+    /// addresses.
+    SeparatePools,
     /// Different resources (rails) with overlapping ranges.
-    AcrossRails {
-        /// This NAD's resource.
-        mine: String,
-        /// The other NAD's resource.
-        theirs: String,
-    },
+    AcrossRails,
+}
+
+/// One NAD of an overlap group, with what decides the pool it draws from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverlapMember {
+    /// The NAD.
+    pub obj: ObjRef,
+    /// Its ranges as written, comma-separated.
+    pub ranges: String,
+    /// Its resource, without the `nvidia.com/` prefix; `None` without the annotation.
+    pub resource: Option<String>,
+    /// Its whereabouts `network_name`; `None` when it has none.
+    pub network_name: Option<String>,
 }
 
 /// One finding of the NAD lint, with the values that prove it; [`Rule::id`] is its stable JSON id,
@@ -280,15 +288,13 @@ pub enum Rule {
         /// Addresses the VFs can ask for at most (`pfs × vfs_per_pf`).
         needed: u64,
     },
-    /// Two NADs' ranges overlap; what that means is in `kind` (only `SharedPool` may be intended).
+    /// The ranges of several NADs overlap, directly or through one another: one finding per
+    /// such group, about its first NAD; what the overlap means is in `kind` (only
+    /// `SharedPool` may be intended).
     Overlap {
-        /// The other NAD.
-        other: ObjRef,
-        /// This NAD's ranges as written, comma-separated.
-        mine: String,
-        /// The other NAD's ranges as written.
-        theirs: String,
-        /// Whether it is one pool, two pools, or two rails.
+        /// Every NAD of the group, in input order (the finding's own NAD first).
+        nads: Vec<OverlapMember>,
+        /// Whether it is one pool, separate pools, or several rails.
         kind: Overlap,
     },
     /// An RDMA NAD chains sbr but its IPAM has no gateway while peers are off-subnet: sbr's table
@@ -327,8 +333,10 @@ pub enum Rule {
     ArpFlux {
         /// The shared subnet.
         subnet: Cidr,
-        /// The other NADs in it.
+        /// The first few other NADs in it (at most [`ARP_FLUX_NAMED`]).
         others: Vec<ObjRef>,
+        /// How many other NADs are in it, named or not.
+        others_total: usize,
         /// The sysctls this NAD's tuning plugin does not set to a value that prevents it
         /// (`arp_ignore`, `arp_announce`, `arp_filter`, `rp_filter`).
         missing: Vec<&'static str>,
