@@ -21,3 +21,4 @@ pub mod qptable;
 pub mod report;
 pub mod synth;
 pub mod tui;
+pub mod yaml;

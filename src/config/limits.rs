@@ -9,6 +9,30 @@
 
 // ---- YAML inputs (NADs, the agent's configuration) ----
 
+/// The most text the YAML reader (`crate::yaml`) takes in one input, in bytes (64 MiB):
+/// `kubectl get net-attach-def -A -o yaml` of a large cluster fits many times over, and a
+/// larger file is refused before it is read into memory (the NAD lint's files and standard
+/// input are read up to this many bytes and no further).
+pub const YAML_MAX_BYTES: usize = 64 << 20;
+
+/// The deepest nesting of YAML mappings and sequences (64): Kubernetes objects nest a
+/// dozen levels; deeper input is an error, not a stack overflow.
+pub const YAML_MAX_DEPTH: usize = 64;
+
+/// The most values one YAML input may hold, aliases counted with the size of what they
+/// expand to (1,000,000): a NAD is a dozen values, so 3,000 of them are 40,000; at the
+/// limit the tree is ~120 MiB (measured: a 10 MB file of 2.5M one-letter items is
+/// refused at 116 MiB RSS).
+pub const YAML_MAX_VALUES: usize = 1_000_000;
+
+/// The most values YAML aliases may add to one input, each alias counted with the size of
+/// what it expands to (100,000): anchors and merge keys in real manifests add a few
+/// hundred; an alias bomb is refused here after ~20 MiB of expansion.
+pub const YAML_MAX_ALIAS_VALUES: usize = 100_000;
+
+/// The largest agent `--config` file (1 MiB): it holds a few dozen options.
+pub const AGENT_CONFIG_MAX_BYTES: u64 = 1 << 20;
+
 // ---- captures (pcap, pcapng) ----
 
 // ---- other ----

@@ -6,8 +6,8 @@
 
 use super::ipv4::{parse_ip, Cidr};
 #[cfg(test)]
-use super::yaml::Style;
-use super::yaml::{self, Node, Pos};
+use crate::yaml::Style;
+use crate::yaml::{self, Node, Pos};
 use serde_json::{json, Value};
 
 /// The CNI specification versions a `cniVersion` may name; anything else is `nad-cni-version`.

@@ -15,7 +15,6 @@ pub mod objects;
 pub mod report;
 pub mod rules;
 pub mod sbrver;
-pub mod yaml;
 
 use crate::netcheck::checks::Severity;
 use objects::{Inputs, LoadError};

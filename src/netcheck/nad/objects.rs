@@ -7,13 +7,14 @@
 //! left alone, so a directory of mixed manifests can be linted as it is.
 
 use super::ipv4::{parse_ip, Cidr};
-use super::yaml::{self, Node, Pos, Style, Value};
+use crate::config::limits::YAML_MAX_BYTES;
+use crate::yaml::{self, Node, Pos, Style, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The largest input file read, in bytes (64 MiB); a larger file is refused rather than read into
-/// memory.
-pub const MAX_INPUT: u64 = 64 << 20;
+/// The largest input file read, in bytes: the YAML reader's limit (`config::limits`); a
+/// larger file is refused rather than read into memory.
+const MAX_INPUT: u64 = YAML_MAX_BYTES as u64;
 
 /// Why an input could not be read or understood, in one line that names the file (and, where known,
 /// line and column).

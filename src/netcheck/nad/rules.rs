@@ -6,8 +6,8 @@
 use super::cni;
 use super::ipv4::{Cidr, Set};
 use super::objects::{Inputs, Loc, Nad, ObjRef};
-use super::yaml::Pos;
 use crate::netcheck::checks::Severity;
+use crate::yaml::Pos;
 
 mod cross;
 mod ipam;

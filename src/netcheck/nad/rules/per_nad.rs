@@ -11,7 +11,7 @@ use crate::netcheck::checks::Severity;
 use crate::netcheck::nad::cni::{self, Config, ConfigError, Ipam, Plugin};
 use crate::netcheck::nad::ipv4::Cidr;
 use crate::netcheck::nad::objects::{Inputs, Nad, Policy};
-use crate::netcheck::nad::yaml::{Node, Pos};
+use crate::yaml::{Node, Pos};
 
 pub(super) fn lint_nad<'a>(
     nad: &'a Nad,

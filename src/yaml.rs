@@ -1,9 +1,12 @@
-//! YAML (and JSON, which is YAML's flow style) into a small tree that remembers where every
-//! value started (line and column), built from yaml-rust2's event stream. Hostile input is
-//! bounded here: nesting deeper than `MAX_DEPTH` and more than `MAX_NODES` values per input
-//! (aliases count with the size of what they expand to, so a billion-laughs document stops
-//! after a million nodes, not after a billion) are errors, never a stack overflow or an
-//! exhausted memory. The tree is built with an explicit stack, never by recursion.
+//! The one YAML reader of rocetap, for every YAML input (NADs, policies and nodes files of
+//! `netcheck --nad`, the agent's `--config`): YAML (and JSON, which is YAML's flow style)
+//! into a small tree that remembers where every value started (line and column), built
+//! from yaml-rust2's event stream. Hostile input is bounded here, by the limits of
+//! `config::limits`: more than `YAML_MAX_BYTES` of text, nesting deeper than
+//! `YAML_MAX_DEPTH` and more than `YAML_MAX_VALUES` values per input (aliases count with
+//! the size of what they expand to, so a billion-laughs document stops after that many
+//! values, not after a billion) are errors, never a stack overflow or an exhausted
+//! memory. The tree is built with an explicit stack, never by recursion.
 //! Scalars are typed with the YAML 1.2 core schema (plain `true`, `8`, `null`; quoted ones
 //! stay strings); `<<` merge keys are honoured, as Kubernetes' YAML reader does.
 
@@ -11,11 +14,9 @@ use std::collections::HashMap;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
-/// The deepest nesting of mappings and sequences accepted; deeper input is an error, not a stack
-/// overflow.
-pub const MAX_DEPTH: usize = 64;
-/// The most values one input may hold, aliases counted with the size of what they expand to.
-pub const MAX_NODES: usize = 1_000_000;
+use crate::config::limits::{
+    YAML_MAX_ALIAS_VALUES, YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_VALUES,
+};
 
 /// 1-based line and column.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -278,12 +279,23 @@ fn finish_map(entries: Vec<(String, Pos, Node)>) -> Result<Vec<(String, Pos, Nod
 
 /// Every document of `text`, in order; empty documents are left out.
 pub fn load(text: &str) -> Result<Vec<Node>, YamlError> {
+    if text.len() > YAML_MAX_BYTES {
+        return Err(YamlError {
+            pos: None,
+            msg: format!("larger than {} MiB", YAML_MAX_BYTES >> 20),
+        });
+    }
     let mut parser = Parser::new_from_str(text);
     let mut l = Loader::default();
     loop {
         let (ev, mark) = parser.next_token().map_err(|e| YamlError {
             pos: Some(pos(e.marker())),
-            msg: e.info().to_string(),
+            // the scanner's own bound on flow nesting (deeper than ours): said as ours
+            msg: if e.info() == "recursion limit exceeded" {
+                format!("nested deeper than {YAML_MAX_DEPTH} levels")
+            } else {
+                e.info().to_string()
+            },
         })?;
         let p = pos(&mark);
         let done: Option<(Node, usize)> = match ev {
@@ -327,6 +339,8 @@ struct Loader {
     stack: Vec<Frame>,
     anchors: HashMap<usize, Node>,
     total: usize,
+    /// Values added by aliases so far.
+    aliased: usize,
     root: Option<Node>,
     docs: Vec<Node>,
 }
@@ -334,8 +348,8 @@ struct Loader {
 impl Loader {
     fn count(&mut self, n: usize, p: Pos, what: &str) -> Result<(), YamlError> {
         self.total = self.total.saturating_add(n);
-        if self.total > MAX_NODES {
-            return Err(err(p, format!("more than {MAX_NODES} values{what}")));
+        if self.total > YAML_MAX_VALUES {
+            return Err(err(p, format!("more than {YAML_MAX_VALUES} values{what}")));
         }
         Ok(())
     }
@@ -355,6 +369,13 @@ impl Loader {
             .get(&id)
             .ok_or_else(|| err(p, "an alias to an unknown anchor"))?;
         let size = n.size;
+        self.aliased = self.aliased.saturating_add(size);
+        if self.aliased > YAML_MAX_ALIAS_VALUES {
+            return Err(err(
+                p,
+                format!("more than {YAML_MAX_ALIAS_VALUES} values after expanding aliases (an alias bomb?)"),
+            ));
+        }
         let mut n = n.clone();
         self.count(size, p, " after expanding aliases (an alias bomb?)")?;
         n.pos = p;
@@ -387,8 +408,11 @@ impl Loader {
     /// A sequence (`seq`) or mapping starts.
     fn open(&mut self, seq: bool, anchor: usize, p: Pos) -> Result<(), YamlError> {
         self.count(1, p, "")?;
-        if self.stack.len() >= MAX_DEPTH {
-            return Err(err(p, format!("nested deeper than {MAX_DEPTH} levels")));
+        if self.stack.len() >= YAML_MAX_DEPTH {
+            return Err(err(
+                p,
+                format!("nested deeper than {YAML_MAX_DEPTH} levels"),
+            ));
         }
         self.stack.push(if seq {
             Frame::Seq {
