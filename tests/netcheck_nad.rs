@@ -463,6 +463,71 @@ fn two_thousand_nads_sharing_a_range_are_one_finding() {
 }
 
 #[test]
+fn invalid_static_addresses_are_errors() {
+    // Was: no finding at all (exit 0); the static plugin fails the pod's network setup.
+    let t = TempDir::new("nad-static");
+    let p = t.path("static.yaml");
+    let cfg = r#"{"cniVersion": "0.4.0", "name": "st", "plugins": [{"type": "sriov", "ipam": {"type": "static", "addresses": [{"address": "198.51.100.7/33", "gateway": "198.51.100.254"}, {"address": "2001:db8::7/129"}, {"address": "198.51.100.300/24"}, {"address": "198.51.100.8"}, {"address": "198.51.100.9/24", "gateway": "198.51.100.x"}]}}, {"type": "sbr"}]}"#;
+    std::fs::write(
+        &p,
+        format!("apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: st\nspec:\n  config: '{cfg}'\n"),
+    )
+    .unwrap();
+    let (code, v) = lint(&[&p], &[]);
+    assert_eq!(code, 1);
+    let f = with_id(&v, "nad-static-address");
+    let got: Vec<(&str, &str)> = f
+        .iter()
+        .map(|x| (x["path"].as_str().unwrap(), x["title"].as_str().unwrap()))
+        .collect();
+    let at = |i: usize, k: &str| format!("spec.config.plugins[0].ipam.addresses[{i}].{k}");
+    assert_eq!(got.len(), 5, "{v:#}");
+    assert_eq!(got[0].0, at(0, "address"));
+    assert!(
+        got[0]
+            .1
+            .ends_with("static address \"198.51.100.7/33\" has a prefix longer than /32"),
+        "{}",
+        got[0].1
+    );
+    assert!(
+        got[1]
+            .1
+            .ends_with("\"2001:db8::7/129\" has a prefix longer than /128"),
+        "{}",
+        got[1].1
+    );
+    assert!(
+        got[2]
+            .1
+            .ends_with("\"198.51.100.300/24\" is not an IP address/prefix"),
+        "{}",
+        got[2].1
+    );
+    assert!(
+        got[3].1.ends_with("\"198.51.100.8\" has no prefix length"),
+        "{}",
+        got[3].1
+    );
+    assert_eq!(got[4].0, at(4, "gateway"));
+    assert!(f.iter().all(|x| x["severity"] == "error"));
+    // the valid ones are quiet
+    let ok = cfg
+        .replace("/33", "/32")
+        .replace("/129", "/128")
+        .replace(".300/", ".30/")
+        .replace("198.51.100.8\"", "198.51.100.8/24\"")
+        .replace("100.x", "100.254");
+    std::fs::write(
+        &p,
+        format!("apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: st\nspec:\n  config: '{ok}'\n"),
+    )
+    .unwrap();
+    let (_, v) = lint(&[&p], &[]);
+    assert!(with_id(&v, "nad-static-address").is_empty(), "{v:#}");
+}
+
+#[test]
 fn too_few_addresses_for_128_nodes_with_4_vfs_is_a_warning_with_numbers() {
     let t = TempDir::new("nad-capacity");
     let mut nodes = String::from("nodes:\n");

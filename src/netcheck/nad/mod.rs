@@ -15,6 +15,7 @@ pub mod objects;
 pub mod report;
 pub mod rules;
 pub mod sbrver;
+pub mod static_ipam;
 
 use crate::netcheck::checks::Severity;
 use objects::{Inputs, LoadError};

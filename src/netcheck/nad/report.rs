@@ -6,6 +6,7 @@
 use super::ipv4::ip;
 use super::objects::ObjRef;
 use super::rules::{fixed_config, Host, Lint, Overlap, OverlapMember, Rule};
+use super::static_ipam::Problem;
 use crate::netcheck::checks::{Evidence, Finding, Severity};
 use crate::netcheck::report::{plural, write_body};
 use crate::report::style::{Paint, Tone};
@@ -286,6 +287,20 @@ fn words(l: &Lint) -> Words {
             }],
         ),
         Rule::BadValue { what } => w(format!("{who}: {what}"), "whereabouts refuses (or misreads) such a value and the pod does not get an address.", vec!["write IPv4 addresses as A.B.C.D and ranges/excludes as A.B.C.D/LEN".into()]),
+        Rule::StaticAddress { value, problem } => {
+            let field = l.path.rsplit('.').next().unwrap_or("address");
+            let what = match problem {
+                Problem::NoPrefix => format!("static {field} {value:?} has no prefix length"),
+                Problem::PrefixTooLong { max } => format!("static {field} {value:?} has a prefix longer than /{max}"),
+                Problem::NotAnAddress => format!("static {field} {value:?} is not an IP address{}", if matches!(field, "address" | "dst") { "/prefix" } else { "" }),
+                Problem::NotAList => format!("static IPAM {field} is not a list of objects"),
+            };
+            w(
+                format!("{who}: {what}"),
+                "The static IPAM plugin reads every address and route destination as ADDRESS/LEN (an IPv4 prefix at most /32, an IPv6 one at most /128) and every gateway as an address; on anything else the pod's network setup fails and the pod does not start.",
+                vec!["write it as A.B.C.D/LEN (LEN 0-32) or an IPv6 address/LEN (LEN 0-128), e.g. 198.51.100.7/24".into()],
+            )
+        }
         Rule::MissingSbr { .. } => w(
             format!("{who} gives pods a second interface for an RDMA resource but has no sbr plugin: replies leave through eth0, ARP requests from the RDMA subnet go unanswered"),
             "A multi-homed pod routes everything with one main table whose default route leaves through eth0. Requests arriving on the SR-IOV interface from another subnet are then answered through eth0 (or dropped by rp_filter, so ARP is never answered). The sbr plugin adds `ip rule from <VF address> lookup <table>` and moves the VF's routes into that table, so traffic from the VF address leaves through the VF.",

@@ -197,6 +197,14 @@ pub enum Rule {
         /// What is wrong with which field, in words.
         what: String,
     },
+    /// A value of the `static` IPAM plugin it refuses (an address with a prefix longer than
+    /// it has bits, no prefix, not an address): the pod's network setup fails.
+    StaticAddress {
+        /// The value as written.
+        value: String,
+        /// What is wrong with it.
+        problem: super::static_ipam::Problem,
+    },
     /// An RDMA NAD gives pods a second interface but chains no `sbr`: replies from the VF address
     /// leave through eth0 (or ARP from the RDMA subnet goes unanswered under rp_filter).
     MissingSbr {
@@ -378,6 +386,7 @@ impl Rule {
             Rule::CniVersionMissing | Rule::CniVersionUnknown { .. } => "nad-cni-version",
             Rule::UnknownKey { .. } => "nad-unknown-key",
             Rule::BadValue { .. } => "nad-bad-value",
+            Rule::StaticAddress { .. } => "nad-static-address",
             Rule::MissingSbr { .. } | Rule::SbrBeforeMain { .. } => "nad-missing-sbr",
             Rule::NoPolicy { .. } => "nad-no-policy",
             Rule::PfNotOnAnyNode { .. } => "nad-pf-unknown",
