@@ -528,6 +528,28 @@ fn invalid_static_addresses_are_errors() {
 }
 
 #[test]
+fn a_flow_style_yaml_nad_is_read_as_yaml() {
+    // Was: "flow.yaml:1:2: not valid JSON: key must be a string", exit 2.
+    let t = TempDir::new("nad-flow");
+    let p = t.path("flow.yaml");
+    std::fs::write(
+        &p,
+        r#"{apiVersion: k8s.cni.cncf.io/v1, kind: NetworkAttachmentDefinition, metadata: {name: flow, namespace: training, annotations: {k8s.v1.cni.cncf.io/resourceName: nvidia.com/rdma_rail0}}, spec: {config: '{"cniVersion": "0.3.1", "name": "flow", "plugins": [{"type": "sriov", "ipam": {"type": "whereabouts", "range": "198.51.100.0/24", "range_start": "198.51.100.10", "range_end": "198.51.100.200"}}, {"type": "sbr"}]}'}}
+"#,
+    )
+    .unwrap();
+    let (code, v) = lint(&[&p], &[]);
+    assert_eq!((code, findings(&v)), (0, vec![]), "{v:#}");
+    assert_eq!(v["objects"]["network_attachment_definitions"], 1);
+    // text meant as JSON is still judged as JSON (a trailing comma is an error, as in kubectl)
+    std::fs::write(&p, "{\"kind\": \"List\", \"items\": [],}").unwrap();
+    let r = run(&["--nad", &s(&p)], None);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("flow.yaml:1:"), "{}", r.stderr);
+    assert!(r.stderr.contains("not valid JSON"), "{}", r.stderr);
+}
+
+#[test]
 fn too_few_addresses_for_128_nodes_with_4_vfs_is_a_warning_with_numbers() {
     let t = TempDir::new("nad-capacity");
     let mut nodes = String::from("nodes:\n");

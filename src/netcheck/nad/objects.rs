@@ -206,17 +206,25 @@ pub fn read_text(p: &Path) -> Result<(String, String), LoadError> {
 }
 
 fn parse_docs(name: &str, text: &str) -> Result<Vec<Node>, LoadError> {
-    // JSON is checked as JSON first: its messages are the clearer ones (and it has its own
-    // nesting limit). The YAML reader then gives the positions.
+    // Text meant as JSON (`[`, or `{` with a quoted key first) is checked as JSON first: its
+    // messages are the clearer ones, and kubectl reads such text as JSON (a trailing comma
+    // is an error there). Other text, a flow-style YAML object too (`{kind: ...}`), is
+    // YAML; the YAML reader then reads both with positions. A nesting too deep for
+    // serde_json gets the YAML reader's message (its limit, in our words).
     let t = text.trim_start();
-    if t.starts_with('{') || t.starts_with('[') {
+    let meant_json = t.starts_with('[')
+        || t.strip_prefix('{')
+            .is_some_and(|r| r.trim_start().starts_with(['"', '}']));
+    if meant_json {
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
-            return Err(LoadError(format!(
-                "{name}:{}:{}: not valid JSON: {}",
-                e.line(),
-                e.column(),
-                super::cni::json_msg(&e)
-            )));
+            if !e.to_string().starts_with("recursion limit") {
+                return Err(LoadError(format!(
+                    "{name}:{}:{}: not valid JSON: {}",
+                    e.line(),
+                    e.column(),
+                    super::cni::json_msg(&e)
+                )));
+            }
         }
     }
     yaml::load(text).map_err(|e| match e.pos {
