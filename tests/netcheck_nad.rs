@@ -550,6 +550,45 @@ fn a_flow_style_yaml_nad_is_read_as_yaml() {
 }
 
 #[test]
+fn a_huge_plugins_array_says_so() {
+    // Was: 100,000 plugins linted clean in 143 MiB; 400,000 (8 MB) took 516 MiB and said
+    // "spec.config is not a JSON object".
+    let t = TempDir::new("nad-plugins");
+    let p = t.path("plugins.yaml");
+    let nad = |n: usize| {
+        let tuning = vec![r#"{"type": "tuning"}"#; n].join(", ");
+        format!("apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: big\nspec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"name\": \"big\", \"plugins\": [{{\"type\": \"sriov\"}}, {tuning}]}}'\n")
+    };
+    std::fs::write(&p, nad(1000)).unwrap();
+    let (code, v) = lint(&[&p], &[]);
+    assert_eq!(code, 1);
+    let f = with_id(&v, "nad-config");
+    assert_eq!(f.len(), 1, "{v:#}");
+    let title = f[0]["title"].as_str().unwrap();
+    assert!(
+        title.contains("spec.config chains 1001 plugins, more than the 64 this lint reads"),
+        "{title}"
+    );
+    std::fs::write(&p, nad(100_000)).unwrap();
+    let (code, out, took) = bounded(&["--format", "json", "--nad", &s(&p)]);
+    assert_eq!(code, 1);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let title = with_id(&v, "nad-config")[0]["title"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        title.contains("bytes, more than the 256 KiB this lint reads"),
+        "{title}"
+    );
+    // a short chain is fine
+    std::fs::write(&p, nad(3)).unwrap();
+    let (_, v) = lint(&[&p], &[]);
+    assert!(with_id(&v, "nad-config").is_empty(), "{v:#}");
+}
+
+#[test]
 fn too_few_addresses_for_128_nodes_with_4_vfs_is_a_warning_with_numbers() {
     let t = TempDir::new("nad-capacity");
     let mut nodes = String::from("nodes:\n");

@@ -7,6 +7,16 @@
 
 // ---- JSON inputs (`ip -j` dumps, QP tables, kubectl output) ----
 
+/// The largest CNI configuration a NAD's `spec.config` may hold, in bytes (256 KiB): a
+/// chain of a dozen plugins is 2–4 KiB; the text is parsed twice (strict JSON, then with
+/// positions), so a larger one is refused with a finding instead.
+pub const CNI_CONFIG_MAX_BYTES: usize = 256 << 10;
+
+/// The most plugins a NAD's `spec.config` chain may hold (64): real chains have two to
+/// five (main plugin, sbr, tuning, ...); a longer list is a mistake or hostile, and is a
+/// finding that says so.
+pub const CNI_MAX_PLUGINS: usize = 64;
+
 // ---- YAML inputs (NADs, the agent's configuration) ----
 
 /// The most text the YAML reader (`crate::yaml`) takes in one input, in bytes (64 MiB):

@@ -3,10 +3,12 @@
 //! about; the report is text (the verdict in plain words first) or one JSON document with
 //! `"schema": "rocetap.nad/1"`.
 
+use super::cni::Oversize;
 use super::ipv4::ip;
 use super::objects::ObjRef;
 use super::rules::{fixed_config, Host, Lint, Overlap, OverlapMember, Rule};
 use super::static_ipam::Problem;
+use crate::config::limits::{CNI_CONFIG_MAX_BYTES, CNI_MAX_PLUGINS};
 use crate::netcheck::checks::{Evidence, Finding, Severity};
 use crate::netcheck::report::{plural, write_body};
 use crate::report::style::{Paint, Tone};
@@ -271,6 +273,18 @@ fn words(l: &Lint) -> Words {
         Rule::ConfigMissing => w(format!("{who} has no spec.config"), "A NetworkAttachmentDefinition without spec.config makes Multus look for a CNI configuration file of the same name on every node; this lint cannot check it.", vec!["put the CNI configuration JSON into spec.config".into()]),
         Rule::ConfigNotString => w(format!("{who}: spec.config is not a string"), "spec.config holds the CNI configuration as JSON text (a string); the API server rejects a mapping here.", vec!["write it as `config: '{ ... }'` or as a `config: |` block".into()]),
         Rule::ConfigNotObject => w(format!("{who}: spec.config is not a JSON object"), "The CNI configuration must be one JSON object with cniVersion, name and type or plugins.", vec!["write spec.config as {\"cniVersion\": ..., \"name\": ..., \"plugins\": [...]}".into()]),
+        Rule::ConfigTooLarge { what } => {
+            let title = match what {
+                Oversize::Bytes(n) => format!("{who}: spec.config is {n} bytes, more than the {} KiB this lint reads", CNI_CONFIG_MAX_BYTES >> 10),
+                Oversize::Plugins(n) => format!("{who}: spec.config chains {n} plugins, more than the {CNI_MAX_PLUGINS} this lint reads"),
+                Oversize::Reader(m) => format!("{who}: spec.config cannot be read: {m}"),
+            };
+            w(
+                title,
+                "A CNI configuration is a few kilobytes: the main plugin, sbr, tuning and the like. One this large is a mistake (a generated list gone wrong) or hostile; it was not checked further.",
+                vec!["keep spec.config to the plugins the pod needs".into()],
+            )
+        }
         Rule::ConfigJson { line, col, msg } => w(
             format!("{who}: spec.config is not valid JSON: {msg} at line {line} column {col} of the configuration"),
             "The CNI runtime parses spec.config as strict JSON (no comments, no trailing commas, double quotes only): the pod would fail to start with a parse error.",

@@ -162,6 +162,12 @@ pub enum Rule {
     ConfigNotString,
     /// `spec.config` is valid JSON but not an object.
     ConfigNotObject,
+    /// `spec.config` is beyond a limit of `config::limits` (size, plugins, nesting): not
+    /// read further.
+    ConfigTooLarge {
+        /// Which limit, and by how much.
+        what: cni::Oversize,
+    },
     /// `spec.config` is not valid JSON: the CNI runtime fails to parse it and the pod does not
     /// start.
     ConfigJson {
@@ -381,7 +387,10 @@ impl Rule {
         match self {
             Rule::NoNodeFacts => "nad-no-node-facts",
             Rule::NoPolicies => "nad-no-policies",
-            Rule::ConfigMissing | Rule::ConfigNotString | Rule::ConfigNotObject => "nad-config",
+            Rule::ConfigMissing
+            | Rule::ConfigNotString
+            | Rule::ConfigNotObject
+            | Rule::ConfigTooLarge { .. } => "nad-config",
             Rule::ConfigJson { .. } => "nad-config-json",
             Rule::CniVersionMissing | Rule::CniVersionUnknown { .. } => "nad-cni-version",
             Rule::UnknownKey { .. } => "nad-unknown-key",

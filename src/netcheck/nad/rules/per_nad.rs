@@ -82,6 +82,11 @@ fn parse(ctx: &mut Ctx, nad: &Nad) -> Option<Config> {
                     nad.config.as_ref().map(|c| c.pos),
                     false,
                 ),
+                ConfigError::TooLarge(what) => (
+                    Rule::ConfigTooLarge { what },
+                    nad.config.as_ref().map(|c| c.pos),
+                    false,
+                ),
                 ConfigError::Json { line, col, msg } => (
                     Rule::ConfigJson { line, col, msg },
                     Some(Pos { line, col }),
