@@ -589,6 +589,39 @@ fn a_huge_plugins_array_says_so() {
 }
 
 #[test]
+fn names_from_the_input_reach_the_terminal_escaped() {
+    // Was: a NAD named "\x1b]0;x\x07" set the terminal's title (and "\x1b[2J" cleared it).
+    let t = TempDir::new("nad-escape");
+    let p = t.path("list.json");
+    let cfg = r#"{"cniVersion": "0.3.1", "name": "x", "plugins": [{"type": "sriov", "\u001b[2J": 1, "ipam": {"type": "whereabouts", "range": "198.51.100.0/24"}}]}"#;
+    let nad = json!({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": "evil\u{1b}]0;x\u{7}", "namespace": "ns\u{9b}31m\u{202e}",
+            "annotations": {"k8s.v1.cni.cncf.io/resourceName": "nvidia.com/rdma_rail0"}},
+        "spec": {"config": cfg}});
+    std::fs::write(&p, json!({"kind": "List", "items": [nad]}).to_string()).unwrap();
+    let r = run(&["--nad", &s(&p)], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        !r.stdout
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+        "{:?}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("ns\\u{9b}31m\\u{202e}/evil\\x1b]0;x\\x07"),
+        "{}",
+        r.stdout
+    );
+    // the JSON report carries the raw names, encoded by the JSON writer
+    let (_, v) = lint(&[&p], &[]);
+    let f = with_id(&v, "nad-missing-sbr");
+    assert_eq!(f[0]["object"]["name"], "evil\u{1b}]0;x\u{7}");
+    assert_eq!(f[0]["object"]["namespace"], "ns\u{9b}31m\u{202e}");
+}
+
+#[test]
 fn too_few_addresses_for_128_nodes_with_4_vfs_is_a_warning_with_numbers() {
     let t = TempDir::new("nad-capacity");
     let mut nodes = String::from("nodes:\n");

@@ -395,7 +395,11 @@ fn object(
             let spec = d.get("spec");
             let g = |k: &str| spec.and_then(|s| s.get(k));
             let resource = g("resourceName").and_then(Node::text).ok_or_else(|| {
-                LoadError(format!("{}: {obj} has no spec.resourceName", here(d.pos)))
+                LoadError(format!(
+                    "{}: {} has no spec.resourceName",
+                    here(d.pos),
+                    crate::report::safe::term(&obj.to_string())
+                ))
             })?;
             let pf_names = g("nicSelector")
                 .and_then(|n| n.get("pfNames"))

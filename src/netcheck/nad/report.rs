@@ -6,14 +6,18 @@
 use super::cni::Oversize;
 use super::ipv4::ip;
 use super::objects::ObjRef;
-use super::rules::{fixed_config, Host, Lint, Overlap, OverlapMember, Rule};
+use super::rules::{fixed_config, Host, Lint, Rule};
 use super::static_ipam::Problem;
 use crate::config::limits::{CNI_CONFIG_MAX_BYTES, CNI_MAX_PLUGINS};
 use crate::netcheck::checks::{Evidence, Finding, Severity};
 use crate::netcheck::report::{plural, write_body};
+use crate::report::safe::term;
 use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use std::fmt::Write;
+
+mod overlap;
+use overlap::overlap_words;
 
 /// The `schema` of the NAD lint's JSON report; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "rocetap.nad/1";
@@ -169,83 +173,6 @@ fn few_of(mut items: Vec<String>, total: usize) -> String {
     } else {
         format!("{}, ... ({total} in all)", items.join(", "))
     }
-}
-
-/// How many NADs of an overlap group its evidence lists one per line; the JSON `nads`
-/// list holds them all.
-const OVERLAP_EVIDENCE: usize = 8;
-
-/// The words of an overlap group: one pool, separate pools or several rails.
-fn overlap_words(nads: &[OverlapMember], kind: Overlap) -> Words {
-    let who = obj(&nads[0].obj);
-    let n = nads.len();
-    let mine = &nads[0].ranges;
-    // the others by name while they are few, else how many and the first four
-    let others = |f: &dyn Fn(&OverlapMember) -> String| {
-        let named: Vec<String> = nads[1..].iter().take(4).map(f).collect();
-        if n - 1 <= named.len() {
-            named.join(", ")
-        } else {
-            format!("{} other NADs ({}, ...)", n - 1, named.join(", "))
-        }
-    };
-    let mut x = match kind {
-        Overlap::SharedPool => w(
-            format!("{who} and {} share one whereabouts pool ({mine})", others(&|m| obj(&m.obj))),
-            "The same range without a different network_name is one IPPool: addresses are unique across these NADs, which is fine when intended.",
-            vec!["set network_name on each if they are meant to be separate networks (and then give them ranges that do not overlap)".into()],
-        ),
-        Overlap::SeparatePools => {
-            let mut names: Vec<&str> = nads
-                .iter()
-                .map(|m| m.network_name.as_deref().unwrap_or("none"))
-                .collect();
-            names.sort_unstable();
-            names.dedup();
-            let quoted: Vec<String> = names.iter().take(4).map(|n| format!("{n:?}")).collect();
-            w(
-                format!(
-                    "{who} ({mine}) overlaps {} in a separate pool: the same address can go to two pods",
-                    others(&|m| format!("{} ({})", obj(&m.obj), m.ranges))
-                ),
-                format!("whereabouts keeps one IPPool per range and network_name (here {}); pools do not know about each other.", few_of(quoted, names.len())),
-                vec!["use ranges that do not overlap, or the very same range and network_name to share one pool".into()],
-            )
-        }
-        Overlap::AcrossRails => w(
-            format!(
-                "{who} ({mine}, resource {}) overlaps {}: two rails share addresses",
-                nads[0].resource.as_deref().unwrap_or("none"),
-                others(&|m| format!(
-                    "{} ({}, resource {})",
-                    obj(&m.obj),
-                    m.ranges,
-                    m.resource.as_deref().unwrap_or("none")
-                ))
-            ),
-            "Different resources are different PFs and ToRs: overlapping ranges give duplicate addresses and routes that point at the wrong rail.",
-            vec!["give every rail its own subnet and range".into()],
-        ),
-    };
-    for m in nads.iter().take(OVERLAP_EVIDENCE) {
-        x.evidence.push(ev(obj(&m.obj), member_facts(m)));
-    }
-    if n > OVERLAP_EVIDENCE {
-        x.evidence.push(ev(
-            format!("and {} more", n - OVERLAP_EVIDENCE),
-            format!("{n} NADs in all (every one in the JSON report's `nads`)"),
-        ));
-    }
-    x
-}
-
-fn member_facts(m: &OverlapMember) -> String {
-    format!(
-        "{}, resource {}, network_name {}",
-        m.ranges,
-        m.resource.as_deref().unwrap_or("none"),
-        m.network_name.as_deref().unwrap_or("none")
-    )
 }
 
 fn hosts_list(hs: &[Host]) -> String {
@@ -410,6 +337,27 @@ fn words(l: &Lint) -> Words {
     }
 }
 
+/// `f` with every text escaped for a terminal by [`term`] (the snippet line by line).
+fn safe(f: &Finding) -> Finding {
+    let t = |x: &str| term(x).into_owned();
+    Finding {
+        id: f.id,
+        severity: f.severity,
+        title: t(&f.title),
+        detail: t(&f.detail),
+        evidence: f
+            .evidence
+            .iter()
+            .map(|e| ev(t(&e.query), t(&e.answer)))
+            .collect(),
+        fix: f.fix.iter().map(|x| t(x)).collect(),
+        snippet: f
+            .snippet
+            .as_ref()
+            .map(|sn| sn.lines().map(t).collect::<Vec<_>>().join("\n")),
+    }
+}
+
 fn prefix_for(n: u64) -> u8 {
     (1..=30u8)
         .rev()
@@ -548,6 +496,9 @@ impl Report {
                 Severity::Warning => Tone::Warn,
                 Severity::Info => Tone::Note,
             };
+            // names, values and keys in the words come from the input: escaped here,
+            // once, for the terminal (the JSON report carries them raw, encoded)
+            let x = &safe(x);
             let _ = writeln!(
                 s,
                 "\n{} {}: {}",
@@ -557,10 +508,10 @@ impl Report {
             );
             let mut at = Vec::new();
             if let Some(l) = &f.location {
-                at.push(l.clone());
+                at.push(term(l).into_owned());
             }
             if !f.path.is_empty() {
-                at.push(f.path.clone());
+                at.push(term(&f.path).into_owned());
             }
             if let Some(p) = &f.config_position {
                 if f.location.is_none() {
