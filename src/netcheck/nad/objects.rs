@@ -265,7 +265,7 @@ fn config_map(src: &Source, c: &Node) -> Option<super::cni::ConfigMap> {
         }),
         Style::Quoted | Style::Plain if !v.contains('\n') => {
             let skip = usize::from(c.style == Style::Quoted);
-            let body: String = line.chars().skip(c.pos.col - 1 + skip).collect();
+            let body = src.rest_of_line_at(c.pos.line, c.pos.col + skip)?;
             body.starts_with(v).then_some(super::cni::ConfigMap {
                 line: c.pos.line,
                 col: c.pos.col + skip,
@@ -281,6 +281,10 @@ fn config_map(src: &Source, c: &Node) -> Option<super::cni::ConfigMap> {
 struct Source<'a> {
     text: &'a str,
     starts: Vec<usize>,
+    /// The last column found: (line, column, its byte offset in the text). The objects of
+    /// a file come in order, so finding the next column from here is linear in the file
+    /// even when it is one line (`kubectl -o json` piped through `jq -c`).
+    cursor: std::cell::Cell<(usize, usize, usize)>,
 }
 
 impl<'a> Source<'a> {
@@ -288,7 +292,31 @@ impl<'a> Source<'a> {
         let starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
-        Source { text, starts }
+        Source {
+            text,
+            starts,
+            cursor: std::cell::Cell::new((0, 0, 0)),
+        }
+    }
+    /// Line `line` from column `col` (both counted from 1, the column in characters) to
+    /// its end; `None` past either end.
+    fn rest_of_line_at(&self, line: usize, col: usize) -> Option<&'a str> {
+        let l = self.line(line)?;
+        let base = self.starts[line - 1];
+        let (cl, cc, cb) = self.cursor.get();
+        let (mut c, mut b) = if cl == line && cc <= col {
+            (cc, cb - base)
+        } else {
+            (1, 0)
+        };
+        let mut it = l[b..].char_indices();
+        while c < col {
+            let (_, ch) = it.next()?;
+            b += ch.len_utf8();
+            c += 1;
+        }
+        self.cursor.set((line, c, base + b));
+        Some(&l[b..])
     }
     /// Line `n` (counted from 1) without its line break, as `str::lines` gives it.
     fn line(&self, n: usize) -> Option<&'a str> {
@@ -305,12 +333,18 @@ impl<'a> Source<'a> {
 pub fn load_objects(paths: &[PathBuf], inp: &mut Inputs) -> Result<(), LoadError> {
     for p in paths {
         let (name, text) = read_text(p)?;
-        let docs = parse_docs(&name, &text)?;
-        inp.files.push(name.clone());
-        let src = Source::new(&text);
-        for (i, d) in docs.iter().enumerate() {
-            object(&name, &src, d, i + 1, inp)?;
-        }
+        load_text(&name, &text, inp)?;
+    }
+    Ok(())
+}
+
+/// Reads the NAD / policy objects of `text` (read already, from the file `name`) into `inp`.
+pub fn load_text(name: &str, text: &str, inp: &mut Inputs) -> Result<(), LoadError> {
+    let docs = parse_docs(name, text)?;
+    inp.files.push(name.to_string());
+    let src = Source::new(text);
+    for (i, d) in docs.iter().enumerate() {
+        object(name, &src, d, i + 1, inp)?;
     }
     Ok(())
 }
@@ -453,7 +487,12 @@ pub fn pf_name(s: &str) -> PfName {
 /// ```
 pub fn load_nodes_file(p: &Path, inp: &mut Inputs) -> Result<(), LoadError> {
     let (name, text) = read_text(p)?;
-    let docs = parse_docs(&name, &text)?;
+    load_nodes_text(&name, &text, inp)
+}
+
+/// [`load_nodes_file`] of text read already, from the file `name`.
+pub fn load_nodes_text(name: &str, text: &str, inp: &mut Inputs) -> Result<(), LoadError> {
+    let docs = parse_docs(name, text)?;
     let bad = |pos: Pos, what: &str| LoadError(format!("{name}:{}:{}: {what}", pos.line, pos.col));
     let Some(doc) = docs.first() else {
         return Err(LoadError(format!("{name}: empty nodes file")));

@@ -159,12 +159,6 @@ fn ev(q: impl Into<String>, a: impl Into<String>) -> Evidence {
     }
 }
 
-/// At most four of a list, then how many in all.
-fn few(items: Vec<String>) -> String {
-    let n = items.len();
-    few_of(items, n)
-}
-
 /// The first (at most four) of `total` items, then how many in all.
 fn few_of(mut items: Vec<String>, total: usize) -> String {
     items.truncate(4);
@@ -298,17 +292,23 @@ fn words(l: &Lint) -> Words {
             )],
         ),
         Rule::Overlap { nads, kind } => overlap_words(nads, *kind),
-        Rule::SbrNoGateway { subnet, peers } => {
+        Rule::SbrNoGateway { subnet, peers, peers_total } => {
             let mut x = w(
                 format!(
-                    "{who}: sbr without an IPAM gateway while peers are off-subnet: traffic from the VF to {} finds no route",
-                    few(peers.iter().map(|p| p.0.to_string()).collect())
+                    "{who}: sbr without an IPAM gateway: traffic from the VF address to {} misses sbr's table and leaves through the pod's default route (eth0), not the VF",
+                    few_of(peers.iter().map(|p| p.0.to_string()).collect(), *peers_total)
                 ),
-                format!("sbr sends everything from the VF address to its own table; without a gateway in the IPAM result that table only holds the connected route {subnet}, so routed peers (other rails, other ToRs) are unreachable from the RDMA interface."),
-                vec![format!("add \"gateway\": \"<the ToR's address in {subnet}>\" to the ipam section (and exclude it from the range)")],
+                format!("sbr sends traffic from the VF address to its own table, which without a gateway in the IPAM result holds only the connected route {subnet}. A lookup that misses there falls through to the next rule, so traffic to other subnets follows the main table: out through eth0 with the VF's source address. That works for everything on {subnet}; peers on other rails or behind the ToR are reached over the pod network (if it carries the VF's source address), not over RDMA."),
+                vec![format!("only if those peers must be reached through the VF: add \"gateway\": \"<the ToR's address in {subnet}>\" to the ipam section (and exclude it from the range)")],
             );
             for (c, why) in peers {
                 x.evidence.push(ev(c.to_string(), why.clone()));
+            }
+            if *peers_total > peers.len() {
+                x.evidence.push(ev(
+                    format!("and {} more", peers_total - peers.len()),
+                    format!("{peers_total} off-subnet peers in all"),
+                ));
             }
             x
         }

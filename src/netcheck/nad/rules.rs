@@ -108,6 +108,9 @@ pub const SBR_OPTIONS: &[(&str, Needs)] = &[
 /// the subnet gets one, so naming all would grow with the square of the NADs.
 pub const ARP_FLUX_NAMED: usize = 4;
 
+/// How many off-subnet peers an `nad-sbr-gateway` note names (it counts them all).
+pub const SBR_PEERS_NAMED: usize = 8;
+
 /// A host address that whereabouts would hand to a pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
@@ -312,13 +315,19 @@ pub enum Rule {
         kind: Overlap,
     },
     /// An RDMA NAD chains sbr but its IPAM has no gateway while peers are off-subnet: sbr's table
-    /// then holds only the connected route, so routed peers are unreachable from the VF.
+    /// then holds only the connected route, so traffic from the VF address to those peers misses
+    /// it, falls through to the next rule and follows the main table (out through eth0 with the
+    /// VF's source address). A note (info): the configuration works; it says where that traffic
+    /// goes.
     SbrNoGateway {
         /// The NAD's subnet: its PF's, else its first range (all that sbr's table reaches).
         subnet: Cidr,
-        /// The off-subnet peers: other rails' subnets (with the NAD that uses each) and
-        /// destinations the nodes route through the ToR on this PF.
+        /// The first off-subnet peers (at most [`SBR_PEERS_NAMED`]): other rails' subnets
+        /// (with the NAD that uses each) and destinations the nodes route through the ToR on
+        /// this PF.
         peers: Vec<(Cidr, String)>,
+        /// How many off-subnet peers there are, named or not.
+        peers_total: usize,
     },
     /// The installed sbr is too old for an option the NAD sets: it silently ignores it.
     SbrOptionIgnored {

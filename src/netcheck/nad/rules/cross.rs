@@ -76,9 +76,11 @@ fn overlaps(seen: &[Seen], out: &mut Vec<Lint>) {
 }
 
 /// An RDMA NAD with sbr and no gateway: its table only holds the connected route, so
-/// the other RDMA subnets (and what the ToR routes) are unreachable from it.
+/// traffic from the VF address to the other RDMA subnets (and what the ToR routes) misses
+/// it and falls through to the main table (out through eth0). A note, not a problem: the
+/// configuration works as the kernel runs it; it says where such traffic goes.
 fn sbr_without_gateway(seen: &[Seen], out: &mut Vec<Lint>) {
-    // the RDMA subnets, each with the first NAD in it (sorted, so lookups are cheap)
+    // the RDMA subnets, each once, with the first NAD in it (sorted, so lookups are cheap)
     let mut subnets: Vec<(Cidr, usize)> = Vec::new();
     for (i, b) in seen.iter().enumerate().filter(|(_, b)| b.rdma) {
         if let Some(bs) = b.subnet {
@@ -86,23 +88,32 @@ fn sbr_without_gateway(seen: &[Seen], out: &mut Vec<Lint>) {
         }
     }
     subnets.sort();
-    for (i, a) in seen.iter().enumerate() {
+    subnets.dedup_by_key(|x| x.0);
+    for a in seen {
         if !(a.has_sbr && !a.gateway && a.rdma) {
             continue;
         }
         let Some(sub) = a.subnet else { continue };
+        // every peer counted, the first SBR_PEERS_NAMED named (naming all would grow
+        // with the square of the NADs)
         let mut peers: Vec<(Cidr, String)> = Vec::new();
-        for (bs, j) in &subnets {
-            if *j != i && !sub.overlaps(bs) && peers.last().is_none_or(|p| p.0 != *bs) {
+        let mut total = 0;
+        let rails = subnets.iter().filter(|(bs, _)| !sub.overlaps(bs));
+        for (bs, j) in rails {
+            total += 1;
+            if peers.len() < SBR_PEERS_NAMED {
                 peers.push((*bs, format!("{}", seen[*j].nad.obj)));
             }
         }
         for r in &a.tor_routed {
-            if !peers.iter().any(|p| p.0 == r.0) {
-                peers.push(r.clone());
+            if subnets.binary_search_by_key(&r.0, |x| x.0).is_err() {
+                total += 1;
+                if peers.len() < SBR_PEERS_NAMED {
+                    peers.push(r.clone());
+                }
             }
         }
-        if !peers.is_empty() {
+        if total > 0 {
             let path = a
                 .ranges
                 .first()
@@ -111,10 +122,14 @@ fn sbr_without_gateway(seen: &[Seen], out: &mut Vec<Lint>) {
             push(
                 out,
                 a,
-                Severity::Warning,
+                Severity::Info,
                 format!("{path}.gateway"),
                 a.ranges.first().map(|(r, _)| r.pos),
-                Rule::SbrNoGateway { subnet: sub, peers },
+                Rule::SbrNoGateway {
+                    subnet: sub,
+                    peers,
+                    peers_total: total,
+                },
             );
         }
     }
