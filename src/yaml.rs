@@ -10,7 +10,7 @@
 //! Scalars are typed with the YAML 1.2 core schema (plain `true`, `8`, `null`; quoted ones
 //! stay strings); `<<` merge keys are honoured, as Kubernetes' YAML reader does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
@@ -238,10 +238,13 @@ fn key_text(n: &Node) -> Result<String, YamlError> {
 }
 
 /// Resolves `<<` merge keys: the merged mappings' entries come after, and never replace,
-/// the mapping's own keys. Duplicate keys are an error (as in `kubectl apply`).
+/// the mapping's own keys. Duplicate keys are an error (as in `kubectl apply`). Keys are
+/// looked up in hash sets: a mapping of many keys costs linear time, not quadratic.
 fn finish_map(entries: Vec<(String, Pos, Node)>) -> Result<Vec<(String, Pos, Node)>, YamlError> {
     let mut own: Vec<(String, Pos, Node)> = Vec::with_capacity(entries.len());
+    let mut own_keys: HashSet<String> = HashSet::with_capacity(entries.len());
     let mut merged: Vec<(String, Pos, Node)> = Vec::new();
+    let mut merged_keys: HashSet<String> = HashSet::new();
     for (k, p, v) in entries {
         if k == "<<" && !matches!(v.style, Style::Quoted) {
             let sources: Vec<Node> = match v.value {
@@ -257,20 +260,20 @@ fn finish_map(entries: Vec<(String, Pos, Node)>) -> Result<Vec<(String, Pos, Nod
                     ));
                 };
                 for e in m {
-                    if !merged.iter().any(|x| x.0 == e.0) {
+                    if merged_keys.insert(e.0.clone()) {
                         merged.push(e);
                     }
                 }
             }
             continue;
         }
-        if own.iter().any(|x| x.0 == k) {
+        if !own_keys.insert(k.clone()) {
             return Err(err(p, format!("duplicate key {k:?}")));
         }
         own.push((k, p, v));
     }
     for e in merged {
-        if !own.iter().any(|x| x.0 == e.0) {
+        if !own_keys.contains(&e.0) {
             own.push(e);
         }
     }
@@ -522,6 +525,25 @@ mod tests {
         let items = docs[0].get("items").unwrap();
         assert_eq!(items.pos, Pos { line: 2, col: 11 });
         assert_eq!(items.seq().unwrap()[0].get("a").unwrap().str(), Some("8"));
+    }
+
+    #[test]
+    fn a_mapping_of_many_keys_takes_linear_time() {
+        // Was: each key compared with every earlier one (30,000 keys: ~13 s; 50,000: 37 s).
+        let text: String = (0..30_000).map(|i| format!("k{i}: {i}\n")).collect();
+        let start = std::time::Instant::now();
+        let docs = load(&text).unwrap();
+        assert_eq!(docs[0].map().unwrap().len(), 30_000);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        let dup = format!("{text}k17: again\n");
+        assert!(load(&dup)
+            .unwrap_err()
+            .msg
+            .contains("duplicate key \"k17\""));
     }
 
     #[test]
