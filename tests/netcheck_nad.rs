@@ -494,6 +494,36 @@ fn three_thousand_rails_on_one_line_take_linear_time_and_memory() {
 }
 
 #[test]
+fn ten_megabytes_of_json_stay_small() {
+    // Was: 10 MB of JSON (2.5M short strings in one list) took 556 MiB before it was
+    // refused: the YAML scanner kept every token of the top-level collection.
+    let t = TempDir::new("nad-flat");
+    let p = t.path("flat.json");
+    let items = vec!["\"x\""; 2_500_000].join(",");
+    std::fs::write(&p, format!("{{\"kind\": \"List\", \"items\": [{items}]}}")).unwrap();
+    let start = Instant::now();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 393216; exec \"$0\" netcheck --nad \"$1\"")
+        .arg(bin())
+        .arg(&p)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("flat.json:1:") && err.contains("more than 500000 values"),
+        "{err}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
 fn invalid_static_addresses_are_errors() {
     // Was: no finding at all (exit 0); the static plugin fails the pod's network setup.
     let t = TempDir::new("nad-static");

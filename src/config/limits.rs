@@ -30,14 +30,16 @@ pub const YAML_MAX_BYTES: usize = 64 << 20;
 pub const YAML_MAX_DEPTH: usize = 64;
 
 /// The most values one YAML input may hold, aliases counted with the size of what they
-/// expand to (1,000,000): a NAD is a dozen values, so 3,000 of them are 40,000; at the
-/// limit the tree is ~120 MiB (measured: a 10 MB file of 2.5M one-letter items is
-/// refused at 116 MiB RSS).
-pub const YAML_MAX_VALUES: usize = 1_000_000;
+/// expand to (500,000): a NAD is a dozen values, so 3,000 of them are 40,000, and 10,000
+/// with their managedFields about 300,000. At 1,000,000 one flow sequence of one-letter
+/// items (1.8 MB) peaked at 254 MiB before it was refused; at this limit the tree stays
+/// near half that.
+pub const YAML_MAX_VALUES: usize = 500_000;
 
-/// The most values YAML aliases may add to one input, each alias counted with the size of
-/// what it expands to (100,000): anchors and merge keys in real manifests add a few
-/// hundred; an alias bomb is refused here after ~20 MiB of expansion.
+/// The most values YAML anchors and aliases may copy in one input, each anchor and alias
+/// counted with the size of what it names (100,000): anchors and merge keys in real
+/// manifests copy a few hundred; an alias bomb, or anchors nested over one big value, is
+/// refused here after ~20 MiB of copies.
 pub const YAML_MAX_ALIAS_VALUES: usize = 100_000;
 
 /// The largest agent `--config` file (1 MiB): it holds a few dozen options.
