@@ -227,3 +227,129 @@ fn output_directory_the_dropped_user_cannot_write_is_a_clear_error() {
     );
     assert!(!f.exists());
 }
+
+/// One little-endian pcapng block of `kind` around `body` (padded to 32 bits).
+fn ng_block(kind: u32, body: &[u8]) -> Vec<u8> {
+    let pad = (4 - body.len() % 4) % 4;
+    let len = (12 + body.len() + pad) as u32;
+    let mut b = kind.to_le_bytes().to_vec();
+    b.extend_from_slice(&len.to_le_bytes());
+    b.extend_from_slice(body);
+    b.extend_from_slice(&[0; 3][..pad]);
+    b.extend_from_slice(&len.to_le_bytes());
+    b
+}
+
+/// A little-endian pcapng option.
+fn ng_option(code: u16, value: &[u8]) -> Vec<u8> {
+    let mut o = code.to_le_bytes().to_vec();
+    o.extend_from_slice(&(value.len() as u16).to_le_bytes());
+    o.extend_from_slice(value);
+    o.extend_from_slice(&[0; 3][..(4 - value.len() % 4) % 4]);
+    o
+}
+
+/// A pcapng section: interface 0 counts 2^-20 s and is 1000 s late (`if_tsresol` with
+/// the power-of-two flag, `if_tsoffset`), interface 1 counts µs (no options); two
+/// Enhanced Packet Blocks on interface 0, one obsolete Packet Block (type 2) on 1.
+fn pcapng_units_offsets_obsolete() -> Vec<u8> {
+    let mut shb = 0x1A2B_3C4Du32.to_le_bytes().to_vec();
+    shb.extend_from_slice(&[1, 0, 0, 0]);
+    shb.extend_from_slice(&(-1i64).to_le_bytes());
+    let mut f = ng_block(0x0A0D_0D0A, &shb);
+    let idb = |opts: &[u8]| {
+        let mut b = vec![1, 0, 0, 0, 0xff, 0xff, 0, 0];
+        b.extend_from_slice(opts);
+        ng_block(1, &b)
+    };
+    let mut opts = ng_option(9, &[0x80 | 20]);
+    opts.extend(ng_option(14, &1000i64.to_le_bytes()));
+    opts.extend(ng_option(0, &[]));
+    f.extend(idb(&opts));
+    f.extend(idb(&[]));
+    let frame = common::pcap_bytes(&[]); // any bytes: only the times are read here
+    let t0: u64 = 1_700_000_000;
+    for ts in [(t0 << 20) + 3, (t0 << 20) + 32_347] {
+        let mut b = 0u32.to_le_bytes().to_vec();
+        for x in [
+            (ts >> 32) as u32,
+            ts as u32,
+            frame.len() as u32,
+            frame.len() as u32,
+        ] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        b.extend_from_slice(&frame);
+        f.extend(ng_block(6, &b));
+    }
+    let ts = t0 * 1_000_000 + 30_848;
+    let mut b = vec![1, 0, 0, 0]; // interface 1 (16 bits), no drops (16 bits)
+    for x in [
+        (ts >> 32) as u32,
+        ts as u32,
+        frame.len() as u32,
+        frame.len() as u32,
+    ] {
+        b.extend_from_slice(&x.to_le_bytes());
+    }
+    b.extend_from_slice(&frame);
+    f.extend(ng_block(2, &b));
+    f
+}
+
+#[test]
+fn pcapng_time_units_offsets_and_obsolete_blocks_read_as_tshark_reads_them() {
+    let d = TempDir::new("ng-units");
+    let p = d.path("units.pcapng");
+    std::fs::write(&p, pcapng_units_offsets_obsolete()).unwrap();
+    let p = p.to_str().unwrap();
+    let out = rocetap(&["decode", "--format", "csv", p]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (h, rows) = common::parse_csv(&String::from_utf8_lossy(&out.stdout));
+    let col = h.iter().position(|x| x == "frame.time_epoch").unwrap();
+    let ours: Vec<&str> = rows.iter().map(|r| r[col].as_str()).collect();
+    // 3 / 2^20 s = 2861.02 ns and 32347 / 2^20 s = 30848503.1 ns, truncated; + 1000 s.
+    assert_eq!(
+        ours,
+        [
+            "1700001000.000002861",
+            "1700001000.030848503",
+            "1700000000.030848000"
+        ]
+    );
+    if !common::have("tshark") {
+        skip("tshark not installed: the times were checked against computed values only");
+        return;
+    }
+    let t = Command::new("tshark")
+        .args(["-r", p, "-T", "fields", "-e", "frame.time_epoch"])
+        .output()
+        .unwrap();
+    let theirs = String::from_utf8_lossy(&t.stdout);
+    assert_eq!(theirs.lines().collect::<Vec<_>>(), ours, "tshark: {theirs}");
+}
+
+#[test]
+fn a_damaged_pcapng_block_is_described_in_plain_words() {
+    let d = TempDir::new("ng-damage");
+    let mut f = pcapng_units_offsets_obsolete();
+    let n = f.len();
+    f[n - 1] ^= 0x40; // the last block's trailing length no longer matches its first
+    let p = d.path("damaged.pcapng");
+    std::fs::write(&p, &f).unwrap();
+    let out = rocetap(&["analyze", p.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    fails(
+        &out,
+        "corrupt capture after 2 frames: damaged block at byte",
+        None,
+    );
+    assert!(err.contains("length fields disagree"), "{err}");
+    for word in ["Verify", "Eof", "Tag", "Nom", "unparseable"] {
+        assert!(!err.contains(word), "{word:?} in {err}");
+    }
+}
