@@ -353,3 +353,31 @@ fn a_damaged_pcapng_block_is_described_in_plain_words() {
         assert!(!err.contains(word), "{word:?} in {err}");
     }
 }
+
+#[test]
+fn a_capture_out_of_time_order_says_its_span_honestly() {
+    let d = TempDir::new("reversed");
+    // Two frames, the second timed 1.25 s before the first.
+    let mut f = common::pcap_bytes(&[vec![0u8; 60], vec![0u8; 60]]);
+    f[24..32].copy_from_slice(&[0x0a, 0xf1, 0x53, 0x65, 0x10, 0x27, 0, 0]); // +10,000 µs
+    let second = 24 + 16 + 60;
+    f[second..second + 8].copy_from_slice(&[0x08, 0xf1, 0x53, 0x65, 0xc0, 0x98, 0x0b, 0]); // -1.25 s
+    let p = d.path("reversed.pcap");
+    std::fs::write(&p, &f).unwrap();
+    let p = p.to_str().unwrap();
+    let out = rocetap(&["analyze", p]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.contains("2 frames, 0 RoCE packets over 1.250000 s (earliest to latest frame: 1 frame is timed before the one read before it);"),
+        "{first}"
+    );
+    let out = rocetap(&["analyze", "--format", "json", p]);
+    let json = String::from_utf8_lossy(&out.stdout);
+    assert!(json.contains("\"duration_s\": 1.25"), "{json}");
+    // In time order, nothing is added.
+    let out = rocetap(&["analyze", &common::sample("sbr-arp.pcap")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("earliest to latest"), "{text}");
+}
