@@ -44,12 +44,16 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     let r = request(a, color)?;
     let mut p = Pipeline::new(r.dcfg, Analyzer::new(r.analyzer)).stop_after(r.stop_after);
     let mut input = Input::default();
+    // A write error of `-i -w` ends the capture, not the analysis of what was captured:
+    // the report comes first, then the error (exit 2).
+    let mut late = None;
     if let Some(live) = &r.live {
         input.files = live.devices.clone();
-        let code = session::run(live, &mut p)?;
-        if code != exit::OK {
-            return Ok(code);
+        let ended = session::run_to_end(live, &mut p)?;
+        if ended.failure.is_none() && ended.code != exit::OK {
+            return Ok(ended.code);
         }
+        late = ended.failure;
     } else {
         if r.paths.len() > 1 {
             p.name_sources(r.paths.iter().map(|path| {
@@ -71,7 +75,11 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     }
     input.frames = p.frames();
     input.bytes = p.bytes();
-    finish(&r.out, p, input, &r.rules, r.qp_table.as_deref())
+    let code = finish(&r.out, p, input, &r.rules, r.qp_table.as_deref())?;
+    match late {
+        Some(f) => Err(f),
+        None => Ok(code),
+    }
 }
 
 /// The arguments, checked: rules before anything is read (a typo must not cost a long run).
