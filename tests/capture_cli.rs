@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{is_root, rocetap, skip, TempDir};
+use common::{is_root, rocetap, run_ok, skip, TempDir};
 use std::path::Path;
 use std::process::Command;
 
@@ -380,4 +380,71 @@ fn a_capture_out_of_time_order_says_its_span_honestly() {
     let out = rocetap(&["analyze", &common::sample("sbr-arp.pcap")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("earliest to latest"), "{text}");
+}
+
+/// Waits (at most `secs`) for `child` to exit; its code, stdout and stderr.
+fn wait_bounded(mut child: std::process::Child, secs: u64) -> (Option<i32>, String, String) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            panic!("rocetap did not stop within {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `analyze` of a FIFO or of stdin whose writer keeps it open: SIGINT or SIGTERM ends the
+/// reading, and the report of the frames read is printed (exit 0), as tshark does.
+#[test]
+fn analyze_of_an_endless_pipe_reports_what_it_read_on_sigint_or_sigterm() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let d = TempDir::new("analyze-sigint");
+    let sample = std::fs::read(common::sample("sbr-arp.pcap")).unwrap();
+    for (via, sig) in [("fifo", "INT"), ("stdin", "TERM"), ("stdin", "INT")] {
+        let fifo = d.path(&format!("in-{sig}.fifo"));
+        let mut c = Command::new(common::bin());
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let (child, mut writer): (_, Box<dyn Write>) = if via == "fifo" {
+            run_ok(&["mkfifo", fifo.to_str().unwrap()]);
+            let child = c.args(["analyze", fifo.to_str().unwrap()]).spawn().unwrap();
+            // Opening blocks until rocetap opened the other end.
+            (child, Box::new(std::fs::File::create(&fifo).unwrap()))
+        } else {
+            let mut child = c
+                .args(["analyze", "-r", "-"])
+                .stdin(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let w = child.stdin.take().unwrap();
+            (child, Box::new(w))
+        };
+        writer.write_all(&sample).unwrap();
+        writer.flush().unwrap();
+        // The writer stays open: only the signal ends the reading.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        run_ok(&["kill", &format!("-{sig}"), &child.id().to_string()]);
+        let (code, out, err) = wait_bounded(child, 10);
+        drop(writer);
+        assert_eq!(code, Some(0), "{via} SIG{sig}: {err}");
+        let first = out.lines().next().unwrap_or_default();
+        assert!(
+            first.contains(": 136 frames, 78 RoCE packets"),
+            "{via} SIG{sig}: {out}"
+        );
+        assert!(
+            err.contains(
+                "rocetap: interrupted: the report covers the 136 frames read before the signal"
+            ),
+            "{via} SIG{sig}: {err}"
+        );
+        assert!(!err.contains("cut short"), "{err}");
+    }
 }

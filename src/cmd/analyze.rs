@@ -3,11 +3,12 @@
 //! exit code: 0 no rule's condition is true, 1 a rule failed (its condition is true), 2
 //! bad rule / unreadable input / write failure. Several files are merged into one capture
 //! in timestamp order; the interface of a frame from file `i` is reported as
-//! `i * 65536 + its interface id in that file` ([`rocetap::capture::IfaceId`]).
+//! `i * 65536 + its interface id in that file` ([`rocetap::capture::IfaceId`]). SIGINT /
+//! SIGTERM end the reading, not the run: what was read is analyzed and reported.
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat, Stage as CliStage};
 use rocetap::analysis::{Analyzer, Config};
-use rocetap::capture::session;
+use rocetap::capture::{input, session};
 use rocetap::config::OutputFormat;
 use rocetap::error::{exit, is_broken_pipe, Failure};
 use rocetap::pipeline::{NoSink, Pipeline, Stage};
@@ -67,9 +68,19 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
                 .files
                 .push(if name == "-" { "stdin".into() } else { name });
         }
+        // Ctrl-C (or SIGTERM) on a long read or an endless pipe: the analysis of what was
+        // read, as tshark gives.
+        input::stop_on_signals()
+            .map_err(|e| Failure::new(format!("analyze: installing signal handlers: {e}")))?;
         let cut_short = p.read_files(&r.paths, r.quiet, &mut NoSink)?;
         for c in &cut_short {
             eprintln!("{}", c.warning());
+        }
+        if input::stopped() {
+            eprintln!(
+                "rocetap: interrupted: the report covers the {} frames read before the signal",
+                p.frames()
+            );
         }
         input.cut_short = cut_short;
     }
