@@ -448,3 +448,47 @@ fn analyze_of_an_endless_pipe_reports_what_it_read_on_sigint_or_sigterm() {
         assert!(!err.contains("cut short"), "{err}");
     }
 }
+
+/// Text from a capture file or its name reaches a terminal escaped: a file name with
+/// terminal controls in the text report, pcapng comments and interface names (the
+/// fuzz seed's carry clear-screen, set-title and colour sequences) nowhere; JSON carries
+/// the name as it is, encoded.
+#[test]
+fn file_names_and_pcapng_texts_reach_the_terminal_escaped() {
+    let d = TempDir::new("hostile-name");
+    let seed = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/seeds/capture_file/ng-comments-le.pcapng");
+    let p = d.path("a\x1b[2Jb\x1b]0;x\x07.pcapng");
+    std::fs::copy(&seed, &p).unwrap();
+    let p = p.to_str().unwrap();
+    for args in [
+        &["analyze", "-v", p][..],
+        &["analyze", "--events", p],
+        &["decode", "-v", p],
+        &["decode", p],
+    ] {
+        let out = rocetap(args);
+        assert!(out.status.success(), "{args:?}");
+        for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            assert!(
+                !bytes.iter().any(|b| *b == 0x1b || *b == 0x07),
+                "{args:?} {what}: {}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+    }
+    let text = String::from_utf8_lossy(&rocetap(&["analyze", p]).stdout).into_owned();
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("a\\x1b[2Jb\\x1b]0;x\\x07.pcapng: 1 frames"),
+        "{text}"
+    );
+    let json =
+        String::from_utf8_lossy(&rocetap(&["analyze", "--format", "json", p]).stdout).into_owned();
+    assert!(
+        json.contains("a\\u001b[2Jb\\u001b]0;x\\u0007.pcapng"),
+        "{json}"
+    );
+}

@@ -290,7 +290,7 @@ pub(super) fn text(
     writeln!(
         out,
         "{}: {} frames, {} RoCE packets over {:.6} s{}; {} flows, {} RC connections paired",
-        input.files.join(", "),
+        super::safe::term(&input.files.join(", ")),
         t.frames,
         t.roce_packets,
         r.derived.duration_s,
