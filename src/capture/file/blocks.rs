@@ -437,6 +437,25 @@ pub(crate) mod tests {
         }
     }
 
+    /// The fuzz target's pcapng seeds reach what they are there for: timestamp units and
+    /// offsets in both forms and byte orders, obsolete packet blocks, options with text.
+    #[test]
+    fn the_fuzz_seeds_reach_units_offsets_and_obsolete_blocks() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/capture_file");
+        for (seed, frames, first_ns) in [
+            ("ng-tsresol-tsoffset", 3, (T0 + 1000) * 1_000_000_000 + 2861),
+            ("ng-obsolete-packet", 3, T0 * 1_000_000_000 + 1000),
+            ("ng-comments", 1, T0 * 1_000_000_000),
+        ] {
+            for order in ["le", "be"] {
+                let bytes = std::fs::read(dir.join(format!("{seed}-{order}.pcapng"))).unwrap();
+                let (got, res) = read(&bytes);
+                assert_eq!(res.unwrap().frames, frames, "{seed}-{order}");
+                assert_eq!(got[0].0, first_ns, "{seed}-{order}");
+            }
+        }
+    }
+
     #[test]
     fn damage_is_described_without_the_parser_s_words() {
         let mut ng = Ng::new(false);
