@@ -9,7 +9,7 @@
 //! where the generic block reader spends a few hundred (measured: it was a fifth of
 //! `rocetap analyze`'s time). pcapng and the rarer pcap variants go through pcap-parser.
 //!
-//! pcapng blocks become frames in [`blocks`](mod@blocks): every interface's timestamp
+//! pcapng blocks become frames in `file/blocks.rs`: every interface's timestamp
 //! unit (`if_tsresol`, 10^-n or 2^-n s) and offset (`if_tsoffset`), and the obsolete
 //! Packet Block (type 2) as well as the Enhanced and Simple ones.
 //!
