@@ -401,28 +401,38 @@ fn wait_bounded(mut child: std::process::Child, secs: u64) -> (Option<i32>, Stri
 }
 
 /// `analyze` of a FIFO or of stdin whose writer keeps it open: SIGINT or SIGTERM ends the
-/// reading, and the report of the frames read is printed (exit 0), as tshark does.
+/// reading, and the report of the frames read is printed (exit 0, or 1 when a `--fail-on`
+/// rule fails), as tshark does.
 #[test]
 fn analyze_of_an_endless_pipe_reports_what_it_read_on_sigint_or_sigterm() {
     use std::io::Write;
     use std::process::Stdio;
     let d = TempDir::new("analyze-sigint");
     let sample = std::fs::read(common::sample("sbr-arp.pcap")).unwrap();
-    for (via, sig) in [("fifo", "INT"), ("stdin", "TERM"), ("stdin", "INT")] {
-        let fifo = d.path(&format!("in-{sig}.fifo"));
+    for (k, (via, sig, rule, want)) in [
+        ("fifo", "INT", None, 0),
+        ("stdin", "TERM", None, 0),
+        ("stdin", "INT", None, 0),
+        ("fifo", "TERM", Some("frames > 0"), 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let fifo = d.path(&format!("in-{k}.fifo"));
         let mut c = Command::new(common::bin());
-        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .arg("analyze");
+        if let Some(r) = rule {
+            c.args(["--fail-on", r]);
+        }
         let (child, mut writer): (_, Box<dyn Write>) = if via == "fifo" {
             run_ok(&["mkfifo", fifo.to_str().unwrap()]);
-            let child = c.args(["analyze", fifo.to_str().unwrap()]).spawn().unwrap();
+            let child = c.arg(&fifo).spawn().unwrap();
             // Opening blocks until rocetap opened the other end.
             (child, Box::new(std::fs::File::create(&fifo).unwrap()))
         } else {
-            let mut child = c
-                .args(["analyze", "-r", "-"])
-                .stdin(Stdio::piped())
-                .spawn()
-                .unwrap();
+            let mut child = c.args(["-r", "-"]).stdin(Stdio::piped()).spawn().unwrap();
             let w = child.stdin.take().unwrap();
             (child, Box::new(w))
         };
@@ -433,7 +443,7 @@ fn analyze_of_an_endless_pipe_reports_what_it_read_on_sigint_or_sigterm() {
         run_ok(&["kill", &format!("-{sig}"), &child.id().to_string()]);
         let (code, out, err) = wait_bounded(child, 10);
         drop(writer);
-        assert_eq!(code, Some(0), "{via} SIG{sig}: {err}");
+        assert_eq!(code, Some(want), "{via} SIG{sig}: {err}");
         let first = out.lines().next().unwrap_or_default();
         assert!(
             first.contains(": 136 frames, 78 RoCE packets"),
