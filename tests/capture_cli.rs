@@ -501,4 +501,14 @@ fn file_names_and_pcapng_texts_reach_the_terminal_escaped() {
         json.contains("a\\u001b[2Jb\\u001b]0;x\\u0007.pcapng"),
         "{json}"
     );
+    // Cut in the middle of its packet block: the warning names it, escaped.
+    let bytes = std::fs::read(seed.with_file_name("ng-tsresol-tsoffset-le.pcapng")).unwrap();
+    std::fs::write(p, &bytes[..bytes.len() - 8]).unwrap();
+    let out = rocetap(&["analyze", p]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("a\\x1b[2Jb\\x1b]0;x\\x07.pcapng was cut short"),
+        "{err}"
+    );
+    assert!(!out.stderr.contains(&0x1b), "{err}");
 }

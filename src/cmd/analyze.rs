@@ -74,7 +74,8 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
             .map_err(|e| Failure::new(format!("analyze: installing signal handlers: {e}")))?;
         let cut_short = p.read_files(&r.paths, r.quiet, &mut NoSink)?;
         for c in &cut_short {
-            eprintln!("{}", c.warning());
+            // The warning names the file: outside text.
+            eprintln!("{}", rocetap::report::safe::term(&c.warning()));
         }
         if input::stopped() {
             eprintln!(
