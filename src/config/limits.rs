@@ -11,4 +11,10 @@
 
 // ---- captures (pcap, pcapng) ----
 
+/// Bytes of one capture record (a pcap record or a pcapng block, headers included): a
+/// larger one is refused as corrupt, and the reader's buffer never grows beyond it.
+/// libpcap's own limit is 256 KiB per packet; 64 MiB leaves room for any real block (a
+/// name-resolution block of a large capture) while bounding memory.
+pub const CAPTURE_RECORD_BYTES: usize = 64 << 20;
+
 // ---- other ----
