@@ -111,6 +111,21 @@ fn bad_tables_are_one_line_naming_the_file_exit_2() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A table larger than `config::limits::QP_TABLE_MAX_BYTES` (here `/dev/zero`, which
+/// never ends) is refused in one line once that much is read, not held whole.
+#[test]
+fn endless_or_huge_tables_are_refused_in_one_line() {
+    let t = std::time::Instant::now();
+    let o = common::rocetap(&["qp-table", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.trim_end(),
+        "rocetap: qp-table: QP table /dev/zero: larger than 64 MiB, the most rocetap reads of one QP table"
+    );
+    assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+}
+
 /// This node's table: without RDMA netlink (no rdma_rxe or HCA) the one-line error, with
 /// devices a JSON array. (Not a skip: the error path is what a node without RDMA can check.)
 #[test]

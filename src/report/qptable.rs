@@ -55,7 +55,12 @@ pub(super) fn section(out: &mut impl Write, r: &Report, m: &[FlowQps]) -> io::Re
     }
     writeln!(out, "QP table (the kernel's QPs behind each flow):")?;
     for q in m {
-        let Some(f) = r.flows.iter().find(|f| f.id == q.flow) else {
+        // A report's flows are sorted by id: one binary search, not a walk per flow.
+        let f = match r.flows.binary_search_by_key(&q.flow, |f| f.id) {
+            Ok(i) => Some(&r.flows[i]),
+            Err(_) => r.flows.iter().find(|f| f.id == q.flow),
+        };
+        let Some(f) = f else {
             continue;
         };
         writeln!(out, "  flow {} {} → {} QP {}:", f.id, f.src, f.dst, f.qp)?;
