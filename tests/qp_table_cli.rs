@@ -111,6 +111,26 @@ fn bad_tables_are_one_line_naming_the_file_exit_2() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Names with terminal controls are written JSON-escaped (`\u001b`), never as raw bytes,
+/// and read back to the same names.
+#[test]
+fn hostile_names_are_json_escaped() {
+    let o = common::rocetap(&["qp-table", &fixture("clean-rc-hostile.json")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        !o.stdout.iter().any(|&b| b < 0x20 && b != b'\n'),
+        "raw controls"
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains(r#""comm":"\u001b[2J\u001b]0;pwned\u0007evil""#),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v[0]["comm"], "\u{1b}[2J\u{1b}]0;pwned\u{7}evil");
+    assert_eq!(v[0]["ifname"], "mlx5_0\u{1b}[31m");
+}
+
 /// A table larger than `config::limits::QP_TABLE_MAX_BYTES` (here `/dev/zero`, which
 /// never ends) is refused in one line once that much is read, not held whole.
 #[test]
