@@ -425,24 +425,65 @@ fn top_live_on_a_veth() {
     quit(&s);
 }
 
-/// SIGTERM ends the UI like `q`: exit 0, the terminal restored.
-#[test]
-fn top_sigterm_restores_the_terminal() {
-    let Some((s, dir)) = start("term", "congestion.pcap", "max") else {
+/// `kill -SIG` from outside ends the UI like `q`: exit 0, the alternate screen left and
+/// the terminal cooked again (`stty -a` in the pane's shell shows `icanon` and `echo`, not
+/// the raw mode's `-icanon -echo`). SIGINT and SIGQUIT once killed `top` with the
+/// terminal left raw and on the alternate screen.
+fn signal_restores_the_terminal(sig: &str) {
+    let Some((s, dir)) = start(
+        &format!("sig{}", sig.to_lowercase()),
+        "congestion.pcap",
+        "max",
+    ) else {
         return;
     };
     s.wait("the flows table", 30, |t| t.contains("Flows 8/8"));
     let child = s.rocetap_pid();
     assert!(Command::new("kill")
-        .args(["-TERM", &child])
+        .args([&format!("-{sig}"), &child])
         .status()
         .unwrap()
         .success());
     let exit_line = |t: &str| t.lines().any(|l| l.starts_with("EXIT="));
-    let scr = s.wait("the shell after SIGTERM", 10, exit_line);
-    assert!(scr.lines().any(|l| l == "EXIT=0"), "{scr}");
-    assert!(!scr.contains("rocetap top │"), "{scr}");
+    let scr = s.wait(&format!("the shell after SIG{sig}"), 10, exit_line);
+    assert!(scr.lines().any(|l| l == "EXIT=0"), "SIG{sig}:\n{scr}");
+    assert!(!scr.contains("rocetap top │"), "SIG{sig}:\n{scr}");
+    s.text(
+        "printf 'STTY=%s\\n' \"$(stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo)' | tr '\\n' ' ')\"",
+    );
+    s.keys(&["Enter"]);
+    let stty = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("STTY="))
+            .map(str::to_string)
+    };
+    let scr = s.wait(&format!("stty after SIG{sig}"), 10, |t| stty(t).is_some());
+    assert_eq!(
+        stty(&scr).unwrap().trim_end(),
+        "STTY=icanon echo",
+        "SIG{sig}: the terminal is not cooked:\n{scr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn top_sigterm_restores_the_terminal() {
+    signal_restores_the_terminal("TERM");
+}
+
+#[test]
+fn top_sigint_restores_the_terminal() {
+    signal_restores_the_terminal("INT");
+}
+
+#[test]
+fn top_sighup_restores_the_terminal() {
+    signal_restores_the_terminal("HUP");
+}
+
+#[test]
+fn top_sigquit_restores_the_terminal() {
+    signal_restores_the_terminal("QUIT");
 }
 
 /// A terminal that goes away (its tmux session killed) ends `top`: it once kept spinning
