@@ -131,6 +131,33 @@ fn hostile_names_are_json_escaped() {
     assert_eq!(v[0]["ifname"], "mlx5_0\u{1b}[31m");
 }
 
+/// An error that quotes the table (a duplicate QP of a device named with terminal
+/// controls) is one line with the controls escaped.
+#[test]
+fn errors_quoting_the_table_are_escaped() {
+    let dir = std::env::temp_dir().join(format!("rocetap-qp-table-esc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("dup.json");
+    std::fs::write(
+        &p,
+        r#"[{"ifname":"rxe\u001b]0;pwned\u0007\n","lqpn":5},{"ifname":"rxe\u001b]0;pwned\u0007\n","lqpn":5}]"#,
+    )
+    .unwrap();
+    let o = common::rocetap(&["qp-table", &p.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        !o.stderr.iter().any(|&b| b == 0x1b || b == 0x07),
+        "raw controls"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.ends_with("entries 1 and 2 are both QP 0x000005 of rxe\\x1b]0;pwned\\x07\\x0a\n"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A table larger than `config::limits::QP_TABLE_MAX_BYTES` (here `/dev/zero`, which
 /// never ends) is refused in one line once that much is read, not held whole.
 #[test]
