@@ -79,6 +79,11 @@ fn have_tmux() -> bool {
 /// A shell in a new 160×48 tmux session, in a fresh directory, running
 /// `rocetap top -r samples/SAMPLE --speed SPEED`.
 fn start(test: &str, sample: &str, speed: &str) -> Option<(Session, PathBuf)> {
+    start_with(test, sample, speed, "")
+}
+
+/// [`start`] with `EXTRA` (shell words) after the other arguments.
+fn start_with(test: &str, sample: &str, speed: &str, extra: &str) -> Option<(Session, PathBuf)> {
     if !have_tmux() {
         common::skip("tmux is not installed");
         return None;
@@ -124,7 +129,7 @@ fn start(test: &str, sample: &str, speed: &str) -> Option<(Session, PathBuf)> {
     let s = Session(name);
     s.wait("the shell", 10, |t| t.contains("READY$"));
     s.text(&format!(
-        "{} top -r {} --speed {speed}; echo EXIT=$?",
+        "{} top -r {} --speed {speed} {extra}; echo EXIT=$?",
         common::bin(),
         sample.display()
     ));
@@ -265,6 +270,37 @@ fn top_replays_selects_details_writes_and_quits() {
     s.wait("the table again", 10, |t| t.contains("Flows 1/8"));
     s.text("?");
     s.wait("the help", 10, |t| t.contains("this help"));
+    quit(&s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A QP table whose process named itself with terminal controls: the flow's detail
+/// shows the name escaped, and the pane's title is not set by it.
+#[test]
+fn top_shows_hostile_qp_table_names_escaped() {
+    let table = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/qptable/clean-rc-hostile.json");
+    let extra = format!("--qp-table {}", table.display());
+    let Some((s, dir)) = start_with("hostile", "clean-rc.pcap", "max", &extra) else {
+        return;
+    };
+    let title = s.tmux(&["display-message", "-p", "-t", &s.0, "#{pane_title}"]);
+    s.wait("the flows table", 30, |t| t.contains("ended"));
+    s.text("/0x000101");
+    s.wait("the filter", 10, |t| t.contains("Flows 1/"));
+    s.keys(&["Enter"]);
+    s.keys(&["Enter"]);
+    let scr = s.wait("the detail", 10, |t| t.contains("kernel: sent by"));
+    assert!(
+        scr.contains(
+            "mlx5_0\\x1b[31m QP 0x000201 (RC RTS\\u{9b}2J) pid 31337 \\x1b[2J\\x1b]0;pwned"
+        ),
+        "{scr}"
+    );
+    assert_eq!(
+        s.tmux(&["display-message", "-p", "-t", &s.0, "#{pane_title}"]),
+        title
+    );
     quit(&s);
     let _ = std::fs::remove_dir_all(&dir);
 }
