@@ -409,14 +409,18 @@ impl FlowRef {
 /// is the flow's DestQP, the sender the entry whose `rqpn` it is; with a peer flow, both
 /// must also agree with the peer's DestQP, and an entry whose node address is known
 /// must be on the flow's destination (receiver) or source (sender). Flows no entry
-/// fits are left out. The table is indexed once ([`Fits`]): time is linear in flows plus
-/// entries, however many QPs share a number.
+/// fits are left out. For more than [`FEW_FLOWS`] flows the table is indexed once
+/// ([`Fits`]): time is linear in flows plus entries, however many QPs share a number;
+/// for a few (the TUI's detail asks for one flow and its peer at every redraw) one walk
+/// of the table per flow costs less than the index.
 pub fn match_flows(flows: &[FlowRef], table: &[QpEntry]) -> Vec<FlowQps> {
-    let fits = Fits::new(table);
+    let fits = (flows.len() > FEW_FLOWS).then(|| Fits::new(table));
     let mut out = Vec::new();
     for f in flows {
-        let recv = fits.receivers(f);
-        let send = fits.senders(f);
+        let (recv, send) = match &fits {
+            Some(x) => (x.receivers(f), x.senders(f)),
+            None => scan(f, table),
+        };
         if recv.count == 0 && send.count == 0 {
             continue;
         }
@@ -441,6 +445,24 @@ pub fn match_flows(flows: &[FlowRef], table: &[QpEntry]) -> Vec<FlowQps> {
         });
     }
     out
+}
+
+/// Up to this many flows, [`match_flows`] walks the table for each instead of indexing it.
+pub const FEW_FLOWS: usize = 4;
+
+/// The receivers and senders of `f` in `table`, found by walking it.
+fn scan(f: &FlowRef, table: &[QpEntry]) -> (Hit, Hit) {
+    let at = |e: &QpEntry, a: Addr| e.addr.is_none_or(|x| Addr::Ip(x) == a);
+    let (mut recv, mut send) = (Hit::default(), Hit::default());
+    for (i, e) in table.iter().enumerate() {
+        if e.lqpn == f.qp && (f.peer_qp.is_none() || e.rqpn == f.peer_qp) && at(e, f.dst) {
+            recv.add(i);
+        }
+        if e.rqpn == Some(f.qp) && f.peer_qp.is_none_or(|p| e.lqpn == p) && at(e, f.src) {
+            send.add(i);
+        }
+    }
+    (recv, send)
 }
 
 /// The entries that fit one role of one flow: how many, and the first (in table order).

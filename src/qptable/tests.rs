@@ -359,3 +359,64 @@ fn the_fuzz_seeds_reach_both_limits() {
         2
     );
 }
+
+/// The walk (a few flows) and the index (more than `FEW_FLOWS`) label alike: every flow
+/// of a mixed set — with and without peers, addresses, ambiguous and unknown QPNs —
+/// matched alone and among many gives the same label.
+#[test]
+fn the_walk_and_the_index_agree() {
+    let mut t = table();
+    t.extend(
+        parse(
+            "c",
+            "c",
+            "[{\"ifname\":\"rxe0\",\"lqpn\":17,\"rqpn\":18,\"pid\":5},\
+              {\"ifname\":\"rxe1\",\"lqpn\":40},{\"ifname\":\"rxe1\",\"lqpn\":41,\"rqpn\":40}]",
+        )
+        .unwrap(),
+    );
+    t[0].addr = Some(X_IP);
+    t[1].addr = Some(Y_IP);
+    let mut flows = Vec::new();
+    for (i, (qp, peer)) in [
+        (18, Some(17)),
+        (17, Some(18)),
+        (17, None),
+        (18, None),
+        (40, None),
+        (40, Some(41)),
+        (41, Some(40)),
+        (99, None),
+        (1, None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for (j, (src, dst)) in [(X, Y), (Y, X), (Addr::Lid(3), Addr::Lid(4))]
+            .into_iter()
+            .enumerate()
+        {
+            flows.push(FlowRef {
+                id: (i * 3 + j) as u32,
+                src,
+                dst,
+                qp: Qpn(qp),
+                peer_qp: peer.map(Qpn),
+                first_psn: Some(Psn(1000)),
+                last_psn: Some(Psn(1049)),
+                requests_only: true,
+            });
+        }
+    }
+    assert!(flows.len() > FEW_FLOWS);
+    let all = match_flows(&flows, &t);
+    let one_by_one: Vec<FlowQps> = flows
+        .iter()
+        .flat_map(|f| match_flows(std::slice::from_ref(f), &t))
+        .collect();
+    assert_eq!(all, one_by_one);
+    assert!(all.iter().any(|q| q.ambiguous > 0));
+    assert!(all
+        .iter()
+        .any(|q| q.sender.is_some() && q.receiver.is_some()));
+}
