@@ -92,6 +92,49 @@ fn interfaces_lists_rdma_devices_from_sysfs() {
     );
 }
 
+/// Names and values from sysfs with terminal controls in them (a device, a netdev, a
+/// port state, a GID type) are listed escaped, never as raw ESC or BEL bytes.
+#[test]
+fn interfaces_escapes_hostile_sysfs_names() {
+    use std::fs;
+    let d = TempDir::new("ifaces-hostile");
+    let dev = d.0.join("class/infiniband/mlx5_\u{1b}[2J");
+    let p = dev.join("ports/1");
+    for sub in ["gids", "gid_attrs/types", "gid_attrs/ndevs"] {
+        fs::create_dir_all(p.join(sub)).unwrap();
+    }
+    fs::create_dir_all(dev.join("device/net/ens\u{1b}[31m")).unwrap();
+    fs::write(p.join("state"), "4: ACT\u{1b}]0;pwned\u{7}IVE\n").unwrap();
+    fs::write(p.join("link_layer"), "Ethernet\n").unwrap();
+    fs::write(
+        p.join("gids/1"),
+        "fe80:0000:0000:0000:0a0b:0cff:fe0d:0e0f\n",
+    )
+    .unwrap();
+    fs::write(p.join("gid_attrs/types/1"), "RoCE v2\u{202e}\n").unwrap();
+    fs::write(p.join("gid_attrs/ndevs/1"), "ens\u{1b}[31m\n").unwrap();
+    let out = rocetap(&["interfaces", "--sysfs-root", d.0.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.stdout.iter().any(|&b| b == 0x1b || b == 0x07),
+        "raw ESC or BEL in\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains('\u{202e}'), "{text}");
+    for want in [
+        "mlx5_\\x1b[2J netdev ens\\x1b[31m — ",
+        "  port 1: state ACT\\x1b]0;pwned\\x07IVE, link layer Ethernet",
+        "    GID   1 fe80:0000:0000:0000:0a0b:0cff:fe0d:0e0f RoCE v2\\u{202e} ens\\x1b[31m",
+    ] {
+        assert!(text.contains(want), "{want:?} in\n{text}");
+    }
+}
+
 #[test]
 fn rdma_device_without_rdma_libpcap_explains_why_and_what_to_do() {
     if !is_root() {

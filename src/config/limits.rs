@@ -7,6 +7,17 @@
 
 // ---- JSON inputs (`ip -j` dumps, QP tables, kubectl output) ----
 
+/// Bytes read of one QP table (`rdma res show qp -j`, `--qp-table FILE`, `qp-table
+/// FILE`); a longer file or pipe is refused. An entry takes about 170 bytes, so this
+/// holds several times [`QP_TABLE_MAX_QPS`] entries with room for long names, and bounds
+/// the text held while it is parsed (a `/dev/zero` given as a table stops here).
+pub const QP_TABLE_MAX_BYTES: u64 = 64 << 20;
+
+/// QPs read of one QP table; a table with more is refused. mlx5 NICs create some
+/// hundred thousand QPs at most in practice (a GPU node with NCCL over every peer uses a
+/// few tens of thousands); 262,144 entries take about 90 MiB once read.
+pub const QP_TABLE_MAX_QPS: usize = 1 << 18;
+
 // ---- YAML inputs (NADs, the agent's configuration) ----
 
 // ---- captures (pcap, pcapng) ----

@@ -141,7 +141,7 @@ fn evidence(
                 out,
                 "{IN}  {:.9} {}  ->  {}",
                 secs(r, e.t_ns),
-                e.iface,
+                super::safe::term(&e.iface),
                 seen(&e.seen)
             )?;
         }
