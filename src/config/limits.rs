@@ -7,6 +7,17 @@
 
 // ---- JSON inputs (`ip -j` dumps, QP tables, kubectl output) ----
 
+/// Bytes read of one QP table (`rdma res show qp -j`, `--qp-table FILE`, `qp-table
+/// FILE`); a longer file or pipe is refused. An entry takes about 170 bytes, so this
+/// holds several times [`QP_TABLE_MAX_QPS`] entries with room for long names, and bounds
+/// the text held while it is parsed (a `/dev/zero` given as a table stops here).
+pub const QP_TABLE_MAX_BYTES: u64 = 64 << 20;
+
+/// QPs read of one QP table; a table with more is refused. mlx5 NICs create some
+/// hundred thousand QPs at most in practice (a GPU node with NCCL over every peer uses a
+/// few tens of thousands); 262,144 entries take about 90 MiB once read.
+pub const QP_TABLE_MAX_QPS: usize = 1 << 18;
+
 /// The largest CNI configuration a NAD's `spec.config` may hold, in bytes (256 KiB): a
 /// chain of a dozen plugins is 2–4 KiB; the text is parsed twice (strict JSON, then with
 /// positions), so a larger one is refused with a finding instead.
@@ -45,5 +56,11 @@ pub const YAML_MAX_ALIAS_VALUES: usize = 100_000;
 pub const AGENT_CONFIG_MAX_BYTES: u64 = 1 << 20;
 
 // ---- captures (pcap, pcapng) ----
+
+/// Bytes of one capture record (a pcap record or a pcapng block, headers included): a
+/// larger one is refused as corrupt, and the reader's buffer never grows beyond it.
+/// libpcap's own limit is 256 KiB per packet; 64 MiB leaves room for any real block (a
+/// name-resolution block of a large capture) while bounding memory.
+pub const CAPTURE_RECORD_BYTES: usize = 64 << 20;
 
 // ---- other ----
