@@ -15,7 +15,7 @@ use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use crate::config::limits::{
-    YAML_MAX_ALIAS_VALUES, YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_VALUES,
+    YAML_MAX_ALIAS_VALUES, YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_VALUES, YAML_TEXT_MAX_BYTES,
 };
 
 /// 1-based line and column.
@@ -311,6 +311,16 @@ pub fn load(text: &str) -> Result<Vec<Node>, YamlError> {
         });
     }
     let doc = json_as_document(text);
+    if doc.is_none() && text.len() > YAML_TEXT_MAX_BYTES {
+        return Err(YamlError {
+            pos: None,
+            msg: format!(
+                "YAML larger than {} MiB (give it as JSON, `-o json`, which is read up to {} MiB)",
+                YAML_TEXT_MAX_BYTES >> 20,
+                YAML_MAX_BYTES >> 20
+            ),
+        });
+    }
     let (text, shifted) = match &doc {
         Some((t, line)) => (t.as_str(), *line),
         None => (text, 0),

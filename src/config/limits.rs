@@ -36,6 +36,14 @@ pub const CNI_MAX_PLUGINS: usize = 64;
 /// input are read up to this many bytes and no further).
 pub const YAML_MAX_BYTES: usize = 64 << 20;
 
+/// The most YAML text that is not JSON the reader takes (1 MiB, ~1,000 NADs as
+/// `kubectl ... -o yaml` writes them). yaml-rust2 holds every token of a flow collection
+/// that starts a document or a block entry (`- [x, x, ...]`) until it closes, about 120
+/// bytes of memory per byte of input: 1 MiB stays near 125 MiB where 10 MB took 1.2 GB.
+/// JSON streams through the scanner (see `crate::yaml`) and is read up to
+/// [`YAML_MAX_BYTES`]; the error says to give a larger input as JSON.
+pub const YAML_TEXT_MAX_BYTES: usize = 1 << 20;
+
 /// The deepest nesting of YAML mappings and sequences (64): Kubernetes objects nest a
 /// dozen levels; deeper input is an error, not a stack overflow.
 pub const YAML_MAX_DEPTH: usize = 64;
