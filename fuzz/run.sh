@@ -18,11 +18,16 @@ cargo fuzz build -O
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t"
     echo "fuzz: $t for ${secs}s"
-    # -rss_limit_mb: the analyzer and readers must stay small whatever the input.
+    # Memory blow-ups are crashes: no input may make a reader or the analyzer grow past
+    # FUZZ_MALLOC_MB in one allocation or FUZZ_RSS_MB in all (the process's RSS, which
+    # includes AddressSanitizer's shadow memory and quarantine, about 150-250 MB of it).
+    # Inputs go up to FUZZ_MAX_LEN bytes, so that a limit on counts (routes, QPs, NADs,
+    # YAML values) is reachable.
     set +e
     mkdir -p "fuzz/seeds/$t"
-    cargo fuzz run -O "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 \
-        -print_final_stats=1 > "fuzz/$t.log" 2>&1
+    cargo fuzz run -O "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- -max_total_time="$secs" \
+        -rss_limit_mb="${FUZZ_RSS_MB:-640}" -malloc_limit_mb="${FUZZ_MALLOC_MB:-256}" \
+        -max_len="${FUZZ_MAX_LEN:-262144}" -print_final_stats=1 > "fuzz/$t.log" 2>&1
     rc=$?
     set -e
     grep -E "^stat::(number_of_executed_units|peak_rss_mb)|^SUMMARY|panicked at" "fuzz/$t.log" || true

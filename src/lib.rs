@@ -22,3 +22,4 @@ pub mod report;
 pub mod synth;
 pub mod sysfile;
 pub mod tui;
+pub mod yaml;

@@ -9,7 +9,8 @@ fn main() {
     match cmd::run(cli::Cli::parse_args()) {
         Ok(code) => std::process::exit(code),
         Err(f) => {
-            eprintln!("rocetap: {}", f.what);
+            // Errors name files, devices and entries from outside: escaped, one line.
+            eprintln!("rocetap: {}", rocetap::report::safe::term(&f.what));
             if let Some(h) = f.hint {
                 eprintln!("hint: {h}");
             }

@@ -732,6 +732,17 @@ fn bad_configurations_are_one_line_errors() {
     std::fs::write(&cfg, "interface: lo\nwindow: forever\n").unwrap();
     let e = refused(&["--config", cfg.to_str().unwrap()]);
     assert!(e.contains("'window'") && e.contains("bad duration"), "{e}");
+    // a billion laughs: refused by the YAML reader's value limit, before any source opens
+    let mut bomb = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for (n, prev) in ('b'..='i').zip('a'..) {
+        bomb.push_str(&format!(
+            "{n}: &{n} [{}]\n",
+            vec![format!("*{prev}"); 9].join(",")
+        ));
+    }
+    std::fs::write(&cfg, &bomb).unwrap();
+    let e = refused(&["-i", "lo", "--config", cfg.to_str().unwrap()]);
+    assert!(e.contains("after expanding aliases"), "{e}");
     std::fs::write(&cfg, "\u{0}\u{1}: [").unwrap();
     assert!(refused(&["--config", cfg.to_str().unwrap()]).contains("agent.yaml"));
     assert!(refused(&["--config", "/nonexistent/agent.yaml"]).contains("/nonexistent/agent.yaml"));

@@ -72,6 +72,54 @@ fn tables_label_flows_in_text_and_json() {
     assert!(doc.get("qp_table").is_none());
 }
 
+/// A table whose names carry terminal controls (any process names itself with prctl):
+/// the text report, `-v` and `--color never` included, shows them escaped, never a raw
+/// ESC, BEL or C1 byte; the JSON carries the raw names, JSON-escaped.
+#[test]
+fn hostile_names_from_a_table_are_escaped_in_text_and_raw_in_json() {
+    let (t, cap) = (fixture("clean-rc-hostile.json"), sample());
+    let evil = "\u{1b}[2J\u{1b}]0;pwned\u{7}evil";
+    for extra in [&[][..], &["-v"][..], &["-v", "--color", "never"][..]] {
+        let mut args = vec!["analyze", &cap, "--qp-table", &t];
+        args.extend(extra);
+        let o = common::rocetap(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            !o.stdout.iter().any(|&b| b == 0x1b || b == 0x07),
+            "{extra:?}: a raw ESC or BEL in\n{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            !text.contains('\u{9b}') && !text.contains('\u{202e}'),
+            "{text}"
+        );
+        for want in [
+            "    sent by clean-rc-hostile mlx5_0\\x1b[31m QP 0x000201 (RC RTS\\u{9b}2J) pid 31337 \\x1b[2J\\x1b]0;pwned\\x07evil",
+            "pid 31338 \\u{202e}evil\\u{2066}",
+        ] {
+            assert!(text.contains(want), "{extra:?}: missing {want:?} in\n{text}");
+        }
+    }
+    let o = common::rocetap(&["analyze", &cap, "--qp-table", &t, "-F", "json"]);
+    assert!(o.status.success());
+    let raw = String::from_utf8(o.stdout).unwrap();
+    assert!(!raw.contains('\u{1b}') && !raw.contains('\u{7}'), "{raw}");
+    assert!(
+        raw.contains(r#""comm": "\u001b[2J\u001b]0;pwned\u0007evil""#),
+        "{raw}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    let f0 = doc["qp_table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["flow"] == 0)
+        .unwrap();
+    assert_eq!(f0["sender"]["comm"], evil);
+    assert_eq!(f0["sender"]["device"], "mlx5_0\u{1b}[31m");
+}
+
 #[test]
 fn bad_tables_are_one_line_naming_the_file_exit_2() {
     let dir = std::env::temp_dir().join(format!("rocetap-qptable-{}", std::process::id()));

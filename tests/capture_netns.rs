@@ -983,6 +983,71 @@ fn write_errors_stop_with_a_valid_file_and_exit_2() {
     assert_eq!(got, frames[..got.len()].to_vec());
 }
 
+/// `analyze -i -w` on a disk that fills up: the analysis of every frame captured is still
+/// printed, then the write error (exit 2); the pcapng file keeps every complete frame and
+/// ends with a comment that says it was cut.
+#[test]
+fn analyze_live_on_a_full_disk_still_prints_the_analysis() {
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    let dir = TempDir::new("analyze-full");
+    let ns = Netns::new();
+    let mnt = dir.path("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let frames: Vec<Vec<u8>> = (0..600)
+        .map(|i| Roce::send(0x88, i, 1400).bytes())
+        .collect();
+    let trace = write_trace(&dir, "in.pcap", &frames);
+    let out = mnt.join("full.pcapng");
+    let script = format!(
+        "mount -t tmpfs -o size=256k rtcap {m} && {b} analyze -i {i} -w {o} --duration 30 -c 600; echo rc=$?; cp {o} {copy}; umount {m}",
+        m = mnt.display(),
+        b = bin(),
+        i = ns.if_b,
+        o = out.display(),
+        copy = dir.path("copy.pcapng").display()
+    );
+    let child = Command::new("ip")
+        .args(["netns", "exec", &ns.b, "unshare", "-m", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    ns.replay(&trace, Some(2000));
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(stdout.contains("rc=2"), "{stdout} {err}");
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("{}: ", ns.if_b)) && first.contains(" frames, "),
+        "the analysis comes first: {stdout}"
+    );
+    assert!(
+        err.contains("rocetap: writing") && err.contains("No space left on device"),
+        "{err}"
+    );
+    assert!(
+        err.contains("it ends with a comment that says where and why it was cut"),
+        "{err}"
+    );
+    let copy = dir.path("copy.pcapng");
+    let got = frames_of(&copy);
+    assert!(got.len() > 50 && got.len() < 600, "{} frames", got.len());
+    assert_eq!(got, frames[..got.len()].to_vec());
+    let note = format!(
+        "rocetap: capture cut here: No space left on device (os error 28); the {} frames before it are complete",
+        got.len()
+    );
+    let bytes = std::fs::read(&copy).unwrap();
+    assert!(
+        bytes.windows(note.len()).any(|w| w == note.as_bytes()),
+        "{note}"
+    );
+}
+
 #[test]
 fn several_interfaces_merge_in_timestamp_order_into_pcapng() {
     if !ready(&["tcpreplay"]) {

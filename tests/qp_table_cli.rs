@@ -111,6 +111,68 @@ fn bad_tables_are_one_line_naming_the_file_exit_2() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Names with terminal controls are written JSON-escaped (`\u001b`), never as raw bytes,
+/// and read back to the same names.
+#[test]
+fn hostile_names_are_json_escaped() {
+    let o = common::rocetap(&["qp-table", &fixture("clean-rc-hostile.json")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        !o.stdout.iter().any(|&b| b < 0x20 && b != b'\n'),
+        "raw controls"
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains(r#""comm":"\u001b[2J\u001b]0;pwned\u0007evil""#),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v[0]["comm"], "\u{1b}[2J\u{1b}]0;pwned\u{7}evil");
+    assert_eq!(v[0]["ifname"], "mlx5_0\u{1b}[31m");
+}
+
+/// An error that quotes the table (a duplicate QP of a device named with terminal
+/// controls) is one line with the controls escaped.
+#[test]
+fn errors_quoting_the_table_are_escaped() {
+    let dir = std::env::temp_dir().join(format!("rocetap-qp-table-esc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("dup.json");
+    std::fs::write(
+        &p,
+        r#"[{"ifname":"rxe\u001b]0;pwned\u0007\n","lqpn":5},{"ifname":"rxe\u001b]0;pwned\u0007\n","lqpn":5}]"#,
+    )
+    .unwrap();
+    let o = common::rocetap(&["qp-table", &p.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        !o.stderr.iter().any(|&b| b == 0x1b || b == 0x07),
+        "raw controls"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.ends_with("entries 1 and 2 are both QP 0x000005 of rxe\\x1b]0;pwned\\x07\\x0a\n"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A table larger than `config::limits::QP_TABLE_MAX_BYTES` (here `/dev/zero`, which
+/// never ends) is refused in one line once that much is read, not held whole.
+#[test]
+fn endless_or_huge_tables_are_refused_in_one_line() {
+    let t = std::time::Instant::now();
+    let o = common::rocetap(&["qp-table", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.trim_end(),
+        "rocetap: qp-table: QP table /dev/zero: larger than 64 MiB, the most rocetap reads of one QP table"
+    );
+    assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+}
+
 /// This node's table: without RDMA netlink (no rdma_rxe or HCA) the one-line error, with
 /// devices a JSON array. (Not a skip: the error path is what a node without RDMA can check.)
 #[test]

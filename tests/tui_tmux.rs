@@ -79,6 +79,11 @@ fn have_tmux() -> bool {
 /// A shell in a new 160×48 tmux session, in a fresh directory, running
 /// `rocetap top -r samples/SAMPLE --speed SPEED`.
 fn start(test: &str, sample: &str, speed: &str) -> Option<(Session, PathBuf)> {
+    start_with(test, sample, speed, "")
+}
+
+/// [`start`] with `EXTRA` (shell words) after the other arguments.
+fn start_with(test: &str, sample: &str, speed: &str, extra: &str) -> Option<(Session, PathBuf)> {
     if !have_tmux() {
         common::skip("tmux is not installed");
         return None;
@@ -124,7 +129,7 @@ fn start(test: &str, sample: &str, speed: &str) -> Option<(Session, PathBuf)> {
     let s = Session(name);
     s.wait("the shell", 10, |t| t.contains("READY$"));
     s.text(&format!(
-        "{} top -r {} --speed {speed}; echo EXIT=$?",
+        "{} top -r {} --speed {speed} {extra}; echo EXIT=$?",
         common::bin(),
         sample.display()
     ));
@@ -265,6 +270,37 @@ fn top_replays_selects_details_writes_and_quits() {
     s.wait("the table again", 10, |t| t.contains("Flows 1/8"));
     s.text("?");
     s.wait("the help", 10, |t| t.contains("this help"));
+    quit(&s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A QP table whose process named itself with terminal controls: the flow's detail
+/// shows the name escaped, and the pane's title is not set by it.
+#[test]
+fn top_shows_hostile_qp_table_names_escaped() {
+    let table = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/qptable/clean-rc-hostile.json");
+    let extra = format!("--qp-table {}", table.display());
+    let Some((s, dir)) = start_with("hostile", "clean-rc.pcap", "max", &extra) else {
+        return;
+    };
+    let title = s.tmux(&["display-message", "-p", "-t", &s.0, "#{pane_title}"]);
+    s.wait("the flows table", 30, |t| t.contains("ended"));
+    s.text("/0x000101");
+    s.wait("the filter", 10, |t| t.contains("Flows 1/"));
+    s.keys(&["Enter"]);
+    s.keys(&["Enter"]);
+    let scr = s.wait("the detail", 10, |t| t.contains("kernel: sent by"));
+    assert!(
+        scr.contains(
+            "mlx5_0\\x1b[31m QP 0x000201 (RC RTS\\u{9b}2J) pid 31337 \\x1b[2J\\x1b]0;pwned"
+        ),
+        "{scr}"
+    );
+    assert_eq!(
+        s.tmux(&["display-message", "-p", "-t", &s.0, "#{pane_title}"]),
+        title
+    );
     quit(&s);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -425,24 +461,65 @@ fn top_live_on_a_veth() {
     quit(&s);
 }
 
-/// SIGTERM ends the UI like `q`: exit 0, the terminal restored.
-#[test]
-fn top_sigterm_restores_the_terminal() {
-    let Some((s, dir)) = start("term", "congestion.pcap", "max") else {
+/// `kill -SIG` from outside ends the UI like `q`: exit 0, the alternate screen left and
+/// the terminal cooked again (`stty -a` in the pane's shell shows `icanon` and `echo`, not
+/// the raw mode's `-icanon -echo`). SIGINT and SIGQUIT once killed `top` with the
+/// terminal left raw and on the alternate screen.
+fn signal_restores_the_terminal(sig: &str) {
+    let Some((s, dir)) = start(
+        &format!("sig{}", sig.to_lowercase()),
+        "congestion.pcap",
+        "max",
+    ) else {
         return;
     };
     s.wait("the flows table", 30, |t| t.contains("Flows 8/8"));
     let child = s.rocetap_pid();
     assert!(Command::new("kill")
-        .args(["-TERM", &child])
+        .args([&format!("-{sig}"), &child])
         .status()
         .unwrap()
         .success());
     let exit_line = |t: &str| t.lines().any(|l| l.starts_with("EXIT="));
-    let scr = s.wait("the shell after SIGTERM", 10, exit_line);
-    assert!(scr.lines().any(|l| l == "EXIT=0"), "{scr}");
-    assert!(!scr.contains("rocetap top │"), "{scr}");
+    let scr = s.wait(&format!("the shell after SIG{sig}"), 10, exit_line);
+    assert!(scr.lines().any(|l| l == "EXIT=0"), "SIG{sig}:\n{scr}");
+    assert!(!scr.contains("rocetap top │"), "SIG{sig}:\n{scr}");
+    s.text(
+        "printf 'STTY=%s\\n' \"$(stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo)' | tr '\\n' ' ')\"",
+    );
+    s.keys(&["Enter"]);
+    let stty = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("STTY="))
+            .map(str::to_string)
+    };
+    let scr = s.wait(&format!("stty after SIG{sig}"), 10, |t| stty(t).is_some());
+    assert_eq!(
+        stty(&scr).unwrap().trim_end(),
+        "STTY=icanon echo",
+        "SIG{sig}: the terminal is not cooked:\n{scr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn top_sigterm_restores_the_terminal() {
+    signal_restores_the_terminal("TERM");
+}
+
+#[test]
+fn top_sigint_restores_the_terminal() {
+    signal_restores_the_terminal("INT");
+}
+
+#[test]
+fn top_sighup_restores_the_terminal() {
+    signal_restores_the_terminal("HUP");
+}
+
+#[test]
+fn top_sigquit_restores_the_terminal() {
+    signal_restores_the_terminal("QUIT");
 }
 
 /// A terminal that goes away (its tmux session killed) ends `top`: it once kept spinning

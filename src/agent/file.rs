@@ -3,12 +3,16 @@
 //! the repeatable ones, a list. The command line wins over the file. Nothing is guessed:
 //! an unknown key, a list where one value goes, a nested mapping or a file that is not
 //! YAML is an error naming the file (and the line, where the parser gives one); the
-//! values are then checked by the same parsers as the options.
+//! values are then checked by the same parsers as the options. The file is read by the
+//! one YAML reader, `crate::yaml`, with its limits (an alias bomb is refused after a
+//! bounded number of values, a deep nesting at a bounded depth).
 
+use crate::config::limits::AGENT_CONFIG_MAX_BYTES;
 use crate::error::Failure;
+use crate::yaml::{self, Node, Value};
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
-use yaml_rust2::{Yaml, YamlLoader};
 
 /// The keys the file may hold, and whether each takes a list.
 pub const KEYS: [(&str, bool); 22] = [
@@ -36,21 +40,38 @@ pub const KEYS: [(&str, bool); 22] = [
     ("link_speed", false),
 ];
 
-/// The largest config file read.
-const MAX_BYTES: u64 = 1 << 20;
-
 /// The file's settings: each key with its values (one for a scalar), in file order.
 pub fn load(path: &Path) -> Result<Vec<(String, Vec<String>)>, Failure> {
     let name = path.display();
     let err = |m: String| Failure::new(format!("agent: config {name}: {m}"));
     let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
-    if meta.len() > MAX_BYTES {
+    if !meta.is_file() {
+        return Err(err("not a regular file".into()));
+    }
+    if meta.len() > AGENT_CONFIG_MAX_BYTES {
         return Err(err(format!(
-            "{} bytes; a config file is at most 1 MiB",
-            meta.len()
+            "{} bytes; a config file is at most {} MiB",
+            meta.len(),
+            AGENT_CONFIG_MAX_BYTES >> 20
         )));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    // read no more than the limit even if the file grows meanwhile
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(AGENT_CONFIG_MAX_BYTES + 1).read_to_end(&mut buf))
+        .map_err(|e| err(e.to_string()))?;
+    if buf.len() as u64 > AGENT_CONFIG_MAX_BYTES {
+        return Err(err(format!(
+            "more than {} MiB; a config file is at most that",
+            AGENT_CONFIG_MAX_BYTES >> 20
+        )));
+    }
+    let text = String::from_utf8(buf).map_err(|e| {
+        err(format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
     parse(&text, &name.to_string())
 }
 
@@ -67,71 +88,54 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<(String, Vec<String>)>, Failu
             n + 1
         )));
     }
-    let docs = YamlLoader::load_from_str(text).map_err(|e| {
-        err(format!(
-            "not YAML: {} at line {} column {}",
-            e.info(),
-            e.marker().line(),
-            e.marker().col() + 1
-        ))
-    })?;
+    let docs = yaml::load(text).map_err(|e| err(format!("not YAML: {e}")))?;
     let Some(doc) = docs.first() else {
         return Ok(Vec::new());
     };
     if docs.len() > 1 {
         return Err(err("more than one YAML document".into()));
     }
-    let Yaml::Hash(map) = doc else {
-        if doc.is_null() {
-            return Ok(Vec::new());
-        }
-        return Err(err("expected a mapping of option names to values".into()));
+    let Some(map) = doc.map() else {
+        return Err(err(format!(
+            "line {}: expected a mapping of option names to values",
+            doc.pos.line
+        )));
     };
     let mut out = Vec::new();
-    for (k, v) in map {
-        let Some(key) = k.as_str() else {
-            return Err(err(format!("key {k:?} is not a name")));
-        };
+    for (key, kp, v) in map {
+        let at = |m: String| err(format!("line {}: {m}", kp.line));
         let Some(&(_, list)) = KEYS.iter().find(|(n, _)| *n == key) else {
             let known: Vec<&str> = KEYS.iter().map(|k| k.0).collect();
-            return Err(err(format!(
-                "unknown key '{key}' (known: {})",
+            return Err(at(format!(
+                "unknown key '{}' (known: {})",
+                crate::report::safe::term(key),
                 known.join(", ")
             )));
         };
-        let vals = match (v, list) {
-            (Yaml::Array(items), true) => items
+        let vals = match (v.seq(), list) {
+            (Some(items), true) => items
                 .iter()
                 .map(|i| {
                     scalar(i)
-                        .ok_or_else(|| err(format!("'{key}': every item must be a single value")))
+                        .ok_or_else(|| at(format!("'{key}': every item must be a single value")))
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            (Yaml::Array(_), false) => {
-                return Err(err(format!("'{key}' takes one value, not a list")))
-            }
-            (other, _) => {
-                vec![scalar(other).ok_or_else(|| err(format!("'{key}' must be a single value")))?]
+            (Some(_), false) => return Err(at(format!("'{key}' takes one value, not a list"))),
+            (None, _) => {
+                vec![scalar(v).ok_or_else(|| at(format!("'{key}' must be a single value")))?]
             }
         };
-        if out.iter().any(|(k, _): &(String, Vec<String>)| k == key) {
-            return Err(err(format!("'{key}' is given twice")));
-        }
         out.push((key.to_string(), vals));
     }
     Ok(out)
 }
 
-fn scalar(y: &Yaml) -> Option<String> {
-    match y {
-        Yaml::String(s) => Some(s.clone()),
-        Yaml::Integer(i) => Some(i.to_string()),
-        Yaml::Real(r) => Some(r.clone()),
-        Yaml::Boolean(b) => Some(b.to_string()),
-        _ => None,
+fn scalar(n: &Node) -> Option<String> {
+    match n.value {
+        Value::Null | Value::Seq(_) | Value::Map(_) => None,
+        _ => n.text(),
     }
 }
-
 /// A duration as the options take it: `250ms`, `30s`, `5m`, `1h`, or a number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
@@ -220,7 +224,7 @@ mod tests {
             ("- a\n- b\n", "expected a mapping"),
             ("listen: [unclosed\n", "not YAML"),
             ("a: 1\n---\nb: 2\n", "more than one"),
-            ("listen: a\nlisten: b\n", "duplicated key"),
+            ("listen: a\nlisten: b\n", "duplicate key \"listen\""),
             ("listen: a\n\u{0}\u{1}: [\n", "line 2: a control character"),
         ] {
             let e = with(text).unwrap_err();
@@ -230,6 +234,44 @@ mod tests {
             .unwrap_err()
             .what;
         assert!(e.contains("/nonexistent/rocetap.yaml"), "{e}");
+    }
+
+    /// A billion laughs in 342 bytes: nine levels of nine aliases each.
+    fn alias_bomb() -> String {
+        let mut s = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        let mut prev = 'a';
+        for n in 'b'..='i' {
+            let refs = vec![format!("*{prev}"); 9].join(",");
+            s.push_str(&format!("{n}: &{n} [{refs}]\n"));
+            prev = n;
+        }
+        s
+    }
+
+    #[test]
+    fn alias_bombs_and_deep_nesting_are_refused_quickly() {
+        // Was: yaml-rust2 expanded every alias, past 8 GiB before it failed.
+        let start = std::time::Instant::now();
+        let e = with(&alias_bomb()).unwrap_err();
+        assert!(e.contains("after expanding aliases"), "{e}");
+        assert!(e.starts_with("agent: config ") && !e.contains('\n'), "{e}");
+        let e = with(&format!(
+            "listen: {}{}\n",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        ))
+        .unwrap_err();
+        assert!(e.contains("deeper than 64"), "{e}");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        // flow style and JSON are YAML too
+        let got = with("{\"listen\": \"127.0.0.1:9470\", interface: [eth1]}").unwrap();
+        assert_eq!(got.len(), 2);
+        let e = with("\"\\u001b]0;x\\u0007\": 1\n").unwrap_err();
+        assert!(e.contains("unknown key '\\x1b]0;x\\x07'"), "{e}");
     }
 
     #[test]

@@ -117,7 +117,14 @@ pub(crate) struct Global {
     /// Data and CNP packets by DSCP.
     pub qos: qos::QosTally,
     pub first_ts: Option<u64>,
+    /// The latest timestamp (not necessarily the last frame's).
     pub last_ts: u64,
+    /// The earliest timestamp (not necessarily the first frame's).
+    pub min_ts: u64,
+    /// The previous frame's timestamp.
+    pub prev_ts: u64,
+    /// Frames timed before the frame read just before them.
+    pub time_backwards: u64,
     /// Latency samples of every flow, in fixed buckets.
     pub latency: buckets::LatencyBuckets,
 }
@@ -219,6 +226,13 @@ impl Analyzer {
         capture.frames += 1;
         capture.first_ts.get_or_insert(ts);
         capture.last_ts = capture.last_ts.max(ts);
+        capture.min_ts = if capture.frames == 1 {
+            ts
+        } else {
+            capture.min_ts.min(ts)
+        };
+        capture.time_backwards += u64::from(ts < capture.prev_ts);
+        capture.prev_ts = ts;
         match d.stop.kind {
             StopKind::Malformed => capture.malformed += 1,
             StopKind::Truncated => capture.truncated += 1,

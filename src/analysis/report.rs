@@ -308,8 +308,8 @@ pub struct Totals {
 /// Rates derived from the totals (usable in `--fail-on` rules).
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Derived {
-    /// Capture time from the first to the last frame, in seconds (0 for fewer than two
-    /// timestamps).
+    /// Capture time from the earliest to the latest frame, in seconds (0 for fewer than
+    /// two timestamps).
     pub duration_s: f64,
     /// CNPs per second of capture time (0 when the duration is 0).
     pub cnp_per_s: f64,
@@ -541,6 +541,9 @@ pub struct Report {
     pub first_ts_ns: Option<u64>,
     /// Timestamp of the last frame, ns since the Unix epoch (0 when no frame was read).
     pub last_ts_ns: u64,
+    /// Frames timed before the frame read just before them (a capture out of time order);
+    /// `derived.duration_s` spans the earliest to the latest frame whatever the order.
+    pub time_backwards: u64,
     /// Whole-run counters.
     pub totals: Totals,
     /// Rates and ratios derived from the totals.
@@ -643,9 +646,10 @@ pub(super) fn build(
         t.arp_replies += a.replies;
         t.arp_cross_subnet += a.cross_subnet_requests;
     }
+    // From the earliest to the latest frame: a capture out of time order has a span too.
     let dur_ns = global
         .first_ts
-        .map_or(0, |f| global.last_ts.saturating_sub(f));
+        .map_or(0, |_| global.last_ts.saturating_sub(global.min_ts));
     let secs = dur_ns as f64 / 1e9;
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     let naks = t.naks();
@@ -687,6 +691,7 @@ pub(super) fn build(
     Report {
         first_ts_ns: global.first_ts,
         last_ts_ns: global.last_ts,
+        time_backwards: global.time_backwards,
         totals: t,
         derived,
         flows,

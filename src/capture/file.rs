@@ -9,23 +9,29 @@
 //! where the generic block reader spends a few hundred (measured: it was a fifth of
 //! `rocetap analyze`'s time). pcapng and the rarer pcap variants go through pcap-parser.
 //!
+//! pcapng blocks become frames in `file/blocks.rs`: every interface's timestamp
+//! unit (`if_tsresol`, 10^-n or 2^-n s) and offset (`if_tsoffset`), and the obsolete
+//! Packet Block (type 2) as well as the Enhanced and Simple ones.
+//!
 //! Guarantees: a file that is not a capture, a corrupt record header and a file cut in
 //! the middle of a record are reported as [`ReadError`]s that say what and where — after
 //! every complete frame before the damage has been delivered. Nothing panics.
 
+mod blocks;
+
 use super::Frame;
+use blocks::State;
 use dissectors::LinkType;
-use pcap_parser::pcapng::Block;
 use pcap_parser::traits::PcapReaderIterator;
-use pcap_parser::{PcapBlockOwned, PcapError};
+use pcap_parser::PcapError;
 use std::fmt;
 use std::io::{self, Read};
 use std::ops::ControlFlow;
 
 /// Initial reader buffer; it grows for frames larger than this, up to [`MAX_BUFFER`].
 const INITIAL_BUFFER: usize = 1 << 20;
-/// No sane record is larger than this (libpcap's own limit is 256 KiB per packet).
-const MAX_BUFFER: usize = 64 << 20;
+/// No sane record is larger than this.
+const MAX_BUFFER: usize = crate::config::limits::CAPTURE_RECORD_BYTES;
 
 /// Why a capture could not be read (further).
 #[derive(Debug)]
@@ -80,96 +86,6 @@ pub struct ReadStats {
     pub interfaces: u32,
 }
 
-struct Iface {
-    link: LinkType,
-    /// Timestamp units per second.
-    resolution: u64,
-    offset_s: i64,
-}
-
-/// Turns pcap / pcapng blocks into frames: remembers the link type and timestamp unit
-/// of every interface.
-#[derive(Default)]
-struct State {
-    /// Legacy pcap: one link type and nanoseconds per timestamp unit.
-    legacy: Option<(LinkType, u64)>,
-    ifaces: Vec<Iface>,
-    stats: ReadStats,
-}
-
-impl State {
-    fn frame<'b>(&mut self, block: &PcapBlockOwned<'b>) -> Result<Option<Frame<'b>>, ReadError> {
-        let frame = match block {
-            PcapBlockOwned::LegacyHeader(h) => {
-                let unit = if h.is_nanosecond_precision() { 1 } else { 1000 };
-                self.legacy = Some((LinkType::from_linktype(h.network.0 as u32), unit));
-                self.stats.interfaces = 1;
-                return Ok(None);
-            }
-            PcapBlockOwned::Legacy(b) => {
-                let (link, unit) = self.legacy.unwrap_or((LinkType::Ethernet, 1000));
-                Frame {
-                    ts_ns: u64::from(b.ts_sec) * 1_000_000_000 + u64::from(b.ts_usec) * unit,
-                    link,
-                    data: b.data,
-                    orig_len: b.origlen.max(b.caplen),
-                    iface: 0,
-                    source: 0,
-                }
-            }
-            PcapBlockOwned::NG(Block::SectionHeader(_)) => {
-                // A new section starts a new interface numbering.
-                self.ifaces.clear();
-                return Ok(None);
-            }
-            PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
-                self.ifaces.push(Iface {
-                    link: LinkType::from_linktype(u32::from(idb.linktype.0 as u16)),
-                    resolution: idb.ts_resolution().unwrap_or(1_000_000).max(1),
-                    offset_s: idb.ts_offset(),
-                });
-                self.stats.interfaces += 1;
-                return Ok(None);
-            }
-            PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                let Some(iface) = self.ifaces.get(epb.if_id as usize) else {
-                    return Err(ReadError::Corrupt {
-                        frames: self.stats.frames,
-                        what: format!(
-                            "packet block names interface {} which was never described",
-                            epb.if_id
-                        ),
-                    });
-                };
-                let raw = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
-                let ns = (u128::from(raw) * 1_000_000_000 / u128::from(iface.resolution)) as i128
-                    + i128::from(iface.offset_s) * 1_000_000_000;
-                let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
-                Frame {
-                    ts_ns: ns.clamp(0, i128::from(u64::MAX)) as u64,
-                    link: iface.link,
-                    data,
-                    orig_len: epb.origlen.max(data.len() as u32),
-                    iface: epb.if_id,
-                    source: 0,
-                }
-            }
-            PcapBlockOwned::NG(Block::SimplePacket(spb)) => Frame {
-                ts_ns: 0,
-                link: self.ifaces.first().map_or(LinkType::Ethernet, |i| i.link),
-                data: spb.data,
-                orig_len: spb.origlen.max(spb.data.len() as u32),
-                iface: 0,
-                source: 0,
-            },
-            PcapBlockOwned::NG(_) => return Ok(None),
-        };
-        self.stats.frames += 1;
-        self.stats.bytes += frame.data.len() as u64;
-        Ok(Some(frame))
-    }
-}
-
 /// A pull reader over one pcap / pcapng stream.
 pub struct Reader<'r> {
     inner: Box<dyn PcapReaderIterator + Send + 'r>,
@@ -209,9 +125,11 @@ impl<'r> Reader<'r> {
     ) -> Result<Option<T>, ReadError> {
         let mut f = Some(f);
         loop {
+            // Where the next block starts, for messages.
+            let at = self.inner.consumed();
             match self.inner.next() {
                 Ok((offset, block)) => {
-                    let out = match self.state.frame(&block)? {
+                    let out = match self.state.frame(&block, at)? {
                         Some(frame) => f.take().map(|f| f(&frame)),
                         None => None,
                     };
@@ -244,8 +162,8 @@ impl<'r> Reader<'r> {
                 Err(e) => {
                     return Err(ReadError::Corrupt {
                         frames: self.state.stats.frames,
-                        what: describe(&e),
-                    })
+                        what: Damage::of(&e).describe(at),
+                    });
                 }
             }
         }
@@ -419,13 +337,41 @@ where
     Ok(r.stats())
 }
 
-fn describe<I>(e: &PcapError<I>) -> String {
-    match e {
-        PcapError::NomError(_, k) | PcapError::OwnedNomError(_, k) => {
-            format!("unparseable record ({k:?})")
+/// What is wrong with a pcapng block, in a reader's words (pcap-parser's errors name its
+/// parser's internals).
+enum Damage {
+    /// Its two length fields disagree, or a length is impossible.
+    Lengths,
+    /// A block type the parser does not know where a known one must be.
+    Unknown,
+    /// Its contents do not fit its length.
+    Contents,
+}
+
+impl Damage {
+    fn of<I>(e: &PcapError<I>) -> Self {
+        match e {
+            PcapError::NomError(_, k) | PcapError::OwnedNomError(_, k)
+                if *k == pcap_parser::nom::error::ErrorKind::Verify =>
+            {
+                Damage::Lengths
+            }
+            PcapError::HeaderNotRecognized => Damage::Unknown,
+            _ => Damage::Contents,
         }
-        PcapError::HeaderNotRecognized => "unknown block".to_string(),
-        _ => "unreadable record".to_string(),
+    }
+
+    /// The damage of the block at byte `at`.
+    fn describe(&self, at: usize) -> String {
+        match self {
+            Damage::Lengths => format!(
+                "damaged block at byte {at} (its length fields disagree with each other or with its contents)"
+            ),
+            Damage::Unknown => format!("unknown block at byte {at}"),
+            Damage::Contents => {
+                format!("damaged block at byte {at} (its contents do not fit its length)")
+            }
+        }
     }
 }
 

@@ -1,6 +1,12 @@
 //! Capture files as inputs: opening them by name (`-` is stdin), reading one or several
 //! (merged in timestamp order) frame by frame, saying which were cut short, and showing
 //! progress on stderr for long reads when stderr is a terminal.
+//!
+//! A command that analyzes what it read can make SIGINT and SIGTERM end the reading
+//! instead of the process ([`stop_on_signals`]), as tshark does: every input then ends
+//! where it is — a pipe or FIFO whose writer keeps it open within 200 ms, a file at its
+//! next read — and what was read is analyzed; [`stopped`] says that it happened. A
+//! second signal ends the process at once (exit 130).
 
 use super::file::{for_each_frame, ReadError, Reader};
 use super::merge::{Batch, Merger};
@@ -9,8 +15,67 @@ use crate::error::Failure;
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
 use std::ops::ControlFlow;
+use std::os::fd::AsFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+
+/// Set by SIGINT / SIGTERM once [`stop_on_signals`] ran.
+static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+fn stop_flag() -> &'static Arc<AtomicBool> {
+    STOP.get_or_init(Default::default)
+}
+
+/// Makes SIGINT and SIGTERM end the reading of every input (see the module docs); a
+/// second one ends the process at once (exit 130).
+pub fn stop_on_signals() -> io::Result<()> {
+    let stop = stop_flag();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(())
+}
+
+/// True when a signal ended the reading ([`stop_on_signals`]).
+pub fn stopped() -> bool {
+    STOP.get().is_some_and(|s| s.load(Ordering::Relaxed))
+}
+
+/// How often a blocked pipe or FIFO looks at the stop flag.
+const STOP_POLL_MS: u16 = 200;
+
+/// An input that ends (reads 0 bytes) once [`stopped`]: a regular file at its next read,
+/// anything else (pipe, FIFO, terminal, socket) within [`STOP_POLL_MS`] even while its
+/// writer sends nothing.
+struct Stoppable<R> {
+    inner: R,
+    /// Not a regular file: wait in poll(2), not in read(2).
+    waits: bool,
+}
+
+impl<R: Read + AsFd> Read for Stoppable<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use nix::poll::{poll, PollFd, PollFlags};
+        loop {
+            if stopped() {
+                return Ok(0);
+            }
+            if !self.waits {
+                return self.inner.read(buf);
+            }
+            let mut fds = [PollFd::new(self.inner.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, STOP_POLL_MS) {
+                // Readable, at its end, or in error: read(2) says which.
+                Ok(n) if n > 0 => return self.inner.read(buf),
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
 
 /// An opened input.
 pub struct Opened {
@@ -25,8 +90,20 @@ pub struct Opened {
 /// Opens a capture for reading (`-` is standard input).
 pub fn open(path: &Path) -> Result<Opened, Failure> {
     if path.as_os_str() == "-" {
+        let stdin = io::stdin();
+        let waits = !File::from(
+            stdin
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| Failure::new(format!("reading stdin: {e}")))?,
+        )
+        .metadata()
+        .is_ok_and(|m| m.is_file());
         return Ok(Opened {
-            reader: Box::new(io::stdin()),
+            reader: Box::new(Stoppable {
+                inner: stdin,
+                waits,
+            }),
             name: "stdin".to_string(),
             size: None,
         });
@@ -40,7 +117,10 @@ pub fn open(path: &Path) -> Result<Opened, Failure> {
         return Err(Failure::new(format!("reading {name}: is a directory")));
     }
     Ok(Opened {
-        reader: Box::new(f),
+        reader: Box::new(Stoppable {
+            inner: f,
+            waits: !meta.is_file(),
+        }),
         name,
         size: Some(meta.len()),
     })
@@ -168,6 +248,8 @@ where
         progress.done();
         return match r {
             Ok(_) => Ok(Vec::new()),
+            // Stopped by a signal in the middle of a record: not a damaged input.
+            Err(ReadError::Truncated { .. }) if stopped() => Ok(Vec::new()),
             // Cut before its first complete frame: nothing to read, an error.
             Err(ReadError::Truncated { frames }) if frames > 0 => {
                 Ok(vec![CutShort { file: name, frames }])
@@ -241,6 +323,10 @@ impl FileSlot {
             match self.reader.next_with(|fr| b.push(fr)) {
                 Ok(Some(())) => self.frames += 1,
                 Ok(None) => {
+                    b.last = true;
+                    break;
+                }
+                Err(ReadError::Truncated { .. }) if stopped() => {
                     b.last = true;
                     break;
                 }

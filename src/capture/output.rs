@@ -16,11 +16,19 @@
 //! only, so a write error (disk full, I/O error) can always be cut back to the last
 //! complete frame: the file is truncated to the bytes known to be on disk. An existing
 //! file is never replaced without `force` (files this run created itself, in the ring, are).
+//!
+//! A cut file says so where the format has room: a pcapng file then ends with an empty
+//! section whose comment reads `rocetap: capture cut here: <error>; the N frames before
+//! it are complete` (Wireshark and capinfos show it as a capture comment). Cutting back
+//! to the last complete frame frees the bytes of the frame that did not fit, so the note
+//! (about 120 bytes) usually fits even on a full disk; when it does not, the file ends at
+//! the last complete frame without it, and [`OutputError::cut`] says which. Classic pcap
+//! has no place for a note.
 
-use super::writer::{Format, Interface, Writer};
+use super::writer::{section_header, Format, Interface, Writer};
 use std::collections::{HashSet, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -35,6 +43,8 @@ pub struct Sink {
     ends: Vec<usize>,
     /// Bytes known to be in the file.
     durable: u64,
+    /// Marks (the file header, then one per frame) known to be in the file.
+    durable_marks: u64,
 }
 
 impl Write for Sink {
@@ -73,21 +83,38 @@ impl Sink {
             }
         }
         if result.is_err() {
-            let complete = self
-                .ends
-                .iter()
-                .rev()
-                .find(|e| **e <= done)
-                .copied()
-                .unwrap_or(0);
-            self.durable += complete as u64;
+            if let Some(i) = self.ends.iter().rposition(|e| *e <= done) {
+                self.durable += self.ends[i] as u64;
+                self.durable_marks += i as u64 + 1;
+            }
             let _ = self.file.set_len(self.durable);
         } else {
             self.durable += done as u64;
+            self.durable_marks += self.ends.len() as u64;
         }
         self.buf.clear();
         self.ends.clear();
         result
+    }
+
+    /// Complete frames known to be in the file.
+    fn frames(&self) -> u64 {
+        self.durable_marks.saturating_sub(1)
+    }
+
+    /// Appends `block` after the last complete frame; true when all of it was written
+    /// (otherwise the file is cut back to the last complete frame again).
+    fn append_note(&mut self, block: &[u8]) -> bool {
+        self.buf.clear();
+        self.ends.clear();
+        let ok = self.file.seek(SeekFrom::Start(self.durable)).is_ok()
+            && self.file.write_all(block).is_ok();
+        if ok {
+            self.durable += block.len() as u64;
+        } else {
+            let _ = self.file.set_len(self.durable);
+        }
+        ok
     }
 }
 
@@ -121,6 +148,17 @@ pub struct OutputError {
     pub error: io::Error,
     /// The file existed and `force` was not given.
     pub exists: bool,
+    /// Writing frames failed: the file was cut back to its last complete frame.
+    pub cut: Option<Cut>,
+}
+
+/// A file cut back to its last complete frame after a write error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// Complete frames in the file.
+    pub frames: u64,
+    /// The file ends with a note that says it was cut (pcapng, when there was room).
+    pub noted: bool,
 }
 
 /// Capture output: one file or a rotation of them, each holding only complete frames.
@@ -134,8 +172,10 @@ pub struct Output {
     kept: VecDeque<PathBuf>,
     created: HashSet<PathBuf>,
     last_secs: (u64, u32),
-    /// Frames written, over every file.
+    /// Frames written, over every file (after a write error: those known to be on disk).
     pub frames: u64,
+    /// Frames in the files closed so far.
+    closed_frames: u64,
     /// Files opened, over the run.
     pub files_opened: u64,
 }
@@ -158,6 +198,7 @@ impl Output {
             created: HashSet::new(),
             last_secs: (0, 0),
             frames: 0,
+            closed_frames: 0,
             files_opened: 0,
         };
         o.open_next()?;
@@ -208,6 +249,7 @@ impl Output {
             path: path.to_path_buf(),
             error,
             exists,
+            cut: None,
         };
         let mut oo = OpenOptions::new();
         oo.write(true);
@@ -225,6 +267,7 @@ impl Output {
             buf: Vec::with_capacity(COMMIT_BYTES + 65536),
             ends: Vec::with_capacity(4096),
             durable: 0,
+            durable_marks: 0,
         };
         let mut w = Writer::with_comment(
             sink,
@@ -255,13 +298,41 @@ impl Output {
 
     fn close_current(&mut self) -> Result<(), OutputError> {
         if let Some((path, mut w)) = self.current.take() {
-            w.get_mut().commit().map_err(|error| OutputError {
-                path,
-                error,
-                exists: false,
-            })?;
+            if let Err(error) = w.get_mut().commit() {
+                self.current = Some((path, w));
+                return Err(self.cut(error));
+            }
+            self.closed_frames += w.get_mut().frames();
         }
         Ok(())
+    }
+
+    /// After a failed commit of the current file (already cut back to its last complete
+    /// frame): notes the cut in the file where the format has room, and says what the
+    /// file holds.
+    fn cut(&mut self, error: io::Error) -> OutputError {
+        let format = self.opts.format;
+        let Some((path, w)) = self.current.as_mut() else {
+            return OutputError {
+                path: self.opts.path.clone(),
+                error,
+                exists: false,
+                cut: None,
+            };
+        };
+        let sink = w.get_mut();
+        let frames = sink.frames();
+        let noted = format == Format::PcapNg
+            && sink.append_note(&section_header(Some(&format!(
+                "rocetap: capture cut here: {error}; the {frames} frames before it are complete"
+            ))));
+        self.frames = self.closed_frames + frames;
+        OutputError {
+            path: path.clone(),
+            error,
+            exists: false,
+            cut: Some(Cut { frames, noted }),
+        }
     }
 
     /// Writes one frame to output interface `iface`, rotating first when due.
@@ -294,7 +365,7 @@ impl Output {
         if due {
             self.open_next()?;
         }
-        let (path, w) = self.current.as_mut().expect("a file is open");
+        let (_, w) = self.current.as_mut().expect("a file is open");
         let res = w
             .write(ts_ns, iface, data, orig_len, comment)
             .and_then(|()| {
@@ -305,23 +376,19 @@ impl Output {
                     Ok(())
                 }
             });
-        res.map_err(|error| OutputError {
-            path: path.clone(),
-            error,
-            exists: false,
-        })?;
+        if let Err(error) = res {
+            return Err(self.cut(error));
+        }
         self.frames += 1;
         Ok(())
     }
 
     /// Writes buffered frames to disk (call periodically so the file is current).
     pub fn flush(&mut self) -> Result<(), OutputError> {
-        if let Some((path, w)) = self.current.as_mut() {
-            w.get_mut().commit().map_err(|error| OutputError {
-                path: path.clone(),
-                error,
-                exists: false,
-            })?;
+        if let Some((_, w)) = self.current.as_mut() {
+            if let Err(error) = w.get_mut().commit() {
+                return Err(self.cut(error));
+            }
         }
         Ok(())
     }
@@ -430,6 +497,89 @@ mod tests {
             assert_eq!(frames_in(&dir.join(n)), 2);
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A 64 KiB tmpfs mounted on `dir` until dropped; `None` (with `SKIP:` printed, or a
+    /// failure under CI) without root or where mounting is not allowed.
+    struct SmallDisk(PathBuf);
+    impl SmallDisk {
+        fn mount(dir: &Path) -> Option<SmallDisk> {
+            std::fs::create_dir_all(dir).unwrap();
+            let ok = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "size=64k", "rocetap-full"])
+                .arg(dir)
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if ok {
+                return Some(SmallDisk(dir.to_path_buf()));
+            }
+            let why = "mounting a 64 KiB tmpfs needs root";
+            assert!(
+                std::env::var_os("CI").is_none_or(|v| v.is_empty() || v == "false"),
+                "cannot run under CI: {why}"
+            );
+            eprintln!("SKIP: {why}");
+            None
+        }
+    }
+    impl Drop for SmallDisk {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).output();
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+
+    #[test]
+    fn a_full_disk_cuts_the_file_at_a_frame_and_pcapng_says_so() {
+        let dir = std::env::temp_dir().join(format!("rocetap-full-{}", std::process::id()));
+        let Some(_disk) = SmallDisk::mount(&dir) else {
+            return;
+        };
+        // 1000-byte frames: pcapng holds 60 + 63 x 1032 bytes and has 460 left for the
+        // note; pcap 24 + 64 x 1016.
+        for (format, name, fit) in [
+            (Format::PcapNg, "full.pcapng", 63),
+            (Format::Pcap, "full.pcap", 64),
+        ] {
+            let mut o = Output::create(OutputOptions {
+                format,
+                ..opts(&dir, name)
+            })
+            .unwrap();
+            let mut err = None;
+            for i in 0..1000u64 {
+                if let Err(e) = o.write(i * 1000, 0, &[i as u8; 1000], 1000, None) {
+                    err = Some(e);
+                    break;
+                }
+            }
+            let e = err.expect("64 KiB fill up");
+            assert_eq!(e.error.raw_os_error(), Some(28), "{:?}", e.error);
+            let cut = e.cut.expect("a cut file");
+            assert_eq!(cut.frames, fit, "{name}");
+            assert_eq!(cut.noted, format == Format::PcapNg, "{name}");
+            assert_eq!(
+                o.frames, fit,
+                "frames lost in the failed write are not counted"
+            );
+            drop(o);
+            let path = dir.join(name);
+            let mut n = 0u64;
+            for_each_frame(File::open(&path).unwrap(), |f| {
+                assert_eq!(f.data, [n as u8; 1000]);
+                n += 1;
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+            assert_eq!(n, fit, "{name}");
+            let bytes = std::fs::read(&path).unwrap();
+            let note = format!(
+                "rocetap: capture cut here: No space left on device (os error 28); the {fit} frames before it are complete"
+            );
+            let has_note = bytes.windows(note.len()).any(|w| w == note.as_bytes());
+            assert_eq!(has_note, format == Format::PcapNg, "{name}");
+            std::fs::remove_file(&path).unwrap();
+        }
     }
 
     #[test]

@@ -86,9 +86,30 @@ impl Config {
     }
 }
 
+/// How a session that started capturing ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// The exit code when nothing failed.
+    pub code: i32,
+    /// What failed after capturing started (a write error, a device that stopped): the
+    /// frames before it went through the pipeline, so a caller that analyzes them can
+    /// report them first and this after.
+    pub failure: Option<Failure>,
+}
+
 /// Runs the session, feeding every frame (in timestamp order across devices) through
 /// `pipeline`; returns the exit code.
 pub fn run(cfg: &Config, pipeline: &mut Pipeline) -> Result<i32, Failure> {
+    let ended = run_to_end(cfg, pipeline)?;
+    match ended.failure {
+        Some(f) => Err(f),
+        None => Ok(ended.code),
+    }
+}
+
+/// [`run`], with what failed once capturing had started kept apart from what failed
+/// before (opening the devices, creating the file: the `Err`).
+pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, Failure> {
     let (opened, infos, comment) = open(cfg)?;
     let out = create_output(cfg, &infos, comment)?;
     let signals = Signals::install()?;
@@ -120,7 +141,7 @@ pub fn run(cfg: &Config, pipeline: &mut Pipeline) -> Result<i32, Failure> {
     if w.error.is_none() && w.handed < w.limit {
         let _ = pipeline.drain(rest, &mut merger, &mut w);
     }
-    end(cfg, w, &names, &stats, reason)
+    Ok(end(cfg, w, &names, &stats, reason))
 }
 
 /// Opens the devices (privileged), notes RDMA devices, drops privileges and checks that
@@ -301,7 +322,7 @@ fn end(
     names: &[String],
     stats: &[Arc<super::live::SourceStats>],
     reason: &str,
-) -> Result<i32, Failure> {
+) -> Ended {
     let Writing {
         out,
         annotator,
@@ -348,18 +369,31 @@ fn end(
             )
         );
     }
-    if let Some(e) = write_error {
-        return Err(output_failure(e).hint(format!(
-            "the file is valid up to the last complete frame; {written} frames were written in all"
-        )));
-    }
-    if !errors.is_empty() {
-        return Err(Failure::new(format!(
+    let failure = if let Some(e) = write_error {
+        let kept = match e.cut {
+            Some(super::output::Cut { noted: true, .. }) => {
+                "; it ends with a comment that says where and why it was cut"
+            }
+            Some(_) if cfg.format == Format::PcapNg => {
+                "; there was no room left to note the cut in it"
+            }
+            _ => "",
+        };
+        Some(output_failure(e).hint(format!(
+            "the file is valid up to the last complete frame{kept}; {written} frames were written in all"
+        )))
+    } else if !errors.is_empty() {
+        Some(Failure::new(format!(
             "capture: reading from {}",
             errors.join("; ")
-        )));
+        )))
+    } else {
+        None
+    };
+    Ended {
+        code: exit::OK,
+        failure,
     }
-    Ok(exit::OK)
 }
 
 /// The one-line error for an output file that could not be written.

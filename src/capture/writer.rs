@@ -79,22 +79,7 @@ impl<W: Write> Writer<W> {
                 bytes += h.len() as u64;
             }
             Format::PcapNg => {
-                // Section header block, with an opt_comment when asked for.
-                let mut opts = Vec::new();
-                if let Some(c) = comment {
-                    push_option(&mut opts, 1, c.as_bytes());
-                    push_option(&mut opts, 0, &[]);
-                }
-                let len = 28 + opts.len() as u32;
-                let mut shb = Vec::with_capacity(len as usize);
-                shb.extend_from_slice(&0x0A0D_0D0Au32.to_le_bytes());
-                shb.extend_from_slice(&len.to_le_bytes());
-                shb.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
-                shb.extend_from_slice(&1u16.to_le_bytes());
-                shb.extend_from_slice(&0u16.to_le_bytes());
-                shb.extend_from_slice(&(-1i64).to_le_bytes());
-                shb.extend_from_slice(&opts);
-                shb.extend_from_slice(&len.to_le_bytes());
+                let shb = section_header(comment);
                 w.write_all(&shb)?;
                 bytes += shb.len() as u64;
                 for i in ifaces {
@@ -198,6 +183,34 @@ impl<W: Write> Writer<W> {
         self.w.flush()?;
         Ok(self.w)
     }
+}
+
+/// A pcapng section header block, with an `opt_comment` when asked for. On its own (no
+/// interface, no packet) it is an empty section: what a cut file ends with to say why
+/// (see [`crate::capture::output`]); Wireshark and capinfos show its comment as a
+/// capture comment.
+pub fn section_header(comment: Option<&str>) -> Vec<u8> {
+    let mut opts = Vec::new();
+    if let Some(c) = comment {
+        // An option holds at most 65,535 bytes: a longer comment is cut at a character.
+        let mut end = c.len().min(usize::from(u16::MAX));
+        while !c.is_char_boundary(end) {
+            end -= 1;
+        }
+        push_option(&mut opts, 1, &c.as_bytes()[..end]);
+        push_option(&mut opts, 0, &[]);
+    }
+    let len = 28 + opts.len() as u32;
+    let mut shb = Vec::with_capacity(len as usize);
+    shb.extend_from_slice(&0x0A0D_0D0Au32.to_le_bytes());
+    shb.extend_from_slice(&len.to_le_bytes());
+    shb.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
+    shb.extend_from_slice(&1u16.to_le_bytes());
+    shb.extend_from_slice(&0u16.to_le_bytes());
+    shb.extend_from_slice(&(-1i64).to_le_bytes());
+    shb.extend_from_slice(&opts);
+    shb.extend_from_slice(&len.to_le_bytes());
+    shb
 }
 
 fn push_option(out: &mut Vec<u8>, code: u16, value: &[u8]) {

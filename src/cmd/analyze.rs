@@ -3,11 +3,12 @@
 //! exit code: 0 no rule's condition is true, 1 a rule failed (its condition is true), 2
 //! bad rule / unreadable input / write failure. Several files are merged into one capture
 //! in timestamp order; the interface of a frame from file `i` is reported as
-//! `i * 65536 + its interface id in that file` ([`rocetap::capture::IfaceId`]).
+//! `i * 65536 + its interface id in that file` ([`rocetap::capture::IfaceId`]). SIGINT /
+//! SIGTERM end the reading, not the run: what was read is analyzed and reported.
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat, Stage as CliStage};
 use rocetap::analysis::{Analyzer, Config};
-use rocetap::capture::session;
+use rocetap::capture::{input, session};
 use rocetap::config::OutputFormat;
 use rocetap::error::{exit, is_broken_pipe, Failure};
 use rocetap::pipeline::{NoSink, Pipeline, Stage};
@@ -44,12 +45,16 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     let r = request(a, color)?;
     let mut p = Pipeline::new(r.dcfg, Analyzer::new(r.analyzer)).stop_after(r.stop_after);
     let mut input = Input::default();
+    // A write error of `-i -w` ends the capture, not the analysis of what was captured:
+    // the report comes first, then the error (exit 2).
+    let mut late = None;
     if let Some(live) = &r.live {
         input.files = live.devices.clone();
-        let code = session::run(live, &mut p)?;
-        if code != exit::OK {
-            return Ok(code);
+        let ended = session::run_to_end(live, &mut p)?;
+        if ended.failure.is_none() && ended.code != exit::OK {
+            return Ok(ended.code);
         }
+        late = ended.failure;
     } else {
         if r.paths.len() > 1 {
             p.name_sources(r.paths.iter().map(|path| {
@@ -63,15 +68,30 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
                 .files
                 .push(if name == "-" { "stdin".into() } else { name });
         }
+        // Ctrl-C (or SIGTERM) on a long read or an endless pipe: the analysis of what was
+        // read, as tshark gives.
+        input::stop_on_signals()
+            .map_err(|e| Failure::new(format!("analyze: installing signal handlers: {e}")))?;
         let cut_short = p.read_files(&r.paths, r.quiet, &mut NoSink)?;
         for c in &cut_short {
-            eprintln!("{}", c.warning());
+            // The warning names the file: outside text.
+            eprintln!("{}", rocetap::report::safe::term(&c.warning()));
+        }
+        if input::stopped() {
+            eprintln!(
+                "rocetap: interrupted: the report covers the {} frames read before the signal",
+                p.frames()
+            );
         }
         input.cut_short = cut_short;
     }
     input.frames = p.frames();
     input.bytes = p.bytes();
-    finish(&r.out, p, input, &r.rules, r.qp_table.as_deref())
+    let code = finish(&r.out, p, input, &r.rules, r.qp_table.as_deref())?;
+    match late {
+        Some(f) => Err(f),
+        None => Ok(code),
+    }
 }
 
 /// The arguments, checked: rules before anything is read (a typo must not cost a long run).

@@ -1,10 +1,12 @@
 //! `rocetap interfaces`: the devices libpcap can capture from (numbered like
 //! `tcpdump -D`), then every RDMA device in sysfs with its netdevs, port state, link
-//! layer and RoCE GIDs — and whether this libpcap can capture from it.
+//! layer and RoCE GIDs — and whether this libpcap can capture from it. Every name and
+//! value read from libpcap or sysfs is escaped for the terminal (`report::safe::term`).
 
 use crate::cli::InterfacesArgs;
 use rocetap::capture::rdma;
 use rocetap::error::{exit, Failure};
+use rocetap::report::safe::term;
 use std::fmt::Write as _;
 use std::io::Write as _;
 
@@ -15,9 +17,9 @@ pub fn run(a: InterfacesArgs) -> Result<i32, Failure> {
     let rdma_devs = rdma::list(&sysfs);
     let mut s = String::new();
     for (i, d) in devices.iter().enumerate() {
-        let _ = write!(s, "{}.{}", i + 1, d.name);
+        let _ = write!(s, "{}.{}", i + 1, term(&d.name));
         if let Some(desc) = &d.desc {
-            let _ = write!(s, " ({desc})");
+            let _ = write!(s, " ({})", term(desc));
         }
         let mut flags = Vec::new();
         if d.flags.is_loopback() {
@@ -46,7 +48,7 @@ pub fn run(a: InterfacesArgs) -> Result<i32, Failure> {
         let _ = writeln!(
             s,
             "\nRDMA devices ({}):",
-            sysfs.join("class/infiniband").display()
+            term(&sysfs.join("class/infiniband").display().to_string())
         );
     }
     for r in &rdma_devs {
@@ -56,11 +58,11 @@ pub fn run(a: InterfacesArgs) -> Result<i32, Failure> {
         let _ = writeln!(
             s,
             "{} netdev {} — {}",
-            r.name,
+            term(&r.name),
             if r.netdevs.is_empty() {
                 "-".to_string()
             } else {
-                r.netdevs.join(", ")
+                term(&r.netdevs.join(", ")).into_owned()
             },
             if capturable {
                 "capture with -i NAME"
@@ -73,17 +75,17 @@ pub fn run(a: InterfacesArgs) -> Result<i32, Failure> {
                 s,
                 "  port {}: state {}, link layer {}",
                 p.number,
-                p.state.as_deref().unwrap_or("?"),
-                p.link_layer.as_deref().unwrap_or("?")
+                term(p.state.as_deref().unwrap_or("?")),
+                term(p.link_layer.as_deref().unwrap_or("?"))
             );
             for g in &p.gids {
                 let _ = writeln!(
                     s,
                     "    GID {:>3} {} {} {}",
                     g.index,
-                    g.gid,
-                    g.kind.as_deref().unwrap_or("-"),
-                    g.ndev.as_deref().unwrap_or("-")
+                    term(&g.gid),
+                    term(g.kind.as_deref().unwrap_or("-")),
+                    term(g.ndev.as_deref().unwrap_or("-"))
                 );
             }
         }

@@ -45,9 +45,69 @@ pub const NETCHECK_RULES: usize = 65_536;
 /// Entries of one `sysctl.json` (`net.ipv4.conf.DEV.KEY`: about ten per interface).
 pub const NETCHECK_SYSCTLS: usize = 1 << 20;
 
+/// Bytes read of one QP table (`rdma res show qp -j`, `--qp-table FILE`, `qp-table
+/// FILE`); a longer file or pipe is refused. An entry takes about 170 bytes, so this
+/// holds several times [`QP_TABLE_MAX_QPS`] entries with room for long names, and bounds
+/// the text held while it is parsed (a `/dev/zero` given as a table stops here).
+pub const QP_TABLE_MAX_BYTES: u64 = 64 << 20;
+
+/// QPs read of one QP table; a table with more is refused. mlx5 NICs create some
+/// hundred thousand QPs at most in practice (a GPU node with NCCL over every peer uses a
+/// few tens of thousands); 262,144 entries take about 90 MiB once read.
+pub const QP_TABLE_MAX_QPS: usize = 1 << 18;
+
+/// The largest CNI configuration a NAD's `spec.config` may hold, in bytes (256 KiB): a
+/// chain of a dozen plugins is 2–4 KiB; the text is parsed twice (strict JSON, then with
+/// positions), so a larger one is refused with a finding instead.
+pub const CNI_CONFIG_MAX_BYTES: usize = 256 << 10;
+
+/// The most plugins a NAD's `spec.config` chain may hold (64): real chains have two to
+/// five (main plugin, sbr, tuning, ...); a longer list is a mistake or hostile, and is a
+/// finding that says so.
+pub const CNI_MAX_PLUGINS: usize = 64;
+
 // ---- YAML inputs (NADs, the agent's configuration) ----
 
+/// The most text the YAML reader (`crate::yaml`) takes in one input, in bytes (64 MiB):
+/// `kubectl get net-attach-def -A -o yaml` of a large cluster fits many times over, and a
+/// larger file is refused before it is read into memory (the NAD lint's files and standard
+/// input are read up to this many bytes and no further).
+pub const YAML_MAX_BYTES: usize = 64 << 20;
+
+/// The most YAML text that is not JSON the reader takes (1 MiB, ~1,000 NADs as
+/// `kubectl ... -o yaml` writes them). yaml-rust2 holds every token of a flow collection
+/// that starts a document or a block entry (`- [x, x, ...]`) until it closes, about 120
+/// bytes of memory per byte of input: 1 MiB stays near 125 MiB where 10 MB took 1.2 GB.
+/// JSON streams through the scanner (see `crate::yaml`) and is read up to
+/// [`YAML_MAX_BYTES`]; the error says to give a larger input as JSON.
+pub const YAML_TEXT_MAX_BYTES: usize = 1 << 20;
+
+/// The deepest nesting of YAML mappings and sequences (64): Kubernetes objects nest a
+/// dozen levels; deeper input is an error, not a stack overflow.
+pub const YAML_MAX_DEPTH: usize = 64;
+
+/// The most values one YAML input may hold, aliases counted with the size of what they
+/// expand to (500,000): a NAD is a dozen values, so 3,000 of them are 40,000, and 10,000
+/// with their managedFields about 300,000. A 10 MB block list of one-letter items is
+/// refused at this limit at 72 MiB RSS (at 1,000,000 it was 116 MiB).
+pub const YAML_MAX_VALUES: usize = 500_000;
+
+/// The most values YAML anchors and aliases may copy in one input, each anchor and alias
+/// counted with the size of what it names (100,000): anchors and merge keys in real
+/// manifests copy a few hundred; an alias bomb, or anchors nested over one big value, is
+/// refused here after ~20 MiB of copies.
+pub const YAML_MAX_ALIAS_VALUES: usize = 100_000;
+
+/// The largest agent `--config` file (1 MiB): it holds a few dozen options.
+pub const AGENT_CONFIG_MAX_BYTES: u64 = 1 << 20;
+
 // ---- captures (pcap, pcapng) ----
+
+/// Bytes of one capture record (a pcap record or a pcapng block, headers included): a
+/// larger one is refused as corrupt, and the reader's buffer never grows beyond it.
+/// libpcap's own limit is 256 KiB per packet; 64 MiB leaves room for any real block (a
+/// name-resolution block of a large capture) while bounding memory.
+pub const CAPTURE_RECORD_BYTES: usize = 64 << 20;
 
 // ---- other ----
 

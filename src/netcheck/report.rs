@@ -115,7 +115,9 @@ impl Report {
                 Severity::Info => Tone::Note,
             };
             let label = paint.tone(tone, f.severity.label());
-            let _ = writeln!(s, "\n{label} {}: {}", f.id, term(&f.title));
+            // names in the words come from outside: escaped once, here
+            let f = &escaped(f);
+            let _ = writeln!(s, "\n{label} {}: {}", f.id, f.title);
             write_body(&mut s, f);
         }
         if !self.interfaces.is_empty() {
@@ -160,27 +162,53 @@ impl Report {
 }
 
 /// A finding's explanation, evidence, fix and snippet, indented under its title line
-/// (netcheck's and the NAD lint's text reports), each line escaped for the terminal.
+/// (netcheck's and the NAD lint's text reports). The caller escapes the finding's text
+/// for the terminal first (see [`Report::text`]).
 pub(crate) fn write_body(s: &mut String, f: &Finding) {
     for line in wrap(&f.detail, 88) {
-        let _ = writeln!(s, "  {}", term(&line));
+        let _ = writeln!(s, "  {line}");
     }
     if !f.evidence.is_empty() {
         let _ = writeln!(s, "  evidence:");
         for e in &f.evidence {
-            let _ = writeln!(s, "    {}  ->  {}", term(&e.query), term(&e.answer));
+            let _ = writeln!(s, "    {}  ->  {}", e.query, e.answer);
         }
     }
     if !f.fix.is_empty() {
         let _ = writeln!(s, "  fix:");
         for x in &f.fix {
-            let _ = writeln!(s, "    {}", term(x));
+            let _ = writeln!(s, "    {x}");
         }
     }
     if let Some(sn) = &f.snippet {
         for line in sn.lines() {
-            let _ = writeln!(s, "  {}", term(line));
+            let _ = writeln!(s, "  {line}");
         }
+    }
+}
+
+/// `f` with its title, detail, evidence, fix and snippet (line by line) escaped for a
+/// terminal by [`term`].
+pub(crate) fn escaped(f: &Finding) -> Finding {
+    let t = |x: &str| term(x).into_owned();
+    Finding {
+        id: f.id,
+        severity: f.severity,
+        title: t(&f.title),
+        detail: t(&f.detail),
+        evidence: f
+            .evidence
+            .iter()
+            .map(|e| super::checks::Evidence {
+                query: t(&e.query),
+                answer: t(&e.answer),
+            })
+            .collect(),
+        fix: f.fix.iter().map(|x| t(x)).collect(),
+        snippet: f
+            .snippet
+            .as_ref()
+            .map(|sn| sn.lines().map(t).collect::<Vec<_>>().join("\n")),
     }
 }
 

@@ -15,7 +15,9 @@ pub mod json;
 pub mod netlink;
 
 use crate::analysis::FlowSummary;
+use crate::config::limits::{QP_TABLE_MAX_BYTES, QP_TABLE_MAX_QPS};
 use dissectors::{Addr, Psn, Qpn};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
@@ -105,55 +107,155 @@ pub fn load_arg(arg: &str) -> Result<Vec<QpEntry>, TableError> {
     load(Path::new(arg))
 }
 
-/// Reads a table file; the node is the file's name without its extension.
+/// Reads a table file (or a pipe: `--qp-table <(rdma res show qp -j)`); the node is the
+/// file's name without its extension. At most [`QP_TABLE_MAX_BYTES`] are read: a longer
+/// input is refused, not held.
 pub fn load(path: &Path) -> Result<Vec<QpEntry>, TableError> {
+    use std::io::Read as _;
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| TableError {
+    let err = |why: String| TableError {
         source: source.clone(),
-        why: e.to_string(),
-    })?;
+        why,
+    };
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(QP_TABLE_MAX_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| err(e.to_string()))?;
+    if text.len() as u64 > QP_TABLE_MAX_BYTES {
+        return Err(err(too_big(QP_TABLE_MAX_BYTES)));
+    }
     let node = path
         .file_stem()
         .map_or_else(|| source.clone(), |s| s.to_string_lossy().into_owned());
     parse(&source, &node, &text)
 }
 
+/// How much of one table is read: [`QP_TABLE_MAX_BYTES`] and [`QP_TABLE_MAX_QPS`]
+/// ([`Limits::default`]), or less where a test or the fuzz target asks for less.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of JSON text.
+    pub bytes: u64,
+    /// Entries (QPs).
+    pub qps: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            bytes: QP_TABLE_MAX_BYTES,
+            qps: QP_TABLE_MAX_QPS,
+        }
+    }
+}
+
 /// Parses the text of `rdma res show qp -j` taken on `node`; `source` names it in errors.
+/// One entry is held as JSON at a time, duplicates are found with a map: time and memory
+/// are linear in the table, which has at most [`QP_TABLE_MAX_QPS`] entries.
 pub fn parse(source: &str, node: &str, text: &str) -> Result<Vec<QpEntry>, TableError> {
+    parse_within(source, node, text, Limits::default())
+}
+
+/// [`parse`] within `limits`: a longer text or more entries is a [`TableError`].
+pub fn parse_within(
+    source: &str,
+    node: &str,
+    text: &str,
+    limits: Limits,
+) -> Result<Vec<QpEntry>, TableError> {
+    use serde::Deserializer as _;
     let err = |why: String| TableError {
         source: source.to_string(),
         why,
     };
-    let v: Value = serde_json::from_str(text).map_err(|e| {
-        err(format!(
+    if text.len() as u64 > limits.bytes {
+        return Err(err(too_big(limits.bytes)));
+    }
+    let mut why = None;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read = de
+        .deserialize_any(Entries {
+            node,
+            max: limits.qps,
+            why: &mut why,
+        })
+        .and_then(|t| de.end().map(|()| t));
+    match (read, why) {
+        (Ok(t), _) => Ok(t),
+        (Err(_), Some(why)) => Err(err(why)),
+        (Err(e), None) if e.classify() == serde_json::error::Category::Data => Err(err(
+            "not a JSON array (expected the output of `rdma res show qp -j`)".into(),
+        )),
+        (Err(e), None) => Err(err(format!(
             "line {} column {}: not the JSON of `rdma res show qp -j`: {e}",
             e.line(),
             e.column()
-        ))
-    })?;
-    let Value::Array(items) = v else {
-        return Err(err(
-            "not a JSON array (expected the output of `rdma res show qp -j`)".into(),
-        ));
-    };
-    let mut out: Vec<QpEntry> = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let e = entry(node, item).map_err(|why| err(format!("entry {}: {why}", i + 1)))?;
-        if let Some(j) = out
-            .iter()
-            .position(|o| o.device == e.device && o.lqpn == e.lqpn)
-        {
-            return Err(err(format!(
-                "entries {} and {} are both QP {} of {}",
-                j + 1,
-                i + 1,
-                e.lqpn,
-                e.device
-            )));
-        }
-        out.push(e);
+        ))),
     }
-    Ok(out)
+}
+
+fn too_big(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!(
+            "larger than {} MiB, the most rocetap reads of one QP table",
+            bytes >> 20
+        )
+    } else {
+        format!("larger than {bytes} bytes, the most rocetap reads of one QP table")
+    }
+}
+
+/// Reads the array of a table entry by entry; what is wrong with an entry goes to `why`
+/// (the error returned to serde only stops the reading).
+struct Entries<'a> {
+    node: &'a str,
+    max: usize,
+    why: &'a mut Option<String>,
+}
+
+impl<'de> serde::de::Visitor<'de> for Entries<'_> {
+    type Value = Vec<QpEntry>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON array")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error as _;
+        let mut out: Vec<QpEntry> = Vec::new();
+        let mut seen: FxHashMap<(String, Qpn), usize> = FxHashMap::default();
+        while let Some(item) = seq.next_element::<Value>()? {
+            let i = out.len();
+            let mut fail = |why: String| {
+                *self.why = Some(why);
+                A::Error::custom("bad entry")
+            };
+            if i == self.max {
+                return Err(fail(format!(
+                    "more than {} QPs, the most rocetap reads of one table",
+                    self.max
+                )));
+            }
+            let e =
+                entry(self.node, &item).map_err(|why| fail(format!("entry {}: {why}", i + 1)))?;
+            match seen.entry((e.device.clone(), e.lqpn)) {
+                std::collections::hash_map::Entry::Occupied(j) => {
+                    return Err(fail(format!(
+                        "entries {} and {} are both QP {} of {}",
+                        j.get() + 1,
+                        i + 1,
+                        e.lqpn,
+                        e.device
+                    )));
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(i);
+                }
+            }
+            out.push(e);
+        }
+        Ok(out)
+    }
 }
 
 /// One object of the array.
@@ -307,31 +409,28 @@ impl FlowRef {
 /// is the flow's DestQP, the sender the entry whose `rqpn` it is; with a peer flow, both
 /// must also agree with the peer's DestQP, and an entry whose node address is known
 /// must be on the flow's destination (receiver) or source (sender). Flows no entry
-/// fits are left out.
+/// fits are left out. For more than [`FEW_FLOWS`] flows the table is indexed once
+/// ([`Fits`]): time is linear in flows plus entries, however many QPs share a number;
+/// for a few (the TUI's detail asks for one flow and its peer at every redraw) one walk
+/// of the table per flow costs less than the index.
 pub fn match_flows(flows: &[FlowRef], table: &[QpEntry]) -> Vec<FlowQps> {
+    let fits = (flows.len() > FEW_FLOWS).then(|| Fits::new(table));
     let mut out = Vec::new();
     for f in flows {
-        let at = |e: &QpEntry, a: Addr| e.addr.is_none_or(|x| Addr::Ip(x) == a);
-        let recv: Vec<&QpEntry> = table
-            .iter()
-            .filter(|e| e.lqpn == f.qp && (f.peer_qp.is_none() || e.rqpn == f.peer_qp))
-            .filter(|e| at(e, f.dst))
-            .collect();
-        let send: Vec<&QpEntry> = table
-            .iter()
-            .filter(|e| e.rqpn == Some(f.qp) && f.peer_qp.is_none_or(|p| e.lqpn == p))
-            .filter(|e| at(e, f.src))
-            .collect();
-        if recv.is_empty() && send.is_empty() {
+        let (recv, send) = match &fits {
+            Some(x) => (x.receivers(f), x.senders(f)),
+            None => scan(f, table),
+        };
+        if recv.count == 0 && send.count == 0 {
             continue;
         }
-        let one = |v: &[&QpEntry]| (v.len() == 1).then(|| v[0].clone());
-        let sender = one(&send);
-        let receiver = one(&recv);
-        let ambiguous = [&send, &recv]
+        let one = |h: Hit| (h.count == 1).then(|| table[h.first].clone());
+        let sender = one(send);
+        let receiver = one(recv);
+        let ambiguous = [send, recv]
             .iter()
-            .filter(|v| v.len() > 1)
-            .map(|v| v.len() as u32)
+            .filter(|h| h.count > 1)
+            .map(|h| h.count)
             .sum();
         let sq_psn = match (&sender, f.first_psn, f.last_psn) {
             (Some(s), Some(a), Some(b)) if f.requests_only => s.sq_psn.map(|n| bound(n, a, b)),
@@ -346,6 +445,106 @@ pub fn match_flows(flows: &[FlowRef], table: &[QpEntry]) -> Vec<FlowQps> {
         });
     }
     out
+}
+
+/// Up to this many flows, [`match_flows`] walks the table for each instead of indexing it.
+pub const FEW_FLOWS: usize = 4;
+
+/// The receivers and senders of `f` in `table`, found by walking it.
+fn scan(f: &FlowRef, table: &[QpEntry]) -> (Hit, Hit) {
+    let at = |e: &QpEntry, a: Addr| e.addr.is_none_or(|x| Addr::Ip(x) == a);
+    let (mut recv, mut send) = (Hit::default(), Hit::default());
+    for (i, e) in table.iter().enumerate() {
+        if e.lqpn == f.qp && (f.peer_qp.is_none() || e.rqpn == f.peer_qp) && at(e, f.dst) {
+            recv.add(i);
+        }
+        if e.rqpn == Some(f.qp) && f.peer_qp.is_none_or(|p| e.lqpn == p) && at(e, f.src) {
+            send.add(i);
+        }
+    }
+    (recv, send)
+}
+
+/// The entries that fit one role of one flow: how many, and the first (in table order).
+#[derive(Clone, Copy, Debug, Default)]
+struct Hit {
+    count: u32,
+    first: usize,
+}
+
+impl Hit {
+    fn add(&mut self, i: usize) {
+        if self.count == 0 {
+            self.first = i;
+        }
+        self.count = self.count.saturating_add(1);
+    }
+
+    /// The entries of two disjoint groups (those without an address and those at the
+    /// flow's address) together.
+    fn and(self, o: Option<&Hit>) -> Hit {
+        match o {
+            None => self,
+            Some(o) if self.count == 0 => *o,
+            Some(o) => Hit {
+                count: self.count.saturating_add(o.count),
+                first: self.first.min(o.first),
+            },
+        }
+    }
+}
+
+/// The table counted by what a flow asks of it: the QP's own number (`lqpn`) or its
+/// remote's (`rqpn`), with or without the other one, and the node address (`None` when
+/// the table's node has none).
+#[derive(Default)]
+struct Fits {
+    lqpn: FxHashMap<(Qpn, Option<IpAddr>), Hit>,
+    lqpn_rqpn: FxHashMap<(Qpn, Qpn, Option<IpAddr>), Hit>,
+    rqpn: FxHashMap<(Qpn, Option<IpAddr>), Hit>,
+}
+
+impl Fits {
+    fn new(table: &[QpEntry]) -> Fits {
+        let mut f = Fits::default();
+        for (i, e) in table.iter().enumerate() {
+            f.lqpn.entry((e.lqpn, e.addr)).or_default().add(i);
+            if let Some(r) = e.rqpn {
+                f.lqpn_rqpn.entry((e.lqpn, r, e.addr)).or_default().add(i);
+                f.rqpn.entry((r, e.addr)).or_default().add(i);
+            }
+        }
+        f
+    }
+
+    /// Entries without an address plus those at `at` (only an IP address can be a node's).
+    fn at<K: Eq + std::hash::Hash>(
+        map: &FxHashMap<K, Hit>,
+        key: impl Fn(Option<IpAddr>) -> K,
+        at: Addr,
+    ) -> Hit {
+        let none = map.get(&key(None)).copied().unwrap_or_default();
+        match at {
+            Addr::Ip(ip) => none.and(map.get(&key(Some(ip)))),
+            Addr::Lid(_) => none,
+        }
+    }
+
+    /// `lqpn` = the flow's DestQP (and `rqpn` = its peer's), on the flow's destination.
+    fn receivers(&self, f: &FlowRef) -> Hit {
+        match f.peer_qp {
+            None => Self::at(&self.lqpn, |a| (f.qp, a), f.dst),
+            Some(p) => Self::at(&self.lqpn_rqpn, |a| (f.qp, p, a), f.dst),
+        }
+    }
+
+    /// `rqpn` = the flow's DestQP (and `lqpn` = its peer's), on the flow's source.
+    fn senders(&self, f: &FlowRef) -> Hit {
+        match f.peer_qp {
+            None => Self::at(&self.rqpn, |a| (f.qp, a), f.src),
+            Some(p) => Self::at(&self.lqpn_rqpn, |a| (p, f.qp, a), f.src),
+        }
+    }
 }
 
 #[cfg(test)]

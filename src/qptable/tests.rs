@@ -252,3 +252,171 @@ fn a_table_written_as_rdma_json_reads_back_the_same() {
     json::write(&mut out, &[]).unwrap();
     assert_eq!(out, b"[]\n");
 }
+
+#[test]
+fn tables_beyond_the_limits_are_refused_in_one_line() {
+    let small = Limits { bytes: 200, qps: 2 };
+    let two = "[{\"ifname\":\"rxe0\",\"lqpn\":1},{\"ifname\":\"rxe0\",\"lqpn\":2}]";
+    assert_eq!(parse_within("t", "t", two, small).unwrap().len(), 2);
+    let three = "[{\"ifname\":\"rxe0\",\"lqpn\":1},{\"ifname\":\"rxe0\",\"lqpn\":2},{\"ifname\":\"rxe0\",\"lqpn\":3}]";
+    let e = parse_within("t.json", "t", three, small).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "QP table t.json: more than 2 QPs, the most rocetap reads of one table"
+    );
+    let long = format!("[{}]", " ".repeat(200));
+    let e = parse_within("t.json", "t", &long, small).unwrap_err();
+    assert_eq!(
+        e.why,
+        "larger than 200 bytes, the most rocetap reads of one QP table"
+    );
+    assert_eq!(
+        Limits::default(),
+        Limits {
+            bytes: crate::config::limits::QP_TABLE_MAX_BYTES,
+            qps: crate::config::limits::QP_TABLE_MAX_QPS
+        }
+    );
+}
+
+/// 100,000 QPs (two nodes, 50,000 connections) and their 100,000 flows: reading the
+/// table and labelling every flow are linear (they were quadratic: a duplicate search
+/// per entry, a table walk per flow — minutes for this size).
+#[test]
+fn a_table_of_100k_qps_is_read_and_matched_in_linear_time() {
+    use std::fmt::Write as _;
+    const CONN: u32 = 50_000;
+    let t0 = std::time::Instant::now();
+    let mut text = String::from("[");
+    for i in 1..=CONN {
+        for (l, r) in [(i, CONN + i), (CONN + i, i)] {
+            let _ = write!(
+                text,
+                "{{\"ifname\":\"mlx5_{}\",\"port\":1,\"lqpn\":{l},\"rqpn\":{r},\"type\":\"RC\",\
+                 \"state\":\"RTS\",\"rq-psn\":5,\"sq-psn\":9,\"pid\":{i},\"comm\":\"ib_write_bw\"}},",
+                u32::from(l > CONN)
+            );
+        }
+    }
+    text.pop();
+    text.push(']');
+    let built = t0.elapsed();
+    let t = parse("big.json", "big", &text).unwrap();
+    assert_eq!(t.len(), 2 * CONN as usize);
+    let flows: Vec<FlowRef> = (1..=CONN)
+        .flat_map(|i| [(i, CONN + i), (CONN + i, i)])
+        .enumerate()
+        .map(|(id, (qp, peer))| FlowRef {
+            id: id as u32,
+            src: if qp > CONN { X } else { Y },
+            dst: if qp > CONN { Y } else { X },
+            qp: Qpn(qp),
+            peer_qp: Some(Qpn(peer)),
+            first_psn: Some(Psn(1)),
+            last_psn: Some(Psn(8)),
+            requests_only: true,
+        })
+        .collect();
+    let m = match_flows(&flows, &t);
+    assert_eq!(m.len(), flows.len());
+    assert!(m.iter().all(|q| q.ambiguous == 0
+        && q.sender.as_ref().map(|s| s.lqpn) == q.receiver.as_ref().and_then(|r| r.rqpn)
+        && q.sq_psn == Some(PsnBound::After(0))));
+    let took = t0.elapsed() - built;
+    // Linear: about 1 s unoptimised; the quadratic reader took minutes.
+    assert!(took.as_secs() < 30, "{took:?}");
+}
+
+/// The fuzz target's seeds `limit-qps` and `limit-bytes` reach the refusals within the
+/// target's small limits (2 KiB, 8 QPs), so a fuzz run starts on both paths.
+#[test]
+fn the_fuzz_seeds_reach_both_limits() {
+    let small = Limits {
+        bytes: 2048,
+        qps: 8,
+    };
+    let qps = include_str!("../../fuzz/seeds/qp_table/limit-qps");
+    let bytes = include_str!("../../fuzz/seeds/qp_table/limit-bytes");
+    assert_eq!(
+        (qps.len() % 2, bytes.len() % 2),
+        (0, 0),
+        "the target's small limits apply to even lengths"
+    );
+    let e = parse_within("s", "s", qps, small).unwrap_err();
+    assert!(e.why.starts_with("more than 8 QPs"), "{e}");
+    assert_eq!(
+        parse_within("s", "s", qps, Limits::default())
+            .unwrap()
+            .len(),
+        9
+    );
+    let e = parse_within("s", "s", bytes, small).unwrap_err();
+    assert!(e.why.starts_with("larger than 2048 bytes"), "{e}");
+    assert_eq!(
+        parse_within("s", "s", bytes, Limits::default())
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+/// The walk (a few flows) and the index (more than `FEW_FLOWS`) label alike: every flow
+/// of a mixed set — with and without peers, addresses, ambiguous and unknown QPNs —
+/// matched alone and among many gives the same label.
+#[test]
+fn the_walk_and_the_index_agree() {
+    let mut t = table();
+    t.extend(
+        parse(
+            "c",
+            "c",
+            "[{\"ifname\":\"rxe0\",\"lqpn\":17,\"rqpn\":18,\"pid\":5},\
+              {\"ifname\":\"rxe1\",\"lqpn\":40},{\"ifname\":\"rxe1\",\"lqpn\":41,\"rqpn\":40}]",
+        )
+        .unwrap(),
+    );
+    t[0].addr = Some(X_IP);
+    t[1].addr = Some(Y_IP);
+    let mut flows = Vec::new();
+    for (i, (qp, peer)) in [
+        (18, Some(17)),
+        (17, Some(18)),
+        (17, None),
+        (18, None),
+        (40, None),
+        (40, Some(41)),
+        (41, Some(40)),
+        (99, None),
+        (1, None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for (j, (src, dst)) in [(X, Y), (Y, X), (Addr::Lid(3), Addr::Lid(4))]
+            .into_iter()
+            .enumerate()
+        {
+            flows.push(FlowRef {
+                id: (i * 3 + j) as u32,
+                src,
+                dst,
+                qp: Qpn(qp),
+                peer_qp: peer.map(Qpn),
+                first_psn: Some(Psn(1000)),
+                last_psn: Some(Psn(1049)),
+                requests_only: true,
+            });
+        }
+    }
+    assert!(flows.len() > FEW_FLOWS);
+    let all = match_flows(&flows, &t);
+    let one_by_one: Vec<FlowQps> = flows
+        .iter()
+        .flat_map(|f| match_flows(std::slice::from_ref(f), &t))
+        .collect();
+    assert_eq!(all, one_by_one);
+    assert!(all.iter().any(|q| q.ambiguous > 0));
+    assert!(all
+        .iter()
+        .any(|q| q.sender.is_some() && q.receiver.is_some()));
+}

@@ -4,6 +4,7 @@
 //! text report, the JSON document (`message`, `what`, `unanswered_asks`), netcheck
 //! `--capture` and the TUI all word them here, so a sentence is written once.
 
+use super::safe::term;
 use crate::analysis::report::{
     ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Congestion, Finding,
     FindingKind, NakError, Traffic, UnansweredAsk, Worst,
@@ -162,7 +163,7 @@ pub fn message(f: &Finding, r: &Report) -> String {
                     a.unanswered_asks
                         .iter()
                         .take(3)
-                        .map(move |s| format!("{} on {}", ask(s), a.name))
+                        .map(move |s| format!("{} on {}", ask(s), term(&a.name)))
                 })
                 .take(3)
                 .collect();
@@ -282,10 +283,11 @@ fn congestion_message(r: &Report, c: &Congestion, w: &str) -> String {
 
 /// A further symptom of a kind, in a finding's "N more:" list.
 fn symptom_short(s: &ArpSymptom) -> String {
-    match s.other_iface.as_deref() {
-        Some(o) => format!("{} → {} on {} (not {o})", s.addr, s.peer, s.iface),
-        None if s.addr == s.peer => format!("{} on {}", s.addr, s.iface),
-        None => format!("who-has {} tell {} on {}", s.addr, s.peer, s.iface),
+    let iface = term(&s.iface);
+    match s.other_iface.as_deref().map(term) {
+        Some(o) => format!("{} → {} on {iface} (not {o})", s.addr, s.peer),
+        None if s.addr == s.peer => format!("{} on {iface}", s.addr),
+        None => format!("who-has {} tell {} on {iface}", s.addr, s.peer),
     }
 }
 
@@ -363,9 +365,10 @@ pub fn seen(s: &ArpSeen) -> String {
     }
 }
 
-/// A symptom's explanation: what it is, why it happens and the fix.
+/// A symptom's explanation: what it is, why it happens and the fix. Interface names
+/// (capture file and device names) are escaped for the terminal.
 pub fn symptom_message(s: &ArpSymptom) -> String {
-    let (t, peer, name) = (s.addr, s.peer, &s.iface);
+    let (t, peer, name) = (s.addr, s.peer, term(&s.iface));
     match &s.problem {
         ArpProblem::CrossSubnetUnanswered { requests, answer } => {
             let what = asks_text(t, peer, *requests, *answer);
@@ -395,9 +398,9 @@ pub fn symptom_message(s: &ArpSymptom) -> String {
             came_in: traffic,
             out_ifaces,
         } => {
-            let (x, iname) = (t, s.other_iface.as_deref().unwrap_or("?"));
+            let (x, iname) = (t, term(s.other_iface.as_deref().unwrap_or("?")));
             let came = came_in(x, peer, *traffic);
-            let out = out_ifaces.join(", ");
+            let out = term(&out_ifaces.join(", ")).into_owned();
             format!(
                 "replies to {peer} leave {out} instead of {iname}: {came} on {iname}, but {x}'s own traffic to \
                  {peer} goes out of {out} (asymmetric routing — the route back to {peer} follows the \
@@ -511,97 +514,4 @@ impl Serialize for ArpSymptom {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const X: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 5);
-    const P: Ipv4Addr = Ipv4Addr::new(198, 19, 8, 1);
-
-    #[test]
-    fn durations_switch_to_ms_at_10_ms() {
-        assert_eq!(duration(900), "0.9 µs");
-        assert_eq!(duration(9_999_999), "10000.0 µs");
-        assert_eq!(duration(33_600_000), "33.6 ms");
-    }
-
-    #[test]
-    fn every_observation_has_its_line() {
-        let asks = |answer| ArpSeen::Asks {
-            target: X,
-            sender: P,
-            requests: 42,
-            answer,
-        };
-        assert_eq!(
-            seen(&asks(AskAnswer::Never)),
-            "who-has 198.18.1.5 tell 198.19.8.1 x42, never answered"
-        );
-        assert_eq!(
-            seen(&asks(AskAnswer::AnsweredThenSilent { pending: 3 })),
-            "who-has 198.18.1.5 tell 198.19.8.1 x42, answered, then 3 more requests with no reply"
-        );
-        let t = |arp, ip| Traffic { arp, ip };
-        let came = |traffic| ArpSeen::CameIn {
-            addr: X,
-            peer: P,
-            traffic,
-        };
-        assert_eq!(
-            seen(&came(t(1, 0))),
-            "198.18.1.5 answered 1 ARP request(s) from 198.19.8.1; nothing from 198.18.1.5 to 198.19.8.1 leaves here"
-        );
-        assert!(seen(&came(t(1, 2))).contains("and received 2 IP packet(s) from it"));
-        let out = ArpSeen::WentOut {
-            addr: X,
-            peer: P,
-            traffic: t(3, 4),
-        };
-        assert_eq!(
-            seen(&out),
-            "who-has 198.19.8.1 tell 198.18.1.5 x3, then 4 IP packet(s) 198.18.1.5 > 198.19.8.1; nothing from 198.19.8.1 to 198.18.1.5 arrives here"
-        );
-        let claimed = ArpSeen::Claimed {
-            ip: X,
-            first: [2, 0, 0, 0, 0, 1],
-            other: [2, 0, 0, 0, 0, 2],
-        };
-        assert_eq!(
-            seen(&claimed),
-            "198.18.1.5 is-at 02:00:00:00:00:01, then 198.18.1.5 is-at 02:00:00:00:00:02"
-        );
-    }
-
-    #[test]
-    fn a_reply_path_mismatch_names_every_interface_it_leaves() {
-        let s = ArpSymptom {
-            problem: ArpProblem::ReplyPathMismatch {
-                came_in: Traffic { arp: 1, ip: 0 },
-                out_ifaces: vec!["net1".into(), "net2".into()],
-            },
-            iface: "net1".into(),
-            other_iface: Some("eth0".into()),
-            addr: X,
-            peer: P,
-            t_ns: 0,
-            count: 1,
-            evidence: Vec::new(),
-        };
-        let m = symptom_message(&s);
-        assert!(
-            m.starts_with("replies to 198.19.8.1 leave net1, net2 instead of eth0: 198.18.1.5 answered 1 ARP request(s) from 198.19.8.1 on eth0"),
-            "{m}"
-        );
-        assert_eq!(
-            symptom_short(&s),
-            "198.18.1.5 → 198.19.8.1 on net1 (not eth0)"
-        );
-        assert_eq!(
-            ask(&UnansweredAsk {
-                target: X,
-                sender: P,
-                requests: 2
-            }),
-            "who-has 198.18.1.5 tell 198.19.8.1 x2"
-        );
-    }
-}
+mod tests;

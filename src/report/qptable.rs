@@ -5,22 +5,36 @@
 
 use crate::analysis::Report;
 use crate::qptable::{FlowQps, PsnBound, QpEntry};
+use crate::report::safe::{push_term, term};
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
-/// `node-a rxe0 QP 0x000011 (RC RTS) pid 4242 ib_write_bw`.
+/// `node-a rxe0 QP 0x000011 (RC RTS) pid 4242 ib_write_bw`. The node, device, type,
+/// state and command come from the table (a process names itself): each is escaped for
+/// the terminal ([`term`]).
 pub fn qp_words(e: &QpEntry) -> String {
-    let mut s = format!("{} {} QP {}", e.node, e.device, e.lqpn);
+    let mut s = String::with_capacity(64);
+    push_term(&mut s, &e.node);
+    s.push(' ');
+    push_term(&mut s, &e.device);
+    let _ = write!(s, " QP {}", e.lqpn);
     let kind: Vec<&str> = [e.qp_type.as_str(), e.state.as_str()]
         .into_iter()
         .filter(|w| !w.is_empty())
         .collect();
     if !kind.is_empty() {
-        s.push_str(&format!(" ({})", kind.join(" ")));
+        let _ = write!(s, " ({})", term(&kind.join(" ")));
     }
     match (e.pid, &e.comm) {
-        (Some(p), Some(c)) => s.push_str(&format!(" pid {p} {c}")),
-        (Some(p), None) => s.push_str(&format!(" pid {p}")),
-        (None, Some(c)) => s.push_str(&format!(" {c} (kernel)")),
+        (Some(p), Some(c)) => {
+            let _ = write!(s, " pid {p} {}", term(c));
+        }
+        (Some(p), None) => {
+            let _ = write!(s, " pid {p}");
+        }
+        (None, Some(c)) => {
+            let _ = write!(s, " {} (kernel)", term(c));
+        }
         (None, None) => {}
     }
     s
@@ -55,7 +69,12 @@ pub(super) fn section(out: &mut impl Write, r: &Report, m: &[FlowQps]) -> io::Re
     }
     writeln!(out, "QP table (the kernel's QPs behind each flow):")?;
     for q in m {
-        let Some(f) = r.flows.iter().find(|f| f.id == q.flow) else {
+        // A report's flows are sorted by id: one binary search, not a walk per flow.
+        let f = match r.flows.binary_search_by_key(&q.flow, |f| f.id) {
+            Ok(i) => Some(&r.flows[i]),
+            Err(_) => r.flows.iter().find(|f| f.id == q.flow),
+        };
+        let Some(f) = f else {
             continue;
         };
         writeln!(out, "  flow {} {} → {} QP {}:", f.id, f.src, f.dst, f.qp)?;

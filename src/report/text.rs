@@ -141,7 +141,7 @@ fn evidence(
                 out,
                 "{IN}  {:.9} {}  ->  {}",
                 secs(r, e.t_ns),
-                e.iface,
+                super::safe::term(&e.iface),
                 seen(&e.seen)
             )?;
         }
@@ -265,6 +265,18 @@ fn flows_table(out: &mut impl Write, paint: Paint, flows: &[&FlowSummary]) -> io
     Ok(())
 }
 
+/// What the duration means for a capture out of time order ("" for one in order).
+fn time_order(backwards: u64) -> String {
+    match backwards {
+        0 => String::new(),
+        1 => " (earliest to latest frame: 1 frame is timed before the one read before it)"
+            .to_string(),
+        n => format!(
+            " (earliest to latest frame: {n} frames are timed before the one read before them)"
+        ),
+    }
+}
+
 pub(super) fn text(
     out: &mut impl Write,
     events: bool,
@@ -277,11 +289,12 @@ pub(super) fn text(
     let t = &r.totals;
     writeln!(
         out,
-        "{}: {} frames, {} RoCE packets over {:.6} s; {} flows, {} RC connections paired",
-        input.files.join(", "),
+        "{}: {} frames, {} RoCE packets over {:.6} s{}; {} flows, {} RC connections paired",
+        super::safe::term(&input.files.join(", ")),
         t.frames,
         t.roce_packets,
         r.derived.duration_s,
+        time_order(r.time_backwards),
         t.flows,
         t.connections
     )?;

@@ -6,7 +6,9 @@
 //! [`REDRAW_EVERY`] (and only when something changed). It never waits on the capture.
 //!
 //! The terminal is put back on every exit path: normal quit and errors through
-//! `Restore`'s `Drop`, panics through the hook ratatui installs in `try_init`.
+//! `Restore`'s `Drop`, the signals of [`STOP_SIGNALS`] by ending the UI as `q` does,
+//! panics through the hook ratatui installs in `try_init` (it disables raw mode and
+//! leaves the alternate screen, then prints the panic).
 //! Everything that can fail with a one-line error (arguments, files, devices,
 //! privileges) is checked before the screen is taken over.
 #![warn(missing_docs)]
@@ -31,6 +33,14 @@ use std::time::{Duration, Instant};
 
 /// The UI redraws at most this often.
 pub const REDRAW_EVERY: Duration = Duration::from_millis(100);
+
+/// The signals that end the UI like `q` (the terminal put back, exit 0).
+pub const STOP_SIGNALS: [i32; 4] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGQUIT,
+];
 
 /// Puts the terminal back when dropped.
 struct Restore;
@@ -115,10 +125,11 @@ pub fn run(a: Config) -> Result<i32, Failure> {
             .map_err(|e| Failure::new(format!("top: starting the replay thread: {e}")))?;
         (Mode::Replay, format!("replay {} {sp}", names.join(", ")), t)
     };
-    // SIGTERM / SIGHUP (a closed terminal) end the UI like `q`, so the terminal is put
-    // back; Ctrl-C is a key in raw mode.
+    // SIGTERM, SIGHUP (a closed terminal), and SIGINT / SIGQUIT sent from outside
+    // (Ctrl-C and Ctrl-\ are keys in raw mode) end the UI like `q`, so the terminal is
+    // put back: their default action would leave it raw and on the alternate screen.
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+    for sig in STOP_SIGNALS {
         signal_hook::flag::register(sig, stop.clone())
             .map_err(|e| Failure::new(format!("top: installing signal handlers: {e}")))?;
     }

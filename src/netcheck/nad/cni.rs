@@ -5,9 +5,10 @@
 //! corrected configuration with `sbr` chained after the main plugin.
 
 use super::ipv4::{parse_ip, Cidr};
+use crate::config::limits::{CNI_CONFIG_MAX_BYTES, CNI_MAX_PLUGINS};
 #[cfg(test)]
-use super::yaml::Style;
-use super::yaml::{self, Node, Pos};
+use crate::yaml::Style;
+use crate::yaml::{self, Node, Pos};
 use serde_json::{json, Value};
 
 /// The CNI specification versions a `cniVersion` may name; anything else is `nad-cni-version`.
@@ -69,6 +70,19 @@ pub enum ConfigError {
     },
     /// `spec.config` is valid JSON but not an object.
     NotObject,
+    /// `spec.config` is beyond a limit of `config::limits`; it is not read further.
+    TooLarge(Oversize),
+}
+
+/// Which limit a `spec.config` is beyond.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Oversize {
+    /// More than `CNI_CONFIG_MAX_BYTES` of text: its length in bytes.
+    Bytes(usize),
+    /// More than `CNI_MAX_PLUGINS` plugins: how many.
+    Plugins(usize),
+    /// Beyond a bound of the YAML reader (nesting, values): its words.
+    Reader(String),
 }
 
 /// Parses a NAD's `spec.config` (`None`: the NAD has none) as strict JSON and types its plugin
@@ -76,6 +90,9 @@ pub enum ConfigError {
 pub fn parse(node: Option<&Node>) -> Result<Config, ConfigError> {
     let node = node.ok_or(ConfigError::Missing)?;
     let text = node.str().ok_or(ConfigError::NotString { pos: node.pos })?;
+    if text.len() > CNI_CONFIG_MAX_BYTES {
+        return Err(ConfigError::TooLarge(Oversize::Bytes(text.len())));
+    }
     let json: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json {
         line: e.line(),
         col: e.column(),
@@ -84,9 +101,15 @@ pub fn parse(node: Option<&Node>) -> Result<Config, ConfigError> {
     if !json.is_object() {
         return Err(ConfigError::NotObject);
     }
+    if let Some(n) = json.get("plugins").and_then(Value::as_array).map(Vec::len) {
+        if n > CNI_MAX_PLUGINS {
+            return Err(ConfigError::TooLarge(Oversize::Plugins(n)));
+        }
+    }
     let root = yaml::load(text)
-        .ok()
-        .and_then(|mut d| (d.len() == 1).then(|| d.remove(0)))
+        .map_err(|e| ConfigError::TooLarge(Oversize::Reader(e.msg)))?
+        .into_iter()
+        .next()
         .ok_or(ConfigError::NotObject)?;
     let ty = |n: &Node| n.get("type").and_then(Node::text).unwrap_or_default();
     let (conflist, plugins) = match root.get("plugins").and_then(Node::seq) {

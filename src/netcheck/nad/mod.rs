@@ -15,7 +15,7 @@ pub mod objects;
 pub mod report;
 pub mod rules;
 pub mod sbrver;
-pub mod yaml;
+pub mod static_ipam;
 
 use crate::netcheck::checks::Severity;
 use objects::{Inputs, LoadError};
@@ -87,8 +87,28 @@ pub fn check(cfg: &Config) -> Result<report::Report, NadError> {
     if !cfg.node_dirs.is_empty() {
         objects::load_node_dirs(&cfg.node_dirs, &mut inp)?;
     }
-    let lints = rules::lint(&inp, &sbr);
-    Ok(report::Report::new(
+    Ok(report_of(&inp, &sbr, cfg.gate.unwrap_or(Severity::Warning)))
+}
+
+/// The lint of text read already (the fuzz target's way in): `objects` holds NADs and
+/// policies, `nodes` a nodes file when given; the inputs are named `objects.yaml` and
+/// `nodes.yaml`. Nothing is read from disk and no plugin is run.
+pub fn check_text(objects: &str, nodes: Option<&str>) -> Result<report::Report, NadError> {
+    let mut inp = Inputs::default();
+    objects::load_text("objects.yaml", objects, &mut inp)?;
+    if let Some(n) = nodes {
+        objects::load_nodes_text("nodes.yaml", n, &mut inp)?;
+    }
+    Ok(report_of(
+        &inp,
+        &rules::SbrInstalled::default(),
+        Severity::Warning,
+    ))
+}
+
+fn report_of(inp: &Inputs, sbr: &rules::SbrInstalled, gate: Severity) -> report::Report {
+    let lints = rules::lint(inp, sbr);
+    report::Report::new(
         inp.files.clone(),
         report::Counts {
             network_attachment_definitions: inp.nads.len(),
@@ -97,9 +117,9 @@ pub fn check(cfg: &Config) -> Result<report::Report, NadError> {
             ignored_objects: inp.ignored,
         },
         sbr.version.map(|v| v.to_string()),
-        cfg.gate.unwrap_or(Severity::Warning),
+        gate,
         &lints,
-    ))
+    )
 }
 
 fn sbr_installed(cfg: &Config) -> Result<rules::SbrInstalled, NadError> {
@@ -129,4 +149,46 @@ fn sbr_installed(cfg: &Config) -> Result<rules::SbrInstalled, NadError> {
         }
     }
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_text;
+    use crate::report::style::Paint;
+
+    /// The fuzz target's checks (`fuzz/fuzz_targets/nad.rs`) on its seeds: every seed is
+    /// one error naming the input or a report with no control character in its text.
+    #[test]
+    fn the_fuzz_seeds_lint_or_fail_in_one_line() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/nad");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let s = std::fs::read_to_string(&p).unwrap();
+            let (objects, nodes) = match s.split_once("\n#nodes\n") {
+                Some((o, n)) => (o, Some(n)),
+                None => (s.as_str(), None),
+            };
+            match check_text(objects, nodes) {
+                Ok(r) => {
+                    let text = r.text(Paint::new(false));
+                    assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{p:?}");
+                    serde_json::to_string(&r).unwrap();
+                }
+                Err(e) => assert!(e.what.starts_with("objects.yaml:"), "{p:?}: {}", e.what),
+            }
+            n += 1;
+        }
+        assert!(n >= 9, "{n} seeds");
+        // the rails, with their policies and nodes, are clean
+        let rails = std::fs::read_to_string(dir.join("rails.yaml")).unwrap();
+        let (o, nodes) = rails.split_once("\n#nodes\n").unwrap();
+        let r = check_text(o, Some(nodes)).unwrap();
+        assert_eq!(
+            (r.errors, r.warnings, r.objects.nodes),
+            (0, 0, 4),
+            "{}",
+            r.text(Paint::new(false))
+        );
+    }
 }

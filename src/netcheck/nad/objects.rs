@@ -7,13 +7,14 @@
 //! left alone, so a directory of mixed manifests can be linted as it is.
 
 use super::ipv4::{parse_ip, Cidr};
-use super::yaml::{self, Node, Pos, Style, Value};
+use crate::config::limits::YAML_MAX_BYTES;
+use crate::yaml::{self, Node, Pos, Style, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The largest input file read, in bytes (64 MiB); a larger file is refused rather than read into
-/// memory.
-pub const MAX_INPUT: u64 = 64 << 20;
+/// The largest input file read, in bytes: the YAML reader's limit (`config::limits`); a
+/// larger file is refused rather than read into memory.
+const MAX_INPUT: u64 = YAML_MAX_BYTES as u64;
 
 /// Why an input could not be read or understood, in one line that names the file (and, where known,
 /// line and column).
@@ -205,17 +206,25 @@ pub fn read_text(p: &Path) -> Result<(String, String), LoadError> {
 }
 
 fn parse_docs(name: &str, text: &str) -> Result<Vec<Node>, LoadError> {
-    // JSON is checked as JSON first: its messages are the clearer ones (and it has its own
-    // nesting limit). The YAML reader then gives the positions.
+    // Text meant as JSON (`[`, or `{` with a quoted key first) is checked as JSON first: its
+    // messages are the clearer ones, and kubectl reads such text as JSON (a trailing comma
+    // is an error there). Other text, a flow-style YAML object too (`{kind: ...}`), is
+    // YAML; the YAML reader then reads both with positions. A nesting too deep for
+    // serde_json gets the YAML reader's message (its limit, in our words).
     let t = text.trim_start();
-    if t.starts_with('{') || t.starts_with('[') {
+    let meant_json = t.starts_with('[')
+        || t.strip_prefix('{')
+            .is_some_and(|r| r.trim_start().starts_with(['"', '}']));
+    if meant_json {
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
-            return Err(LoadError(format!(
-                "{name}:{}:{}: not valid JSON: {}",
-                e.line(),
-                e.column(),
-                super::cni::json_msg(&e)
-            )));
+            if !e.to_string().starts_with("recursion limit") {
+                return Err(LoadError(format!(
+                    "{name}:{}:{}: not valid JSON: {}",
+                    e.line(),
+                    e.column(),
+                    super::cni::json_msg(&e)
+                )));
+            }
         }
     }
     yaml::load(text).map_err(|e| match e.pos {
@@ -245,9 +254,9 @@ fn s_at<'a>(n: &'a Node, path: &[&str]) -> Option<&'a Node> {
 /// Where `spec.config`'s text sits in the file: a literal block line by line (its
 /// position is that of its first content line); a one-line plain or quoted scalar only
 /// when written without escapes (else columns inside it would be off).
-fn config_map(text: &str, c: &Node) -> Option<super::cni::ConfigMap> {
+fn config_map(src: &Source, c: &Node) -> Option<super::cni::ConfigMap> {
     let v = c.str()?;
-    let line = text.lines().nth(c.pos.line.checked_sub(1)?)?;
+    let line = src.line(c.pos.line)?;
     match c.style {
         Style::Literal => Some(super::cni::ConfigMap {
             line: c.pos.line,
@@ -256,7 +265,7 @@ fn config_map(text: &str, c: &Node) -> Option<super::cni::ConfigMap> {
         }),
         Style::Quoted | Style::Plain if !v.contains('\n') => {
             let skip = usize::from(c.style == Style::Quoted);
-            let body: String = line.chars().skip(c.pos.col - 1 + skip).collect();
+            let body = src.rest_of_line_at(c.pos.line, c.pos.col + skip)?;
             body.starts_with(v).then_some(super::cni::ConfigMap {
                 line: c.pos.line,
                 col: c.pos.col + skip,
@@ -267,20 +276,86 @@ fn config_map(text: &str, c: &Node) -> Option<super::cni::ConfigMap> {
     }
 }
 
+/// An input's text with where each of its lines starts, found once: looking a line up
+/// by counting from the top for every NAD would grow with the square of the file.
+struct Source<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+    /// The last column found: (line, column, its byte offset in the text). The objects of
+    /// a file come in order, so finding the next column from here is linear in the file
+    /// even when it is one line (`kubectl -o json` piped through `jq -c`).
+    cursor: std::cell::Cell<(usize, usize, usize)>,
+}
+
+impl<'a> Source<'a> {
+    fn new(text: &'a str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Source {
+            text,
+            starts,
+            cursor: std::cell::Cell::new((0, 0, 0)),
+        }
+    }
+    /// Line `line` from column `col` (both counted from 1, the column in characters) to
+    /// its end; `None` past either end.
+    fn rest_of_line_at(&self, line: usize, col: usize) -> Option<&'a str> {
+        let l = self.line(line)?;
+        let base = self.starts[line - 1];
+        let (cl, cc, cb) = self.cursor.get();
+        let (mut c, mut b) = if cl == line && cc <= col {
+            (cc, cb - base)
+        } else {
+            (1, 0)
+        };
+        let mut it = l[b..].char_indices();
+        while c < col {
+            let (_, ch) = it.next()?;
+            b += ch.len_utf8();
+            c += 1;
+        }
+        self.cursor.set((line, c, base + b));
+        Some(&l[b..])
+    }
+    /// Line `n` (counted from 1) without its line break, as `str::lines` gives it.
+    fn line(&self, n: usize) -> Option<&'a str> {
+        let a = *self.starts.get(n.checked_sub(1)?)?;
+        let b = self.starts.get(n).map_or(self.text.len(), |e| e - 1);
+        (a < self.text.len() || n == 1).then(|| {
+            let l = &self.text[a..b.max(a)];
+            l.strip_suffix('\r').unwrap_or(l)
+        })
+    }
+}
+
 /// Reads NAD / policy objects from `paths` into `inp`.
 pub fn load_objects(paths: &[PathBuf], inp: &mut Inputs) -> Result<(), LoadError> {
     for p in paths {
         let (name, text) = read_text(p)?;
-        let docs = parse_docs(&name, &text)?;
-        inp.files.push(name.clone());
-        for (i, d) in docs.iter().enumerate() {
-            object(&name, &text, d, i + 1, inp)?;
-        }
+        load_text(&name, &text, inp)?;
     }
     Ok(())
 }
 
-fn object(name: &str, text: &str, d: &Node, doc: usize, inp: &mut Inputs) -> Result<(), LoadError> {
+/// Reads the NAD / policy objects of `text` (read already, from the file `name`) into `inp`.
+pub fn load_text(name: &str, text: &str, inp: &mut Inputs) -> Result<(), LoadError> {
+    let docs = parse_docs(name, text)?;
+    inp.files.push(name.to_string());
+    let src = Source::new(text);
+    for (i, d) in docs.iter().enumerate() {
+        object(name, &src, d, i + 1, inp)?;
+    }
+    Ok(())
+}
+
+fn object(
+    name: &str,
+    text: &Source,
+    d: &Node,
+    doc: usize,
+    inp: &mut Inputs,
+) -> Result<(), LoadError> {
     let here = |p: Pos| format!("{name}:{}:{}", p.line, p.col);
     if d.map().is_none() {
         return Err(LoadError(format!(
@@ -354,7 +429,11 @@ fn object(name: &str, text: &str, d: &Node, doc: usize, inp: &mut Inputs) -> Res
             let spec = d.get("spec");
             let g = |k: &str| spec.and_then(|s| s.get(k));
             let resource = g("resourceName").and_then(Node::text).ok_or_else(|| {
-                LoadError(format!("{}: {obj} has no spec.resourceName", here(d.pos)))
+                LoadError(format!(
+                    "{}: {} has no spec.resourceName",
+                    here(d.pos),
+                    crate::report::safe::term(&obj.to_string())
+                ))
             })?;
             let pf_names = g("nicSelector")
                 .and_then(|n| n.get("pfNames"))
@@ -408,7 +487,12 @@ pub fn pf_name(s: &str) -> PfName {
 /// ```
 pub fn load_nodes_file(p: &Path, inp: &mut Inputs) -> Result<(), LoadError> {
     let (name, text) = read_text(p)?;
-    let docs = parse_docs(&name, &text)?;
+    load_nodes_text(&name, &text, inp)
+}
+
+/// [`load_nodes_file`] of text read already, from the file `name`.
+pub fn load_nodes_text(name: &str, text: &str, inp: &mut Inputs) -> Result<(), LoadError> {
+    let docs = parse_docs(name, text)?;
     let bad = |pos: Pos, what: &str| LoadError(format!("{name}:{}:{}: {what}", pos.line, pos.col));
     let Some(doc) = docs.first() else {
         return Err(LoadError(format!("{name}: empty nodes file")));

@@ -3,14 +3,21 @@
 //! about; the report is text (the verdict in plain words first) or one JSON document with
 //! `"schema": "rocetap.nad/1"`.
 
+use super::cni::Oversize;
 use super::ipv4::ip;
 use super::objects::ObjRef;
-use super::rules::{fixed_config, Host, Lint, Overlap, Rule};
+use super::rules::{fixed_config, Host, Lint, Rule};
+use super::static_ipam::Problem;
+use crate::config::limits::{CNI_CONFIG_MAX_BYTES, CNI_MAX_PLUGINS};
 use crate::netcheck::checks::{Evidence, Finding, Severity};
 use crate::netcheck::report::{plural, write_body};
+use crate::report::safe::term;
 use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use std::fmt::Write;
+
+mod overlap;
+use overlap::overlap_words;
 
 /// The `schema` of the NAD lint's JSON report; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "rocetap.nad/1";
@@ -57,6 +64,29 @@ pub struct NadFinding {
     /// The whole corrected `spec.config`, for findings that have one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fixed_config: Option<serde_json::Value>,
+    /// Every NAD of an overlap group (`nad-range-overlap`), the finding's own first; empty
+    /// (and left out) for other findings.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nads: Vec<GroupNad>,
+}
+
+/// One NAD of an overlap group, as the JSON report lists it (`nads`).
+#[derive(Serialize, Clone, Debug)]
+pub struct GroupNad {
+    /// `NetworkAttachmentDefinition`.
+    pub kind: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// Its ranges as written, comma-separated.
+    pub ranges: String,
+    /// Its resource (without the `nvidia.com/` prefix), when annotated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// Its whereabouts `network_name`, when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_name: Option<String>,
 }
 
 /// How many objects of each kind were read (JSON `objects`).
@@ -129,13 +159,13 @@ fn ev(q: impl Into<String>, a: impl Into<String>) -> Evidence {
     }
 }
 
-/// At most four of a list, then how many in all.
-fn few(items: Vec<String>) -> String {
-    let n = items.len();
-    if n <= 4 {
+/// The first (at most four) of `total` items, then how many in all.
+fn few_of(mut items: Vec<String>, total: usize) -> String {
+    items.truncate(4);
+    if total <= items.len() {
         items.join(", ")
     } else {
-        format!("{}, ... ({n} in all)", items[..4].join(", "))
+        format!("{}, ... ({total} in all)", items.join(", "))
     }
 }
 
@@ -164,6 +194,18 @@ fn words(l: &Lint) -> Words {
         Rule::ConfigMissing => w(format!("{who} has no spec.config"), "A NetworkAttachmentDefinition without spec.config makes Multus look for a CNI configuration file of the same name on every node; this lint cannot check it.", vec!["put the CNI configuration JSON into spec.config".into()]),
         Rule::ConfigNotString => w(format!("{who}: spec.config is not a string"), "spec.config holds the CNI configuration as JSON text (a string); the API server rejects a mapping here.", vec!["write it as `config: '{ ... }'` or as a `config: |` block".into()]),
         Rule::ConfigNotObject => w(format!("{who}: spec.config is not a JSON object"), "The CNI configuration must be one JSON object with cniVersion, name and type or plugins.", vec!["write spec.config as {\"cniVersion\": ..., \"name\": ..., \"plugins\": [...]}".into()]),
+        Rule::ConfigTooLarge { what } => {
+            let title = match what {
+                Oversize::Bytes(n) => format!("{who}: spec.config is {n} bytes, more than the {} KiB this lint reads", CNI_CONFIG_MAX_BYTES >> 10),
+                Oversize::Plugins(n) => format!("{who}: spec.config chains {n} plugins, more than the {CNI_MAX_PLUGINS} this lint reads"),
+                Oversize::Reader(m) => format!("{who}: spec.config cannot be read: {m}"),
+            };
+            w(
+                title,
+                "A CNI configuration is a few kilobytes: the main plugin, sbr, tuning and the like. One this large is a mistake (a generated list gone wrong) or hostile; it was not checked further.",
+                vec!["keep spec.config to the plugins the pod needs".into()],
+            )
+        }
         Rule::ConfigJson { line, col, msg } => w(
             format!("{who}: spec.config is not valid JSON: {msg} at line {line} column {col} of the configuration"),
             "The CNI runtime parses spec.config as strict JSON (no comments, no trailing commas, double quotes only): the pod would fail to start with a parse error.",
@@ -180,6 +222,20 @@ fn words(l: &Lint) -> Words {
             }],
         ),
         Rule::BadValue { what } => w(format!("{who}: {what}"), "whereabouts refuses (or misreads) such a value and the pod does not get an address.", vec!["write IPv4 addresses as A.B.C.D and ranges/excludes as A.B.C.D/LEN".into()]),
+        Rule::StaticAddress { value, problem } => {
+            let field = l.path.rsplit('.').next().unwrap_or("address");
+            let what = match problem {
+                Problem::NoPrefix => format!("static {field} {value:?} has no prefix length"),
+                Problem::PrefixTooLong { max } => format!("static {field} {value:?} has a prefix longer than /{max}"),
+                Problem::NotAnAddress => format!("static {field} {value:?} is not an IP address{}", if matches!(field, "address" | "dst") { "/prefix" } else { "" }),
+                Problem::NotAList => format!("static IPAM {field} is not a list of objects"),
+            };
+            w(
+                format!("{who}: {what}"),
+                "The static IPAM plugin reads every address and route destination as ADDRESS/LEN (an IPv4 prefix at most /32, an IPv6 one at most /128) and every gateway as an address; on anything else the pod's network setup fails and the pod does not start.",
+                vec!["write it as A.B.C.D/LEN (LEN 0-32) or an IPv6 address/LEN (LEN 0-128), e.g. 198.51.100.7/24".into()],
+            )
+        }
         Rule::MissingSbr { .. } => w(
             format!("{who} gives pods a second interface for an RDMA resource but has no sbr plugin: replies leave through eth0, ARP requests from the RDMA subnet go unanswered"),
             "A multi-homed pod routes everything with one main table whose default route leaves through eth0. Requests arriving on the SR-IOV interface from another subnet are then answered through eth0 (or dropped by rp_filter, so ARP is never answered). The sbr plugin adds `ip rule from <VF address> lookup <table>` and moves the VF's routes into that table, so traffic from the VF address leaves through the VF.",
@@ -235,40 +291,34 @@ fn words(l: &Lint) -> Words {
                 cap_of(prefix_for(*needed))
             )],
         ),
-        Rule::Overlap { other, mine, theirs, kind } => match kind {
-            Overlap::SharedPool => w(format!("{who} and {} share one whereabouts pool ({mine})", obj(other)), "The same range without a different network_name is one IPPool: addresses are unique across both NADs, which is fine when intended.", vec!["set network_name on both if they are meant to be separate networks (and then give them ranges that do not overlap)".into()]),
-            Overlap::SeparatePools { mine: a, theirs: b } => w(
-                format!("{who} ({mine}) overlaps {} ({theirs}) in a separate pool: the same address can go to two pods", obj(other)),
-                format!("whereabouts keeps one IPPool per range and network_name (here {:?} and {:?}); pools do not know about each other.", a.as_deref().unwrap_or("none"), b.as_deref().unwrap_or("none")),
-                vec!["use ranges that do not overlap, or the very same range and network_name to share one pool".into()],
-            ),
-            Overlap::AcrossRails { mine: a, theirs: b } => w(
-                format!("{who} ({mine}, resource {a}) overlaps {} ({theirs}, resource {b}): two rails share addresses", obj(other)),
-                "Different resources are different PFs and ToRs: overlapping ranges give duplicate addresses and routes that point at the wrong rail.",
-                vec!["give every rail its own subnet and range".into()],
-            ),
-        },
-        Rule::SbrNoGateway { subnet, peers } => {
+        Rule::Overlap { nads, kind } => overlap_words(nads, *kind),
+        Rule::SbrNoGateway { subnet, peers, peers_total } => {
             let mut x = w(
                 format!(
-                    "{who}: sbr without an IPAM gateway while peers are off-subnet: traffic from the VF to {} finds no route",
-                    few(peers.iter().map(|p| p.0.to_string()).collect())
+                    "{who}: sbr without an IPAM gateway: traffic from the VF address to {} misses sbr's table and leaves through the pod's default route (eth0), not the VF",
+                    few_of(peers.iter().map(|p| p.0.to_string()).collect(), *peers_total)
                 ),
-                format!("sbr sends everything from the VF address to its own table; without a gateway in the IPAM result that table only holds the connected route {subnet}, so routed peers (other rails, other ToRs) are unreachable from the RDMA interface."),
-                vec![format!("add \"gateway\": \"<the ToR's address in {subnet}>\" to the ipam section (and exclude it from the range)")],
+                format!("sbr sends traffic from the VF address to its own table, which without a gateway in the IPAM result holds only the connected route {subnet}. A lookup that misses there falls through to the next rule, so traffic to other subnets follows the main table: out through eth0 with the VF's source address. That works for everything on {subnet}; peers on other rails or behind the ToR are reached over the pod network (if it carries the VF's source address), not over RDMA."),
+                vec![format!("only if those peers must be reached through the VF: add \"gateway\": \"<the ToR's address in {subnet}>\" to the ipam section (and exclude it from the range)")],
             );
             for (c, why) in peers {
                 x.evidence.push(ev(c.to_string(), why.clone()));
+            }
+            if *peers_total > peers.len() {
+                x.evidence.push(ev(
+                    format!("and {} more", peers_total - peers.len()),
+                    format!("{peers_total} off-subnet peers in all"),
+                ));
             }
             x
         }
         Rule::SbrOptionIgnored { option, installed, needs } => w(format!("{who}: the installed sbr {installed} ignores {option:?} (needs {needs})"), "Older plugin binaries silently ignore keys they do not know: the option has no effect.", vec![format!("install CNI plugins {needs}, or drop {option:?}")]),
         Rule::SbrOptionUnverified { option, needs } => w(format!("{who}: sbr option {option:?} needs CNI plugins {needs}; the installed version is unknown"), "Older sbr binaries silently ignore it.", vec!["give --cni-bin-dir /opt/cni/bin or --sbr-version X.Y.Z to check".into()]),
         Rule::SbrNotInstalled { dir } => w(format!("{who} chains sbr, but {dir} has no sbr binary"), "The pod fails to start: `failed to find plugin \"sbr\" in path`.", vec!["install the CNI reference plugins (containernetworking/plugins) into the CNI bin directory".into()]),
-        Rule::ArpFlux { subnet, others, missing } => w(
+        Rule::ArpFlux { subnet, others, others_total, missing } => w(
             format!(
                 "{who}: several RDMA interfaces in {subnet} (with {}) without the tuning sysctls against ARP flux ({})",
-                few(others.iter().map(obj).collect()),
+                few_of(others.iter().map(obj).collect(), *others_total),
                 missing.join(", ")
             ),
             "With two interfaces in one subnet Linux answers ARP for either address on both, and may send from one through the other; peers then learn the wrong MAC and RDMA traffic lands on the wrong VF.",
@@ -284,6 +334,27 @@ fn words(l: &Lint) -> Words {
             "A VF cannot send frames larger than its PF: setting the MTU fails (the pod does not start) or large frames are dropped.",
             vec![format!("raise the PF MTU to {vf_mtu} (the policy's mtu) or lower the VF's")],
         ),
+    }
+}
+
+/// `f` with every text escaped for a terminal by [`term`] (the snippet line by line).
+fn safe(f: &Finding) -> Finding {
+    let t = |x: &str| term(x).into_owned();
+    Finding {
+        id: f.id,
+        severity: f.severity,
+        title: t(&f.title),
+        detail: t(&f.detail),
+        evidence: f
+            .evidence
+            .iter()
+            .map(|e| ev(t(&e.query), t(&e.answer)))
+            .collect(),
+        fix: f.fix.iter().map(|x| t(x)).collect(),
+        snippet: f
+            .snippet
+            .as_ref()
+            .map(|sn| sn.lines().map(t).collect::<Vec<_>>().join("\n")),
     }
 }
 
@@ -333,6 +404,20 @@ pub fn finding(l: &Lint) -> NadFinding {
             column: p.col,
         }),
         fixed_config: fixed,
+        nads: match &l.rule {
+            Rule::Overlap { nads, .. } => nads
+                .iter()
+                .map(|m| GroupNad {
+                    kind: m.obj.kind.clone(),
+                    namespace: m.obj.namespace.clone(),
+                    name: m.obj.name.clone(),
+                    ranges: m.ranges.clone(),
+                    resource: m.resource.clone(),
+                    network_name: m.network_name.clone(),
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -411,6 +496,9 @@ impl Report {
                 Severity::Warning => Tone::Warn,
                 Severity::Info => Tone::Note,
             };
+            // names, values and keys in the words come from the input: escaped here,
+            // once, for the terminal (the JSON report carries them raw, encoded)
+            let x = &safe(x);
             let _ = writeln!(
                 s,
                 "\n{} {}: {}",
@@ -420,10 +508,10 @@ impl Report {
             );
             let mut at = Vec::new();
             if let Some(l) = &f.location {
-                at.push(l.clone());
+                at.push(term(l).into_owned());
             }
             if !f.path.is_empty() {
-                at.push(f.path.clone());
+                at.push(term(&f.path).into_owned());
             }
             if let Some(p) = &f.config_position {
                 if f.location.is_none() {

@@ -6,8 +6,8 @@
 use super::cni;
 use super::ipv4::{Cidr, Set};
 use super::objects::{Inputs, Loc, Nad, ObjRef};
-use super::yaml::Pos;
 use crate::netcheck::checks::Severity;
+use crate::yaml::Pos;
 
 mod cross;
 mod ipam;
@@ -104,6 +104,13 @@ pub const SBR_OPTIONS: &[(&str, Needs)] = &[
     ("addSourceHints", Needs::NewerThan(Version(1, 9, 1, 0))),
 ];
 
+/// How many of the other NADs in a subnet an `nad-arp-flux` finding names: every NAD of
+/// the subnet gets one, so naming all would grow with the square of the NADs.
+pub const ARP_FLUX_NAMED: usize = 4;
+
+/// How many off-subnet peers an `nad-sbr-gateway` note names (it counts them all).
+pub const SBR_PEERS_NAMED: usize = 8;
+
 /// A host address that whereabouts would hand to a pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
@@ -116,25 +123,29 @@ pub struct Host {
     pub gateway: bool,
 }
 
-/// How two NADs' overlapping ranges relate, which decides whether the overlap is a mistake.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How the NADs of one overlap group relate, which decides whether the overlap is a mistake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Overlap {
-    /// The same range and network_name: one whereabouts pool.
+    /// All of them have the same range and network_name: one whereabouts pool.
     SharedPool,
-    /// Overlapping ranges in separate pools: duplicate addresses.
-    SeparatePools {
-        /// This NAD's `network_name`; `None` when it has none.
-        mine: Option<String>,
-        /// The other NAD's `network_name`; `None` when it has none.
-        theirs: Option<String>,
-    },
+    /// Overlapping ranges in separate pools (another range or network_name): duplicate
+    /// addresses.
+    SeparatePools,
     /// Different resources (rails) with overlapping ranges.
-    AcrossRails {
-        /// This NAD's resource.
-        mine: String,
-        /// The other NAD's resource.
-        theirs: String,
-    },
+    AcrossRails,
+}
+
+/// One NAD of an overlap group, with what decides the pool it draws from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverlapMember {
+    /// The NAD.
+    pub obj: ObjRef,
+    /// Its ranges as written, comma-separated.
+    pub ranges: String,
+    /// Its resource, without the `nvidia.com/` prefix; `None` without the annotation.
+    pub resource: Option<String>,
+    /// Its whereabouts `network_name`; `None` when it has none.
+    pub network_name: Option<String>,
 }
 
 /// One finding of the NAD lint, with the values that prove it; [`Rule::id`] is its stable JSON id,
@@ -154,6 +165,12 @@ pub enum Rule {
     ConfigNotString,
     /// `spec.config` is valid JSON but not an object.
     ConfigNotObject,
+    /// `spec.config` is beyond a limit of `config::limits` (size, plugins, nesting): not
+    /// read further.
+    ConfigTooLarge {
+        /// Which limit, and by how much.
+        what: cni::Oversize,
+    },
     /// `spec.config` is not valid JSON: the CNI runtime fails to parse it and the pod does not
     /// start.
     ConfigJson {
@@ -188,6 +205,14 @@ pub enum Rule {
     BadValue {
         /// What is wrong with which field, in words.
         what: String,
+    },
+    /// A value of the `static` IPAM plugin it refuses (an address with a prefix longer than
+    /// it has bits, no prefix, not an address): the pod's network setup fails.
+    StaticAddress {
+        /// The value as written.
+        value: String,
+        /// What is wrong with it.
+        problem: super::static_ipam::Problem,
     },
     /// An RDMA NAD gives pods a second interface but chains no `sbr`: replies from the VF address
     /// leave through eth0 (or ARP from the RDMA subnet goes unanswered under rp_filter).
@@ -280,25 +305,29 @@ pub enum Rule {
         /// Addresses the VFs can ask for at most (`pfs × vfs_per_pf`).
         needed: u64,
     },
-    /// Two NADs' ranges overlap; what that means is in `kind` (only `SharedPool` may be intended).
+    /// The ranges of several NADs overlap, directly or through one another: one finding per
+    /// such group, about its first NAD; what the overlap means is in `kind` (only
+    /// `SharedPool` may be intended).
     Overlap {
-        /// The other NAD.
-        other: ObjRef,
-        /// This NAD's ranges as written, comma-separated.
-        mine: String,
-        /// The other NAD's ranges as written.
-        theirs: String,
-        /// Whether it is one pool, two pools, or two rails.
+        /// Every NAD of the group, in input order (the finding's own NAD first).
+        nads: Vec<OverlapMember>,
+        /// Whether it is one pool, separate pools, or several rails.
         kind: Overlap,
     },
     /// An RDMA NAD chains sbr but its IPAM has no gateway while peers are off-subnet: sbr's table
-    /// then holds only the connected route, so routed peers are unreachable from the VF.
+    /// then holds only the connected route, so traffic from the VF address to those peers misses
+    /// it, falls through to the next rule and follows the main table (out through eth0 with the
+    /// VF's source address). A note (info): the configuration works; it says where that traffic
+    /// goes.
     SbrNoGateway {
         /// The NAD's subnet: its PF's, else its first range (all that sbr's table reaches).
         subnet: Cidr,
-        /// The off-subnet peers: other rails' subnets (with the NAD that uses each) and
-        /// destinations the nodes route through the ToR on this PF.
+        /// The first off-subnet peers (at most [`SBR_PEERS_NAMED`]): other rails' subnets
+        /// (with the NAD that uses each) and destinations the nodes route through the ToR on
+        /// this PF.
         peers: Vec<(Cidr, String)>,
+        /// How many off-subnet peers there are, named or not.
+        peers_total: usize,
     },
     /// The installed sbr is too old for an option the NAD sets: it silently ignores it.
     SbrOptionIgnored {
@@ -327,8 +356,10 @@ pub enum Rule {
     ArpFlux {
         /// The shared subnet.
         subnet: Cidr,
-        /// The other NADs in it.
+        /// The first few other NADs in it (at most [`ARP_FLUX_NAMED`]).
         others: Vec<ObjRef>,
+        /// How many other NADs are in it, named or not.
+        others_total: usize,
         /// The sysctls this NAD's tuning plugin does not set to a value that prevents it
         /// (`arp_ignore`, `arp_announce`, `arp_filter`, `rp_filter`).
         missing: Vec<&'static str>,
@@ -365,11 +396,15 @@ impl Rule {
         match self {
             Rule::NoNodeFacts => "nad-no-node-facts",
             Rule::NoPolicies => "nad-no-policies",
-            Rule::ConfigMissing | Rule::ConfigNotString | Rule::ConfigNotObject => "nad-config",
+            Rule::ConfigMissing
+            | Rule::ConfigNotString
+            | Rule::ConfigNotObject
+            | Rule::ConfigTooLarge { .. } => "nad-config",
             Rule::ConfigJson { .. } => "nad-config-json",
             Rule::CniVersionMissing | Rule::CniVersionUnknown { .. } => "nad-cni-version",
             Rule::UnknownKey { .. } => "nad-unknown-key",
             Rule::BadValue { .. } => "nad-bad-value",
+            Rule::StaticAddress { .. } => "nad-static-address",
             Rule::MissingSbr { .. } | Rule::SbrBeforeMain { .. } => "nad-missing-sbr",
             Rule::NoPolicy { .. } => "nad-no-policy",
             Rule::PfNotOnAnyNode { .. } => "nad-pf-unknown",

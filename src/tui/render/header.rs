@@ -12,7 +12,11 @@ use ratatui::Frame;
 pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let (state, st_style) = match (&app.feed, app.paused) {
-        (FeedState::Failed(e), _) => (format!("error: {e}"), Style::default().fg(Color::Red)),
+        // The feeder's error can name files and devices: escaped for the terminal.
+        (FeedState::Failed(e), _) => (
+            format!("error: {}", crate::report::safe::term(e)),
+            Style::default().fg(Color::Red),
+        ),
         (FeedState::Ended, _) => ("ended".to_string(), Style::default().fg(Color::Cyan)),
         // Replay: PAUSED once the feeder says it stopped; live: the display is frozen.
         (FeedState::Paused, _) => ("PAUSED".to_string(), Style::default().fg(Color::Yellow)),
@@ -35,7 +39,8 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
     let l1 = Line::from(vec![
         Span::styled("rocetap top", bold),
         Span::raw(" │ "),
-        Span::raw(app.source.clone()),
+        // File and device names: escaped for the terminal.
+        Span::raw(crate::report::safe::term(&app.source).into_owned()),
         Span::raw(" │ "),
         Span::styled(state, st_style),
         Span::raw(format!(" │ t {elapsed:.6}s │ {flows} flows")),

@@ -2,6 +2,7 @@
 //! with its change per second, the changing ones first.
 
 use super::{si, title};
+use crate::report::safe::term;
 use crate::tui::app::App;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -28,7 +29,8 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
             } else {
                 Style::default()
             };
-            let name: String = c.name.chars().take(nw).collect();
+            // Counter and port names are sysfs file names: escaped for the terminal.
+            let name: String = term(&c.name).chars().take(nw).collect();
             Line::from(vec![
                 Span::raw(format!("{name:<nw$} {:>8} ", si(c.value as f64))),
                 Span::styled(rate, style),
@@ -44,8 +46,9 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
         p
     };
     f.render_widget(
-        Paragraph::new(lines)
-            .block(Block::bordered().title(title(&format!("hw_counters {}", ports.join(" "))))),
+        Paragraph::new(lines).block(
+            Block::bordered().title(title(&format!("hw_counters {}", term(&ports.join(" "))))),
+        ),
         area,
     );
 }

@@ -99,7 +99,7 @@ fn footer(f: &mut Frame<'_>, area: Rect, app: &App) {
     } else if let Some(s) = &app.status {
         Line::from(vec![
             Span::styled(" note ", key),
-            Span::raw(format!(" {s}")),
+            Span::raw(format!(" {}", crate::report::safe::term(s))),
         ])
     } else {
         let mut v = Vec::new();

@@ -410,3 +410,39 @@ fn detail_names_the_kernels_qps_behind_the_flow() {
     app.qp_table.clear();
     assert!(!text(&draw(&app, 140, 40)).contains("kernel:"));
 }
+
+/// A table whose process names itself with terminal controls (and bidirectional
+/// overrides, which ratatui would pass): the detail shows them escaped, as `analyze`
+/// does, not stripped or raw.
+#[test]
+fn detail_escapes_hostile_names_from_a_qp_table() {
+    let mut app = app_of("clean-rc.pcap", 1_000_000, Mode::Replay);
+    let fx = root().join("tests/fixtures/qptable/clean-rc-hostile.json");
+    app.qp_table = crate::qptable::load(&fx).expect("fixture table");
+    app.view = View::Detail(0);
+    let t = text(&draw(&app, 200, 40));
+    assert!(
+        t.contains(
+            "kernel: sent by clean-rc-hostile mlx5_0\\x1b[31m QP 0x000201 (RC RTS\\u{9b}2J) pid 31337 \\x1b[2J\\x1b]0;pwned\\x07evil"
+        ),
+        "{t}"
+    );
+    assert!(
+        !t.contains(|c: char| c.is_control() && c != '\n' || c == '\u{202e}'),
+        "{t}"
+    );
+}
+
+/// The source (file or device names), a feeder error and a note are drawn escaped.
+#[test]
+fn header_and_footer_escape_outside_names() {
+    let mut app = app_of("clean-rc.pcap", 1_000_000, Mode::Replay);
+    app.source = "replay a\u{1b}]0;pwned\u{7}.pcap max".into();
+    app.status = Some("wrote 3 frames to b\u{1b}[2J.pcapng".into());
+    let t = text(&draw(&app, 160, 40));
+    assert!(t.contains("replay a\\x1b]0;pwned\\x07.pcap max"), "{t}");
+    assert!(t.contains("wrote 3 frames to b\\x1b[2J.pcapng"), "{t}");
+    app.feed = crate::tui::app::FeedState::Failed("reading c\u{202e}.pcap: cut".into());
+    let t = text(&draw(&app, 160, 40));
+    assert!(t.contains("error: reading c\\u{202e}.pcap: cut"), "{t}");
+}

@@ -24,67 +24,63 @@ fn push(out: &mut Vec<Lint>, s: &Seen, sev: Severity, path: String, p: Option<Po
     c.push(sev, path, p, rule);
 }
 
-/// NADs whose ranges hand out the same addresses: one pool shared on purpose (info), or
-/// two pools (error), or two rails.
+/// NADs whose ranges hand out the same addresses: one finding per group of them, about
+/// its first NAD and naming all — one pool shared on purpose (info), or separate pools or
+/// rails (error).
 fn overlaps(seen: &[Seen], out: &mut Vec<Lint>) {
-    for (i, j) in overlapping_pairs(seen) {
-        let (a, b) = (&seen[i], &seen[j]);
+    for group in overlap_groups(seen) {
+        let first = &seen[group[0]];
+        let same_pool = |s: &Seen| {
+            s.network_name == first.network_name
+                && s.ranges.len() == first.ranges.len()
+                && s.ranges
+                    .iter()
+                    .zip(&first.ranges)
+                    .all(|(x, y)| x.0.cidr == y.0.cidr && x.1 == y.1)
+        };
+        let rail = group.iter().find_map(|&i| seen[i].resource.as_ref());
+        let kind = if group
+            .iter()
+            .any(|&i| seen[i].resource.as_ref().is_some_and(|r| Some(r) != rail))
         {
-            let overl = a
-                .ranges
-                .iter()
-                .any(|(_, x)| b.ranges.iter().any(|(_, y)| !x.intersect(y).is_empty()));
-            if !overl {
-                continue;
-            }
-            let kind = match (&a.resource, &b.resource) {
-                (Some(x), Some(y)) if x != y => Overlap::AcrossRails {
-                    mine: x.clone(),
-                    theirs: y.clone(),
-                },
-                _ => {
-                    let same_range = a.ranges.len() == b.ranges.len()
-                        && a.ranges
-                            .iter()
-                            .zip(&b.ranges)
-                            .all(|(x, y)| x.0.cidr == y.0.cidr && x.1 == y.1);
-                    if same_range && a.network_name == b.network_name {
-                        Overlap::SharedPool
-                    } else {
-                        Overlap::SeparatePools {
-                            mine: a.network_name.clone(),
-                            theirs: b.network_name.clone(),
-                        }
-                    }
-                }
-            };
-            let sev = if kind == Overlap::SharedPool {
-                Severity::Info
-            } else {
-                Severity::Error
-            };
-            let (r, _) = &a.ranges[0];
-            push(
-                out,
-                a,
-                sev,
-                r.path.clone(),
-                Some(r.pos),
-                Rule::Overlap {
-                    other: b.nad.obj.clone(),
-                    mine: ranges_text(a),
-                    theirs: ranges_text(b),
-                    kind,
-                },
-            );
-        }
+            Overlap::AcrossRails
+        } else if group.iter().all(|&i| same_pool(&seen[i])) {
+            Overlap::SharedPool
+        } else {
+            Overlap::SeparatePools
+        };
+        let sev = if kind == Overlap::SharedPool {
+            Severity::Info
+        } else {
+            Severity::Error
+        };
+        let nads = group
+            .iter()
+            .map(|&i| OverlapMember {
+                obj: seen[i].nad.obj.clone(),
+                ranges: ranges_text(&seen[i]),
+                resource: seen[i].resource.clone(),
+                network_name: seen[i].network_name.clone(),
+            })
+            .collect();
+        let (r, _) = &first.ranges[0];
+        push(
+            out,
+            first,
+            sev,
+            r.path.clone(),
+            Some(r.pos),
+            Rule::Overlap { nads, kind },
+        );
     }
 }
 
 /// An RDMA NAD with sbr and no gateway: its table only holds the connected route, so
-/// the other RDMA subnets (and what the ToR routes) are unreachable from it.
+/// traffic from the VF address to the other RDMA subnets (and what the ToR routes) misses
+/// it and falls through to the main table (out through eth0). A note, not a problem: the
+/// configuration works as the kernel runs it; it says where such traffic goes.
 fn sbr_without_gateway(seen: &[Seen], out: &mut Vec<Lint>) {
-    // the RDMA subnets, each with the first NAD in it (sorted, so lookups are cheap)
+    // the RDMA subnets, each once, with the first NAD in it (sorted, so lookups are cheap)
     let mut subnets: Vec<(Cidr, usize)> = Vec::new();
     for (i, b) in seen.iter().enumerate().filter(|(_, b)| b.rdma) {
         if let Some(bs) = b.subnet {
@@ -92,23 +88,32 @@ fn sbr_without_gateway(seen: &[Seen], out: &mut Vec<Lint>) {
         }
     }
     subnets.sort();
-    for (i, a) in seen.iter().enumerate() {
+    subnets.dedup_by_key(|x| x.0);
+    for a in seen {
         if !(a.has_sbr && !a.gateway && a.rdma) {
             continue;
         }
         let Some(sub) = a.subnet else { continue };
+        // every peer counted, the first SBR_PEERS_NAMED named (naming all would grow
+        // with the square of the NADs)
         let mut peers: Vec<(Cidr, String)> = Vec::new();
-        for (bs, j) in &subnets {
-            if *j != i && !sub.overlaps(bs) && peers.last().is_none_or(|p| p.0 != *bs) {
+        let mut total = 0;
+        let rails = subnets.iter().filter(|(bs, _)| !sub.overlaps(bs));
+        for (bs, j) in rails {
+            total += 1;
+            if peers.len() < SBR_PEERS_NAMED {
                 peers.push((*bs, format!("{}", seen[*j].nad.obj)));
             }
         }
         for r in &a.tor_routed {
-            if !peers.iter().any(|p| p.0 == r.0) {
-                peers.push(r.clone());
+            if subnets.binary_search_by_key(&r.0, |x| x.0).is_err() {
+                total += 1;
+                if peers.len() < SBR_PEERS_NAMED {
+                    peers.push(r.clone());
+                }
             }
         }
-        if !peers.is_empty() {
+        if total > 0 {
             let path = a
                 .ranges
                 .first()
@@ -117,10 +122,14 @@ fn sbr_without_gateway(seen: &[Seen], out: &mut Vec<Lint>) {
             push(
                 out,
                 a,
-                Severity::Warning,
+                Severity::Info,
                 format!("{path}.gateway"),
                 a.ranges.first().map(|(r, _)| r.pos),
-                Rule::SbrNoGateway { subnet: sub, peers },
+                Rule::SbrNoGateway {
+                    subnet: sub,
+                    peers,
+                    peers_total: total,
+                },
             );
         }
     }
@@ -139,11 +148,11 @@ fn arp_flux(seen: &[Seen], out: &mut Vec<Lint>) {
             continue;
         }
         let Some(sub) = a.subnet else { continue };
-        let others: Vec<ObjRef> = by_subnet
-            .get(&sub)
-            .into_iter()
-            .flatten()
+        let in_subnet = by_subnet.get(&sub).map_or(&[][..], Vec::as_slice);
+        let others: Vec<ObjRef> = in_subnet
+            .iter()
             .filter(|j| **j != i)
+            .take(ARP_FLUX_NAMED)
             .map(|j| seen[*j].nad.obj.clone())
             .collect();
         if !others.is_empty() {
@@ -156,6 +165,7 @@ fn arp_flux(seen: &[Seen], out: &mut Vec<Lint>) {
                 Rule::ArpFlux {
                     subnet: sub,
                     others,
+                    others_total: in_subnet.len() - 1,
                     missing: a.tuning_missing.clone(),
                 },
             );
@@ -163,40 +173,46 @@ fn arp_flux(seen: &[Seen], out: &mut Vec<Lint>) {
     }
 }
 
-/// Pairs (later, earlier) of NADs whose allocatable addresses overlap, in input order; a
-/// sweep over the address spans, so unrelated NADs are never compared.
-fn overlapping_pairs(seen: &[Seen]) -> Vec<(usize, usize)> {
+/// The groups of NADs whose allocatable addresses overlap, directly or through one another,
+/// each in input order, the groups in the order of their first NAD. One sweep over every
+/// interval of every range, sorted by start: an interval that starts before the run's end
+/// so far overlaps the interval that reached that end, so each run of such intervals is
+/// connected, and a NAD in several runs joins their groups (union-find). O(n log n) in the
+/// intervals, whatever the number of pairs.
+fn overlap_groups(seen: &[Seen]) -> Vec<Vec<usize>> {
     let mut spans: Vec<(u32, u32, usize)> = seen
         .iter()
         .enumerate()
         .flat_map(|(i, s)| {
             s.ranges
                 .iter()
-                .filter_map(move |(_, set)| Some((set.0.first()?.0, set.0.last()?.1, i)))
+                .flat_map(move |(_, set)| set.0.iter().map(move |&(lo, hi)| (lo, hi, i)))
         })
         .collect();
     spans.sort_unstable();
-    let mut active: Vec<(u32, usize)> = Vec::new();
-    let mut pairs: Vec<(usize, usize)> = Vec::new();
-    for (lo, hi, i) in spans {
-        active.retain(|(end, _)| *end >= lo);
-        for (_, j) in &active {
-            if *j != i {
-                let (a, b) = (i.max(*j), i.min(*j));
-                let real = seen[a].ranges.iter().any(|(_, x)| {
-                    seen[b]
-                        .ranges
-                        .iter()
-                        .any(|(_, y)| !x.intersect(y).is_empty())
-                });
-                if real {
-                    pairs.push((a, b));
-                }
-            }
+    let mut parent: Vec<usize> = (0..seen.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
         }
-        active.push((hi, i));
+        i
     }
-    pairs.sort_unstable();
-    pairs.dedup();
-    pairs
+    let mut k = 0;
+    while k < spans.len() {
+        let (_, mut end, first) = spans[k];
+        k += 1;
+        while k < spans.len() && spans[k].0 <= end {
+            end = end.max(spans[k].1);
+            let (a, b) = (root(&mut parent, first), root(&mut parent, spans[k].2));
+            parent[a.max(b)] = a.min(b);
+            k += 1;
+        }
+    }
+    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for i in 0..seen.len() {
+        let r = root(&mut parent, i);
+        groups.entry(r).or_default().push(i);
+    }
+    groups.into_values().filter(|g| g.len() > 1).collect()
 }

@@ -140,7 +140,9 @@ fn allocatable(ctx: &mut Ctx, r: &Range) -> Set {
             }
         }
     }
+    let mut cuts = Vec::with_capacity(r.excludes.len());
     for (x, path, p) in &r.excludes {
+        cuts.push((x.first(), x.last()));
         if !r.cidr.contains_cidr(x) {
             ctx.push(
                 Severity::Error,
@@ -153,8 +155,8 @@ fn allocatable(ctx: &mut Ctx, r: &Range) -> Set {
                 },
             );
         }
-        set.remove(x.first(), x.last());
     }
+    set.remove_all(cuts);
     set
 }
 

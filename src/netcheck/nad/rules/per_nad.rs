@@ -11,7 +11,8 @@ use crate::netcheck::checks::Severity;
 use crate::netcheck::nad::cni::{self, Config, ConfigError, Ipam, Plugin};
 use crate::netcheck::nad::ipv4::Cidr;
 use crate::netcheck::nad::objects::{Inputs, Nad, Policy};
-use crate::netcheck::nad::yaml::{Node, Pos};
+use crate::netcheck::nad::static_ipam;
+use crate::yaml::{Node, Pos};
 
 pub(super) fn lint_nad<'a>(
     nad: &'a Nad,
@@ -81,6 +82,11 @@ fn parse(ctx: &mut Ctx, nad: &Nad) -> Option<Config> {
                     nad.config.as_ref().map(|c| c.pos),
                     false,
                 ),
+                ConfigError::TooLarge(what) => (
+                    Rule::ConfigTooLarge { what },
+                    nad.config.as_ref().map(|c| c.pos),
+                    false,
+                ),
                 ConfigError::Json { line, col, msg } => (
                     Rule::ConfigJson { line, col, msg },
                     Some(Pos { line, col }),
@@ -133,6 +139,20 @@ fn version_and_keys(ctx: &mut Ctx, cfg: &Config) {
             check_keys(ctx, &p.node, &k, &p.path, &format!("the {} plugin", p.ty));
         }
         if let Some(ipam) = p.node.get("ipam") {
+            if ipam.get("type").and_then(Node::str) == Some("static") {
+                let path = format!("{}.ipam", p.path);
+                for b in static_ipam::check(ipam, &path) {
+                    ctx.push(
+                        Severity::Error,
+                        b.path,
+                        Some(b.pos),
+                        Rule::StaticAddress {
+                            value: b.value,
+                            problem: b.problem,
+                        },
+                    );
+                }
+            }
             if ipam.get("type").and_then(Node::str) == Some("whereabouts") {
                 let path = format!("{}.ipam", p.path);
                 check_keys(ctx, ipam, cni::WHEREABOUTS_KEYS, &path, "whereabouts");

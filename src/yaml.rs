@@ -1,21 +1,22 @@
-//! YAML (and JSON, which is YAML's flow style) into a small tree that remembers where every
-//! value started (line and column), built from yaml-rust2's event stream. Hostile input is
-//! bounded here: nesting deeper than `MAX_DEPTH` and more than `MAX_NODES` values per input
-//! (aliases count with the size of what they expand to, so a billion-laughs document stops
-//! after a million nodes, not after a billion) are errors, never a stack overflow or an
-//! exhausted memory. The tree is built with an explicit stack, never by recursion.
+//! The one YAML reader of rocetap, for every YAML input (NADs, policies and nodes files of
+//! `netcheck --nad`, the agent's `--config`): YAML (and JSON, which is YAML's flow style)
+//! into a small tree that remembers where every value started (line and column), built
+//! from yaml-rust2's event stream. Hostile input is bounded here, by the limits of
+//! `config::limits`: more than `YAML_MAX_BYTES` of text, nesting deeper than
+//! `YAML_MAX_DEPTH` and more than `YAML_MAX_VALUES` values per input (aliases count with
+//! the size of what they expand to, so a billion-laughs document stops after that many
+//! values, not after a billion) are errors, never a stack overflow or an exhausted
+//! memory. The tree is built with an explicit stack, never by recursion.
 //! Scalars are typed with the YAML 1.2 core schema (plain `true`, `8`, `null`; quoted ones
 //! stay strings); `<<` merge keys are honoured, as Kubernetes' YAML reader does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
-/// The deepest nesting of mappings and sequences accepted; deeper input is an error, not a stack
-/// overflow.
-pub const MAX_DEPTH: usize = 64;
-/// The most values one input may hold, aliases counted with the size of what they expand to.
-pub const MAX_NODES: usize = 1_000_000;
+use crate::config::limits::{
+    YAML_MAX_ALIAS_VALUES, YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_VALUES, YAML_TEXT_MAX_BYTES,
+};
 
 /// 1-based line and column.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -237,10 +238,13 @@ fn key_text(n: &Node) -> Result<String, YamlError> {
 }
 
 /// Resolves `<<` merge keys: the merged mappings' entries come after, and never replace,
-/// the mapping's own keys. Duplicate keys are an error (as in `kubectl apply`).
+/// the mapping's own keys. Duplicate keys are an error (as in `kubectl apply`). Keys are
+/// looked up in hash sets: a mapping of many keys costs linear time, not quadratic.
 fn finish_map(entries: Vec<(String, Pos, Node)>) -> Result<Vec<(String, Pos, Node)>, YamlError> {
     let mut own: Vec<(String, Pos, Node)> = Vec::with_capacity(entries.len());
+    let mut own_keys: HashSet<String> = HashSet::with_capacity(entries.len());
     let mut merged: Vec<(String, Pos, Node)> = Vec::new();
+    let mut merged_keys: HashSet<String> = HashSet::new();
     for (k, p, v) in entries {
         if k == "<<" && !matches!(v.style, Style::Quoted) {
             let sources: Vec<Node> = match v.value {
@@ -256,36 +260,91 @@ fn finish_map(entries: Vec<(String, Pos, Node)>) -> Result<Vec<(String, Pos, Nod
                     ));
                 };
                 for e in m {
-                    if !merged.iter().any(|x| x.0 == e.0) {
+                    if merged_keys.insert(e.0.clone()) {
                         merged.push(e);
                     }
                 }
             }
             continue;
         }
-        if own.iter().any(|x| x.0 == k) {
+        if !own_keys.insert(k.clone()) {
             return Err(err(p, format!("duplicate key {k:?}")));
         }
         own.push((k, p, v));
     }
     for e in merged {
-        if !own.iter().any(|x| x.0 == e.0) {
+        if !own_keys.contains(&e.0) {
             own.push(e);
         }
     }
     Ok(own)
 }
 
+/// JSON (a flow collection starting the document) with `--- ` put before the line it
+/// starts on, and that line's number. yaml-rust2 keeps every token of a flow collection
+/// that may be a simple key (`[a, b]: c`) until it closes, ~150 bytes a token: a 10 MB
+/// JSON file took 520 MiB. After `---` on its line no simple key may start, so the
+/// tokens flow through; JSON has no such keys, so nothing else changes (columns on that
+/// line are shifted back by the 4 characters). `None` for any other text.
+fn json_as_document(text: &str) -> Option<(String, usize)> {
+    let first = text.find(|c: char| !c.is_whitespace())?;
+    if !matches!(text.as_bytes()[first], b'{' | b'[')
+        || serde_json::from_str::<serde::de::IgnoredAny>(text).is_err()
+    {
+        return None;
+    }
+    let start = text[..first].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[..start].matches('\n').count() + 1;
+    let mut out = String::with_capacity(text.len() + 4);
+    out.push_str(&text[..start]);
+    out.push_str("--- ");
+    out.push_str(&text[start..]);
+    Some((out, line))
+}
+
 /// Every document of `text`, in order; empty documents are left out.
 pub fn load(text: &str) -> Result<Vec<Node>, YamlError> {
+    if text.len() > YAML_MAX_BYTES {
+        return Err(YamlError {
+            pos: None,
+            msg: format!("larger than {} MiB", YAML_MAX_BYTES >> 20),
+        });
+    }
+    let doc = json_as_document(text);
+    if doc.is_none() && text.len() > YAML_TEXT_MAX_BYTES {
+        return Err(YamlError {
+            pos: None,
+            msg: format!(
+                "YAML larger than {} MiB (give it as JSON, `-o json`, which is read up to {} MiB)",
+                YAML_TEXT_MAX_BYTES >> 20,
+                YAML_MAX_BYTES >> 20
+            ),
+        });
+    }
+    let (text, shifted) = match &doc {
+        Some((t, line)) => (t.as_str(), *line),
+        None => (text, 0),
+    };
+    let at = |m: &Marker| {
+        let mut p = pos(m);
+        if p.line == shifted && p.col > 4 {
+            p.col -= 4;
+        }
+        p
+    };
     let mut parser = Parser::new_from_str(text);
     let mut l = Loader::default();
     loop {
         let (ev, mark) = parser.next_token().map_err(|e| YamlError {
-            pos: Some(pos(e.marker())),
-            msg: e.info().to_string(),
+            pos: Some(at(e.marker())),
+            // the scanner's own bound on flow nesting (deeper than ours): said as ours
+            msg: if e.info() == "recursion limit exceeded" {
+                format!("nested deeper than {YAML_MAX_DEPTH} levels")
+            } else {
+                e.info().to_string()
+            },
         })?;
-        let p = pos(&mark);
+        let p = at(&mark);
         let done: Option<(Node, usize)> = match ev {
             Event::StreamEnd => break,
             Event::StreamStart | Event::Nothing => None,
@@ -327,6 +386,8 @@ struct Loader {
     stack: Vec<Frame>,
     anchors: HashMap<usize, Node>,
     total: usize,
+    /// Values copied for anchors and aliases so far.
+    aliased: usize,
     root: Option<Node>,
     docs: Vec<Node>,
 }
@@ -334,8 +395,20 @@ struct Loader {
 impl Loader {
     fn count(&mut self, n: usize, p: Pos, what: &str) -> Result<(), YamlError> {
         self.total = self.total.saturating_add(n);
-        if self.total > MAX_NODES {
-            return Err(err(p, format!("more than {MAX_NODES} values{what}")));
+        if self.total > YAML_MAX_VALUES {
+            return Err(err(p, format!("more than {YAML_MAX_VALUES} values{what}")));
+        }
+        Ok(())
+    }
+
+    /// `n` more values copied for anchors and aliases; past `YAML_MAX_ALIAS_VALUES` an error.
+    fn copied(&mut self, n: usize, p: Pos) -> Result<(), YamlError> {
+        self.aliased = self.aliased.saturating_add(n);
+        if self.aliased > YAML_MAX_ALIAS_VALUES {
+            return Err(err(
+                p,
+                format!("more than {YAML_MAX_ALIAS_VALUES} values after expanding aliases (an alias bomb?)"),
+            ));
         }
         Ok(())
     }
@@ -350,12 +423,13 @@ impl Loader {
 
     /// A copy of the anchored node, counted again (an alias bomb is stopped here).
     fn alias(&mut self, id: usize, p: Pos) -> Result<Node, YamlError> {
-        let n = self
+        let size = self
             .anchors
             .get(&id)
-            .ok_or_else(|| err(p, "an alias to an unknown anchor"))?;
-        let size = n.size;
-        let mut n = n.clone();
+            .ok_or_else(|| err(p, "an alias to an unknown anchor"))?
+            .size;
+        self.copied(size, p)?;
+        let mut n = self.anchors[&id].clone();
         self.count(size, p, " after expanding aliases (an alias bomb?)")?;
         n.pos = p;
         Ok(n)
@@ -387,8 +461,11 @@ impl Loader {
     /// A sequence (`seq`) or mapping starts.
     fn open(&mut self, seq: bool, anchor: usize, p: Pos) -> Result<(), YamlError> {
         self.count(1, p, "")?;
-        if self.stack.len() >= MAX_DEPTH {
-            return Err(err(p, format!("nested deeper than {MAX_DEPTH} levels")));
+        if self.stack.len() >= YAML_MAX_DEPTH {
+            return Err(err(
+                p,
+                format!("nested deeper than {YAML_MAX_DEPTH} levels"),
+            ));
         }
         self.stack.push(if seq {
             Frame::Seq {
@@ -448,6 +525,9 @@ impl Loader {
     /// A finished node goes under its anchor and into its parent (or becomes the root).
     fn attach(&mut self, node: Node, anchor: usize) -> Result<(), YamlError> {
         if anchor != 0 {
+            // the anchor keeps a copy: charged like an alias, or nested anchors over one
+            // big value would copy it once per level
+            self.copied(node.size, node.pos)?;
             self.anchors.insert(anchor, node.clone());
         }
         match self.stack.last_mut() {
@@ -497,7 +577,54 @@ mod tests {
         let docs = load("{\"kind\": \"List\",\n \"items\": [{\"a\": \"8\"}]}").unwrap();
         let items = docs[0].get("items").unwrap();
         assert_eq!(items.pos, Pos { line: 2, col: 11 });
+        assert_eq!(docs[0].key_pos("kind"), Some(Pos { line: 1, col: 2 }));
+        let indented = load("\n  [1, {\"a\": 2}]").unwrap();
+        assert_eq!(indented[0].seq().unwrap()[1].pos, Pos { line: 2, col: 7 });
         assert_eq!(items.seq().unwrap()[0].get("a").unwrap().str(), Some("8"));
+    }
+
+    #[test]
+    fn json_keeps_its_positions_and_streams() {
+        let pad = "x".repeat(2000);
+        let one =
+            format!("{{\"pad\": \"{pad}, [{{\", \"items\": [{{\"a\": 1}}, {{\"b\": \"c,d\"}}]}}");
+        let short = one.replace(&pad, "x");
+        let (d1, d2) = (load(&one).unwrap(), load(&short).unwrap());
+        assert_eq!(
+            d1[0].get("pad").unwrap().str(),
+            Some(format!("{pad}, [{{").as_str())
+        );
+        let b1 = d1[0].get("items").unwrap().seq().unwrap()[1]
+            .get("b")
+            .unwrap();
+        let b2 = d2[0].get("items").unwrap().seq().unwrap()[1]
+            .get("b")
+            .unwrap();
+        assert_eq!(b1.str(), Some("c,d"));
+        assert_eq!(b1.pos.line, 1);
+        assert_eq!(b1.pos.col, b2.pos.col + 1999);
+        // one line of 300,000 items: our tree, not the scanner's token queue
+        let big = format!("[{}]", vec!["\"x\""; 300_000].join(","));
+        assert_eq!(load(&big).unwrap()[0].seq().unwrap().len(), 300_000);
+    }
+
+    #[test]
+    fn a_mapping_of_many_keys_takes_linear_time() {
+        // Was: each key compared with every earlier one (30,000 keys: ~13 s; 50,000: 37 s).
+        let text: String = (0..30_000).map(|i| format!("k{i}: {i}\n")).collect();
+        let start = std::time::Instant::now();
+        let docs = load(&text).unwrap();
+        assert_eq!(docs[0].map().unwrap().len(), 30_000);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        let dup = format!("{text}k17: again\n");
+        assert!(load(&dup)
+            .unwrap_err()
+            .msg
+            .contains("duplicate key \"k17\""));
     }
 
     #[test]
@@ -513,6 +640,11 @@ mod tests {
         }
         let e = load(&bomb).unwrap_err();
         assert!(e.msg.contains("alias"), "{e}");
+        // nested anchors over one big value: each would keep its own copy
+        let nested: String = (0..60).map(|i| format!("&a{i} [")).collect::<String>()
+            + &vec!["x"; 200_000].join(",")
+            + &"]".repeat(60);
+        assert!(load(&nested).unwrap_err().msg.contains("expanding aliases"));
         let deep = "[".repeat(10_000) + &"]".repeat(10_000);
         assert!(load(&deep).is_err());
         let deep_block: String = (0..200).map(|i| format!("{}k:\n", " ".repeat(i))).collect();
