@@ -15,6 +15,7 @@ pub mod analysis;
 pub mod capture;
 pub mod config;
 pub mod error;
+pub mod escape;
 pub mod netcheck;
 pub mod pipeline;
 pub mod qptable;

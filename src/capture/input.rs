@@ -145,7 +145,8 @@ impl Progress {
         let now = Instant::now();
         Progress {
             enabled: !quiet && io::stderr().is_terminal(),
-            name: name.to_string(),
+            // Shown on the terminal: escaped once here.
+            name: crate::escape::term(name).into_owned(),
             size,
             frames: 0,
             bytes: 0,
@@ -209,11 +210,12 @@ pub struct CutShort {
 }
 
 impl CutShort {
-    /// The one-line warning for stderr.
+    /// The one-line warning for stderr, the file name escaped for the terminal.
     pub fn warning(&self) -> String {
         format!(
             "rocetap: warning: {} was cut short: it ends in the middle of a record after {} complete frames (every complete frame was read)",
-            self.file, self.frames
+            crate::escape::term(&self.file),
+            self.frames
         )
     }
 }

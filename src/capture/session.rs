@@ -119,7 +119,7 @@ pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, Failur
         for s in live.sources() {
             eprintln!(
                 "capturing on {} ({:?}), snapshot length {} bytes, filter: {}",
-                s.name,
+                crate::escape::term(&s.name),
                 s.link,
                 cfg.live.snaplen,
                 s.filter.as_deref().unwrap_or("none")
@@ -157,10 +157,14 @@ fn open(cfg: &Config) -> Result<(Opened, Vec<SourceInfo>, Option<String>), Failu
         .filter(|i| rdma::parse_name(&cfg.sysfs_root, &i.name).is_some())
         .map(|i| i.name.as_str())
         .collect();
+    // The pcapng comment keeps the names as they are; the terminal gets them escaped.
     let comment = (!rdma_devs.is_empty())
         .then(|| format!("rocetap: {}: {}", rdma_devs.join(", "), rdma::SNIFFER_NOTE));
     if let Some(c) = &comment {
-        eprintln!("note: {}", c.trim_start_matches("rocetap: "));
+        eprintln!(
+            "note: {}",
+            crate::escape::term(c.trim_start_matches("rocetap: "))
+        );
     }
     privileges::drop_privileges()
         .map_err(|e| Failure::new(format!("capture: dropping privileges: {e}")))?;

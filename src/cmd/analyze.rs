@@ -75,7 +75,7 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
         let cut_short = p.read_files(&r.paths, r.quiet, &mut NoSink)?;
         for c in &cut_short {
             // The warning names the file: outside text.
-            eprintln!("{}", rocetap::report::safe::term(&c.warning()));
+            eprintln!("{}", c.warning());
         }
         if input::stopped() {
             eprintln!(
