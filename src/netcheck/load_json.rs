@@ -7,7 +7,7 @@
 //! Bounded: each file is at most `config::limits::JSON_FILE_BYTES` (a regular file, read
 //! through [`crate::sysfile`]) and holds at most the links, addresses, routes, rules and
 //! sysctls of `config::limits`; arrays and the sysctl object are read one element at a
-//! time ([`each`]), so memory follows the state built, not a JSON tree of the whole file.
+//! time, so memory follows the state built, not a JSON tree of the whole file.
 
 use super::model::*;
 use crate::config::limits;

@@ -182,7 +182,7 @@ fn ecn_disabled(sysfs: &Path, netdev: &str, which: &str) -> Result<Option<Vec<St
 }
 
 /// RoCE readiness findings for every RDMA port under `sysfs`. Err names a file that
-/// exists but cannot be read (see [`rd`]).
+/// exists but cannot be read (through [`crate::sysfile`]).
 pub fn check(
     sysfs: &Path,
     st: &NetState,
