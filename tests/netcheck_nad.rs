@@ -630,7 +630,8 @@ fn a_huge_plugins_array_says_so() {
         title.contains("spec.config chains 1001 plugins, more than the 64 this lint reads"),
         "{title}"
     );
-    std::fs::write(&p, nad(100_000)).unwrap();
+    // 800 KB of YAML (YAML that is not JSON is read up to 1 MiB)
+    std::fs::write(&p, nad(40_000)).unwrap();
     let (code, out, took) = bounded(&["--format", "json", "--nad", &s(&p)]);
     assert_eq!(code, 1);
     assert!(took < Duration::from_secs(10), "took {took:?}");
@@ -643,6 +644,16 @@ fn a_huge_plugins_array_says_so() {
         title.contains("bytes, more than the 256 KiB this lint reads"),
         "{title}"
     );
+    // 2 MB of YAML is refused whole, pointing at JSON, which streams
+    std::fs::write(&p, nad(100_000)).unwrap();
+    let r = run(&["--nad", &s(&p)], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("YAML larger than 1 MiB (give it as JSON"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.trim_end().lines().count(), 1, "{}", r.stderr);
     // a short chain is fine
     std::fs::write(&p, nad(3)).unwrap();
     let (_, v) = lint(&[&p], &[]);
