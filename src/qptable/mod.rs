@@ -410,7 +410,7 @@ impl FlowRef {
 /// must also agree with the peer's DestQP, and an entry whose node address is known
 /// must be on the flow's destination (receiver) or source (sender). Flows no entry
 /// fits are left out. For more than [`FEW_FLOWS`] flows the table is indexed once
-/// ([`Fits`]): time is linear in flows plus entries, however many QPs share a number;
+/// (`Fits`): time is linear in flows plus entries, however many QPs share a number;
 /// for a few (the TUI's detail asks for one flow and its peer at every redraw) one walk
 /// of the table per flow costs less than the index.
 pub fn match_flows(flows: &[FlowRef], table: &[QpEntry]) -> Vec<FlowQps> {
