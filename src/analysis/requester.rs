@@ -25,7 +25,9 @@
 //! not vary the identification — within [`COPY_WINDOW_NS`], and nothing that asked for it)
 //! is a duplicate made by the network and is counted apart: the requester sent it once.
 
-use super::flow::{span_for, Cause, Episode, Flow, Pending, Read, ResentGap, Stray, Trigger};
+use super::flow::{
+    span_for, Cause, Episode, Flow, Pending, Read, ResentGap, Retry, Stray, Trigger, SKIP_SLOTS,
+};
 use super::gaps::{fill_gaps, fill_one, in_gap, open_gap};
 use super::report::{Event, EventKind};
 use super::EventLog;
@@ -60,9 +62,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
     let (ts, op, r) = (s.ts, s.op, s.r);
     let p = r.bth.psn;
     if r.transport() == Transport::Ud {
-        // A UD QP numbers every datagram it sends, whatever the destination, and
-        // nothing is ever resent: per-destination PSN jumps are normal, not gaps.
-        f.messages += 1;
+        ud(f, r);
         return;
     }
     let sent_earlier = note_ident(f, s.ident);
@@ -98,6 +98,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         if !sent_earlier {
             end_episode(&mut f.req.episode, log);
             f.req.cursor = end;
+            f.req.mid_message = !op.ends_message();
         }
         // (A new PSN sent before packets already seen, overtaken on the way, neither
         // ends the run in progress nor moves where it goes on.)
@@ -128,6 +129,26 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         return;
     }
     behind(f, s, end, sent_earlier, log);
+}
+
+/// A UD datagram. A UD QP numbers every datagram it sends with one PSN sequence,
+/// whatever the destination, and resends nothing: a jump is a datagram lost before the tap
+/// or one sent to a destination this flow is not (another QP, another host), never a gap
+/// to wait for. Management datagrams (QP0, QP1) are left out.
+fn ud(f: &mut Flow, r: &Roce) {
+    f.messages += 1;
+    if r.bth.dest_qp.0 <= 1 {
+        return;
+    }
+    // (UD has no resend run: `cursor` holds the DETH source QP of the latest datagram.)
+    let src = Psn(r.deth.map_or(0, |d| d.src_qp.0));
+    let p = r.bth.psn;
+    if f.req.started && f.req.cursor == src && p.diff(f.req.next) > 0 {
+        f.counters.ud_psn_jumps += 1;
+    }
+    f.req.started = true;
+    f.req.cursor = src;
+    f.req.next = p.plus(1);
 }
 
 /// A request packet behind the stream (its PSN was passed before): a network copy, a
@@ -424,12 +445,17 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
             let l = s.t_ns.saturating_sub(e.t_ns);
             match e.cause {
                 Cause::Nak => {
+                    if (1..=RUN_SLACK).contains(&s.psn.diff(e.psn)) {
+                        // The rewind's first packets (from the NAK's PSN) never passed the
+                        // tap: lost before it.
+                        note_skip(f, e.psn, s.psn);
+                    }
                     f.delays_mut().nak_to_resend.record(l);
                     (Trigger::Nak, Some(l))
                 }
                 Cause::Rnr(code) => {
                     f.delays_mut().rnr_wait.record(l);
-                    f.rnr_requested_us += rnr_timer_us(code);
+                    f.trouble_mut().rnr_requested_us += rnr_timer_us(code);
                     (Trigger::Rnr, Some(l))
                 }
                 Cause::ReadGap => (Trigger::ReadRerequest, Some(l)),
@@ -448,11 +474,19 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
             if let Some(l) = l {
                 f.delays_mut().timeout_observed.record(l);
             }
+            // Where its PSN was: never at the tap (lost before it), or acknowledged by an
+            // ACK the tap saw (that ACK was lost after the tap); else one tap cannot tell.
+            if s.in_gap || skipped(f, s.psn) {
+                f.counters.timeout_episodes_gap_at_tap += 1;
+            } else if f.req.acked().is_some_and(|a| a.diff(s.psn) >= 0) {
+                f.counters.timeout_episodes_acked += 1;
+            }
             (Trigger::Timeout, l)
         }
     };
     f.counters.retransmission_episodes += 1;
     f.req.last_trigger = Some(trigger);
+    note_retry(f, s.psn, s.t_ns);
     match trigger {
         Trigger::Nak => f.counters.nak_retransmission_episodes += 1,
         Trigger::Rnr => f.counters.rnr_retransmission_episodes += 1,
@@ -480,11 +514,54 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
     }
 }
 
+/// A rewind to `p`: the same PSN as the rewinds before it with no progress since (an ACK
+/// past it ends the count: `gaps::acked`), or a new one.
+fn note_retry(f: &mut Flow, p: Psn, ts: u64) {
+    let t = f.trouble_mut();
+    match t.retry.as_mut() {
+        Some(r) if r.psn == p => {
+            r.count += 1;
+            r.last_ns = ts;
+        }
+        _ => {
+            t.retry = Some(Retry {
+                psn: p,
+                count: 1,
+                first_ns: ts,
+                last_ns: ts,
+            })
+        }
+    }
+}
+
+/// A resend run skipped `[from, to)`: those resends were lost before the tap (a NAK or a
+/// timer retry naming one of them points before the tap).
+fn note_skip(f: &mut Flow, from: Psn, to: Psn) {
+    let t = f.trouble_mut();
+    t.run_skips[t.skips as usize % SKIP_SLOTS] = (from, to.diff(from) as u32);
+    t.skips = t.skips.wrapping_add(1);
+}
+
+/// Whether one of the latest resend runs skipped `p` at the tap.
+pub(super) fn skipped(f: &Flow, p: Psn) -> bool {
+    f.trouble.as_deref().is_some_and(|t| {
+        t.run_skips.iter().any(|&(from, n)| {
+            let d = p.diff(from);
+            d >= 0 && (d as u32) < n
+        })
+    })
+}
+
 /// One packet of the run in progress.
 fn resend(f: &mut Flow, p: Psn, end: Psn, ts: u64, ident: u16, t: Trigger, log: &mut EventLog) {
     if let Some(ep) = f.req.episode.as_mut() {
         ep.last = p;
         ep.packets += 1;
+    }
+    if (1..=RUN_SLACK).contains(&p.diff(f.req.cursor)) {
+        // The run skipped PSNs the tap had seen before: their resends were lost before it.
+        let from = f.req.cursor;
+        note_skip(f, from, p);
     }
     count_retransmission(f, t);
     if let Some(g) = fill_gaps(f, false, p, ts, log) {

@@ -432,6 +432,7 @@ pub(super) fn settle(f: &mut Flow, log: &mut EventLog) {
     }
     end_episode(&mut f.req.episode, log);
     end_episode(&mut f.resp.episode, log);
+    let gave_up = super::stop::settle_stop(f);
     let mut gaps = [Gap::default(); 2 * flow::GAP_SLOTS];
     let mut n = 0;
     f.req.gaps.drain(|g| {
@@ -442,7 +443,12 @@ pub(super) fn settle(f: &mut Flow, log: &mut EventLog) {
         gaps[n] = g;
         n += 1;
     });
-    for g in &gaps[..n] {
+    for g in &mut gaps[..n] {
+        if gave_up {
+            // The requester gave up on a QP that lost these: network loss it never
+            // recovered, not packets the capture missed.
+            (g.nak, g.acked) = (true, false);
+        }
         unrecovered(f, g, log);
     }
     if f.ce_since_cnp > 0 {

@@ -1,0 +1,75 @@
+//! A request stream that ended without finishing: a requester that retried one PSN again
+//! and again with no progress and then fell silent (it exhausted its retries: the QP went
+//! to the error state, `IBV_WC_RETRY_EXC_ERR`), or one that stopped in the middle of a
+//! message and never resumed (the tap is behind a link that died: it sees no retries).
+//! Decided once, when the flow ends.
+
+use super::flow::Flow;
+use dissectors::{Psn, Transport};
+
+/// Rewinds to one PSN with no progress that make a requester that then falls silent one
+/// that gave up. IBTA's retry count is at most 7 (Soft-RoCE and perftest use 7; some
+/// applications fewer): three retries of one PSN and silence after is no longer a loss
+/// the requester is recovering from.
+pub(crate) const GIVE_UP_RETRIES: u32 = 3;
+
+/// How a request stream ended without finishing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopKind {
+    /// The same PSN retried `retries` times with no progress, then silence.
+    RetryExhausted,
+    /// The stream stopped in the middle of a message and never resumed.
+    Stalled,
+}
+
+/// What a flow that did not finish shows of its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stop {
+    /// Gave up or stalled.
+    pub kind: StopKind,
+    /// The PSN retried (exhausted), or the next PSN that never came (stalled).
+    pub psn: Psn,
+    /// Rewinds to that PSN (0 for a stall).
+    pub retries: u32,
+    /// The first of those rewinds (the last new packet for a stall), ns.
+    pub first_ns: u64,
+    /// The flow's last packet, ns.
+    pub last_ns: u64,
+}
+
+/// Decides how the flow's request stream ended, counts it and keeps it for the summary;
+/// returns whether the requester gave up (its open gaps are then losses never
+/// recovered, not capture loss).
+pub(super) fn settle_stop(f: &mut Flow) -> bool {
+    let rc = matches!(f.transport, Some(Transport::Rc | Transport::Xrc));
+    if !rc || !f.req.started {
+        return false;
+    }
+    if let Some(r) = f.trouble.as_deref().and_then(|t| t.retry) {
+        // Nothing new since the retries began and none of them acknowledged.
+        if r.count >= GIVE_UP_RETRIES && f.req.last_new_ts <= r.first_ns {
+            f.counters.retry_exhausted = 1;
+            f.trouble_mut().stop = Some(Stop {
+                kind: StopKind::RetryExhausted,
+                psn: r.psn,
+                retries: r.count,
+                first_ns: r.first_ns,
+                last_ns: f.last_ts,
+            });
+            return true;
+        }
+    }
+    // A transfer under way (at least one message done before) that stops mid-message; a
+    // stream that shows only part of its first message says nothing of how it ended.
+    if f.req.mid_message && f.messages > 0 {
+        f.counters.stalled = 1;
+        f.trouble_mut().stop = Some(Stop {
+            kind: StopKind::Stalled,
+            psn: f.req.next,
+            retries: 0,
+            first_ns: f.req.last_new_ts,
+            last_ns: f.last_ts,
+        });
+    }
+    false
+}
