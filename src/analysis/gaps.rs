@@ -21,9 +21,6 @@ pub(super) fn in_gap(f: &Flow, p: Psn) -> bool {
 
 /// The responder acknowledged everything up to and including `p`.
 pub(super) fn acked(req_flow: &mut Flow, p: Psn, ts: u64, all: &mut Buckets) {
-    if req_flow.req.acked().is_none_or(|a| p.diff(a) > 0) {
-        (req_flow.req.acked_to, req_flow.req.acked_any) = (p, true);
-    }
     // Progress past the PSN being retried: the retries worked.
     if let Some(t) = req_flow.trouble.as_deref_mut() {
         if t.retry.is_some_and(|r| p.diff(r.psn) >= 0) {

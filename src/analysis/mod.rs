@@ -400,7 +400,16 @@ impl Analyzer {
         if let Some(a) = r.aeth {
             let lat = &mut self.capture.latency.ack;
             match a.kind() {
-                AethKind::Ack { .. } => acked(req_flow, p, ts, lat),
+                AethKind::Ack { .. } => {
+                    acked(req_flow, p, ts, lat);
+                    // Only an ACK proper is evidence for a timer retry of a PSN it covered
+                    // (`timeout_episodes_acked`): READ responses answer their own READ.
+                    if op == Operation::Acknowledge
+                        && req_flow.req.acked().is_none_or(|a| p.diff(a) > 0)
+                    {
+                        (req_flow.req.acked_to, req_flow.req.acked_any) = (p, true);
+                    }
+                }
                 AethKind::RnrNak { timer } => {
                     acked(req_flow, p.minus(1), ts, lat);
                     requester::push_pending(
