@@ -749,6 +749,15 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
             1,
             why_episodes,
         );
+    } else if c_b("completer_retry_err") > 0 {
+        // B is a requester too (bidir: -b): its retries are in the totals.
+        t.eq(
+            "totals.retransmission_episodes",
+            episodes + c_b("completer_retry_err"),
+            "A completer_retry_err + B completer_retry_err",
+            tv("retransmission_episodes"),
+            "with traffic both ways each side's completer counts the retries it starts",
+        );
     } else {
         t.eq(
             "totals.retransmission_episodes",

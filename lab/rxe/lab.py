@@ -285,7 +285,8 @@ def main_run(out_dir, name, iters=None, snaplen=None):
     test = sc.perftest(iters)
     srv = f"timeout {SERVER_TIMEOUT} {test}"
     cli = f"timeout {CLIENT_TIMEOUT} {test} {vmmod.B_IP}"
-    tcpd = f"tcpdump -i eth0 -n -s {snap} -B 16384 -w /tmp/cap.pcap udp port 4791"
+    count = f"-c {sc.cap_packets} " if sc.cap_packets else ""
+    tcpd = f"tcpdump -i eth0 -n -s {snap} -B 16384 {count}-w /tmp/cap.pcap udp port 4791"
     truth = {
         "scenario": name, "description": sc.desc,
         "generator": "Linux Soft-RoCE (rdma_rxe) in Debian's kernel, perftest, two qemu VMs on a qemu socket netdev",

@@ -44,6 +44,7 @@ class Scenario:
     tap: str = "B"            # the VM whose eth0 is captured
     mtu: int = 1500           # eth MTU; rxe's RoCE path MTU is the largest IB MTU below it
     faults: list = field(default_factory=list)
+    cap_packets: int = 0      # tcpdump -c (0: no limit): bounds a capture that could fill the VM's RAM
     server: bool = True       # start perftest's server on B (False: nobody listens)
     client_fails: bool = False  # the client is expected to fail (exit non-zero)
     # compare `rocetap qp-table` (RDMA netlink) with `rdma res show qp` in both VMs while the
@@ -126,17 +127,18 @@ SCENARIOS = [
              "(before the tap); tap on B", "ib_write_bw", 300, flags="-b", faults=[egress("A", "loss 2%")]),
     Scenario("dead-ack", "every ACK lost: 100% loss of the responder's RoCE egress (before the wire); tap on the "
              "requester: A retries by its timer until it gives up (retry_exceeded_err); the client fails",
-             "ib_write_bw", 100, tap="A", faults=[egress("B", "loss 100%")], client_fails=True),
+             "ib_write_bw", 100, tap="A", faults=[egress("B", "loss 100%")], client_fails=True,
+             cap_packets=200000),
     Scenario("dead-link-midrun", "the link dies mid-run after the responder's tap: its RoCE ingress (ifb0) goes "
              "from 0% to 100% loss 4 s after the client starts; tap on the responder, which sees A's retries of the "
              "same PSN until A gives up (retry_exceeded_err); the client fails",
              "ib_write_bw", 20000, faults=[ingress("B", "loss 0%", later="loss 100%", after_s=4.0)],
-             client_fails=True),
+             client_fails=True, cap_packets=200000),
     Scenario("dead-link-upstream", "the link dies mid-run before the responder's tap: the requester's RoCE egress "
              "goes from 0% to 100% loss 4 s after the client starts; tap on the responder, which sees the traffic "
              "stop and never resume (no retries reach it) while A gives up; the client fails",
              "ib_write_bw", 20000, faults=[egress("A", "loss 0%", later="loss 100%", after_s=4.0)],
-             client_fails=True),
+             client_fails=True, cap_packets=200000),
 ]
 
 BY_NAME = {s.name: s for s in SCENARIOS}
