@@ -835,10 +835,10 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
     if lost_before("A->B") == 0 {
         let resent =
             c_a("sent_pkts") - w.req_originals as i64 - w.a_responses as i64 - w.qp1_a_to_b as i64;
-        let rocetap = a_to_b_sum(&an, "retransmitted_packets")
-            .and_then(|r| tv("read_rerequests").map(|q| r + q));
+        // (Re-issued READ Requests are in retransmitted_packets: issue 38, item 4.)
+        let rocetap = a_to_b_sum(&an, "retransmitted_packets");
         t.eq(
-            "A->B retransmitted_packets + read_rerequests",
+            "A->B retransmitted_packets",
             resent,
             "A sent_pkts - first transmissions - A's ACKs - QP1",
             rocetap,

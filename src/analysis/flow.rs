@@ -107,6 +107,8 @@ pub(crate) struct Read {
     pub closed: bool,
     /// A re-issued READ Request covers part of it: responses again are expected.
     pub rereq: bool,
+    /// The PSN the latest re-request for it asked from.
+    pub rereq_psn: Psn,
 }
 
 impl Read {

@@ -119,6 +119,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
                 resp_next: p,
                 closed: false,
                 rereq: false,
+                rereq_psn: Psn(0),
             });
         }
         if r.bth.ack_req {
@@ -213,10 +214,18 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
     // A READ Request for the rest of a READ is the requester acting: a rewind.
     if op == Operation::ReadRequest {
         if let Some(i) = rerequest_of(f, p, r) {
-            f.req.reads_mut().get_mut(i).rereq = true;
-            f.counters.read_rerequests += 1;
+            let rd = f.req.reads_mut().get_mut(i);
+            // The same re-request again (its responses lost again, or its timer) is one
+            // more retry of it, not another re-request.
+            let again = rd.rereq && rd.rereq_psn == p;
+            (rd.rereq, rd.rereq_psn) = (true, p);
+            if !again {
+                f.counters.read_rerequests += 1;
+            }
             log.push(Event::new(ts, f.id, EventKind::ReadRerequest).psn(p));
             start_episode(f, stray, false, log);
+            // The re-issued READ Request is itself a packet sent again.
+            count_retransmission(f, Trigger::ReadRerequest);
             return;
         }
     }

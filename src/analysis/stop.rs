@@ -37,10 +37,17 @@ pub struct Stop {
     pub last_ns: u64,
 }
 
+/// The most retries a requester makes (IBTA's 3-bit retry count): a stream seen
+/// retrying one PSN this many times has given up or is about to.
+pub(crate) const MAX_RETRIES: u32 = 7;
+
 /// Decides how the flow's request stream ended, counts it and keeps it for the summary;
 /// returns whether the requester gave up (its open gaps are then losses never
-/// recovered, not capture loss).
-pub(super) fn settle_stop(f: &mut Flow) -> bool {
+/// recovered, not capture loss). `end_ns` is the capture's last frame: a requester that
+/// gave up is silent after its last retry for longer than its retries were apart (or
+/// made the most retries any requester makes); one still retrying when the capture
+/// ended had not given up, and its connection made no progress (a stall).
+pub(super) fn settle_stop(f: &mut Flow, end_ns: u64) -> bool {
     let rc = matches!(f.transport, Some(Transport::Rc | Transport::Xrc));
     if !rc || !f.req.started {
         return false;
@@ -48,15 +55,24 @@ pub(super) fn settle_stop(f: &mut Flow) -> bool {
     if let Some(r) = f.trouble.as_deref().and_then(|t| t.retry) {
         // Nothing new since the retries began and none of them acknowledged.
         if r.count >= GIVE_UP_RETRIES && f.req.last_new_ts <= r.first_ns {
-            f.counters.retry_exhausted = 1;
+            let apart = (r.last_ns - r.first_ns) / u64::from(r.count - 1);
+            let silent = end_ns.saturating_sub(f.last_ts) > 2 * apart.max(1);
+            let gave_up = silent || r.count == MAX_RETRIES;
+            let kind = if gave_up {
+                f.counters.retry_exhausted = 1;
+                StopKind::RetryExhausted
+            } else {
+                f.counters.stalled = 1;
+                StopKind::Stalled
+            };
             f.trouble_mut().stop = Some(Stop {
-                kind: StopKind::RetryExhausted,
+                kind,
                 psn: r.psn,
                 retries: r.count,
                 first_ns: r.first_ns,
                 last_ns: f.last_ts,
             });
-            return true;
+            return gave_up;
         }
     }
     // A transfer under way (at least one message done before) that stops mid-message; a

@@ -145,7 +145,8 @@ impl Finding {
             }
             FindingKind::UnrecoveredGaps { .. } => (Cause::NetworkLoss, BeforeTap),
             FindingKind::RetryExhausted { .. } => (Cause::RetryExhausted, Location::Unknown),
-            FindingKind::ConnectionStalled { .. } => (Cause::Unknown, BeforeTap),
+            FindingKind::ConnectionStalled { retries: 0, .. } => (Cause::Unknown, BeforeTap),
+            FindingKind::ConnectionStalled { .. } => (Cause::Unknown, Location::Unknown),
             FindingKind::UdPsnJumps { .. } => (Cause::Unknown, BeforeTap),
             FindingKind::RnrNak { reads: true, .. } => {
                 (Cause::ResponderOverload, Location::Unknown)

@@ -90,6 +90,19 @@ fn a_requester_that_retries_one_psn_and_falls_silent_gave_up() {
         first.cause(),
         Some((Cause::RetryExhausted, Location::Unknown))
     );
+    // Retrying without end until the capture ends (Soft-RoCE under total ACK loss): it
+    // had not given up; the connection made no progress.
+    let r = run_at(&retried(20));
+    assert_eq!(
+        (r.totals.retry_exhausted, r.totals.stalled_connections),
+        (0, 1)
+    );
+    assert_eq!(r.findings[0].code(), "connection_stalled");
+    // Four retries, then silence longer than they were apart: it gave up.
+    let mut frames = retried(4);
+    frames.push((900_000_000, pkt(B, A, 0x99, SEND_ONLY, 7)));
+    let r = run_at(&frames);
+    assert_eq!(r.totals.retry_exhausted, 1);
     // Two retries and an ACK after them: a loss recovered, nobody gave up.
     let mut frames = retried(2);
     frames.push((100_000_000, ack(3)));

@@ -30,7 +30,19 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
         FindingKind::ConnectionStalled {
             connections,
             psn,
+            retries,
+            over_ns,
             last_ns,
+        } if *retries > 0 => format!(
+            "{connections} connections made no progress: the requester retried PSN {psn} {retries} times over {} with no ACK past it and was still retrying when the capture ended (last packet at {}) — it had not given up by then; the requests passed the tap, so they were lost after it or their ACKs were lost — a capture at the other end would tell{at}; on {w}",
+            duration(*over_ns),
+            at_time(r, *last_ns),
+        ),
+        FindingKind::ConnectionStalled {
+            connections,
+            psn,
+            last_ns,
+            ..
         } => format!(
             "{connections} connections stopped in the middle of a message at {} (PSN {psn} never came) and never resumed, with no retry reaching the tap: the requester's packets stopped arriving before the tap (a link that died, a requester that gave up or crashed) — or the capture ended mid-transfer; a capture at the requester would show its retries; on {w}",
             at_time(r, *last_ns),

@@ -86,6 +86,12 @@ fn stops(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
         let kind = FindingKind::ConnectionStalled {
             connections: t.stalled_connections,
             psn: s.psn.0,
+            retries: s.retries,
+            over_ns: if s.retries > 0 {
+                s.last_ns.saturating_sub(s.first_ns)
+            } else {
+                0
+            },
             last_ns: s.last_ns,
         };
         let worst = Worst::of(flows, |f| f.counters.stalled);

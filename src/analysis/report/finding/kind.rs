@@ -227,13 +227,19 @@ pub enum FindingKind {
         /// Its last packet, ns.
         last_ns: u64,
     },
-    /// Request streams that stopped in the middle of a message and never resumed, with
-    /// no retry at the tap: the requester's packets stopped reaching the tap.
+    /// Request streams that made no progress to the end: stopped in the middle of a
+    /// message with no retry at the tap (the requester's packets stopped reaching the
+    /// tap), or retried one PSN again and again and were still retrying at the end.
     ConnectionStalled {
         /// Such streams.
         connections: u64,
-        /// The first one's next PSN, which never came.
+        /// The first one's next PSN, which never came (or the PSN it kept retrying).
         psn: u32,
+        /// How often the first one retried that PSN with no progress before the capture
+        /// ended (0: it stopped, with no retry at the tap).
+        retries: u32,
+        /// From its first retry to its last packet, ns (0 without retries).
+        over_ns: u64,
         /// The first one's last packet, ns.
         last_ns: u64,
     },
