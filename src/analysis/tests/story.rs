@@ -148,3 +148,28 @@ fn ud_psn_jumps_are_counted_per_sender() {
     let f = finding(&r, "ud_psn_jumps").unwrap();
     assert_eq!(f.cause(), Some((Cause::Unknown, Location::BeforeTap)));
 }
+
+#[test]
+fn rnr_naks_refusing_reads_are_the_responder_overloaded() {
+    // A READ-only requester; the responder answers a READ Request with an RNR NAK.
+    let r = run(&[
+        req(WRITE_FIRST, 1),
+        req_a(WRITE_LAST, 2),
+        ack(2),
+        read_req(3, 0x1000, 1024),
+        resp(ACK, 3, 0x20 | 4),
+        read_req(3, 0x1000, 1024),
+        resp(READ_FIRST, 3, 0x1f),
+    ]);
+    // The WRITEs make it a mixed stream: a missing receive buffer is possible.
+    let f = finding(&r, "rnr_nak").expect("RNR finding");
+    assert_eq!(f.cause().map(|c| c.0), Some(Cause::ReceiverNotReady));
+    let r = run(&[
+        read_req(3, 0x1000, 256),
+        resp(ACK, 3, 0x20 | 4),
+        read_req(3, 0x1000, 256),
+        resp(READ_FIRST, 3, 0x1f),
+    ]);
+    let f = finding(&r, "rnr_nak").expect("RNR finding");
+    assert_eq!(f.cause().map(|c| c.0), Some(Cause::ResponderOverload));
+}
