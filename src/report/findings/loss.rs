@@ -12,6 +12,14 @@ fn at_time(r: &Report, t_ns: u64) -> String {
     format!("{:.6} s", t_ns.saturating_sub(first) as f64 / 1e9)
 }
 
+fn connections_word(n: u64) -> &'static str {
+    if n == 1 {
+        "connection"
+    } else {
+        "connections"
+    }
+}
+
 /// The sentence of a loss / retransmission / stop finding; `None` for the other kinds.
 /// `w` names the worst flows, `at` is `, first at ... s` or empty.
 pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<String> {
@@ -23,7 +31,8 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             over_ns,
             last_ns,
         } => format!(
-            "{qps} QPs gave up: the requester retried PSN {psn} {retries} times over {} with no progress, then fell silent (last packet at {}) — retries exhausted, the QP went to the error state (IBV_WC_RETRY_EXC_ERR, status 12; NCCL's \"error 12\"); the traffic stopped{at}; on {w}",
+            "{qps} {} gave up: the requester retried PSN {psn} {retries} times over {} with no progress, then fell silent (last packet at {}) — retries exhausted, the QP went to the error state (IBV_WC_RETRY_EXC_ERR, status 12; NCCL's \"error 12\"); the traffic stopped{at}; on {w}",
+            if *qps == 1 { "QP" } else { "QPs" },
             duration(*over_ns),
             at_time(r, *last_ns),
         ),
@@ -34,7 +43,8 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             over_ns,
             last_ns,
         } if *retries > 0 => format!(
-            "{connections} connections made no progress: the requester retried PSN {psn} {retries} times over {} with no ACK past it and was still retrying when the capture ended (last packet at {}) — it had not given up by then; the requests passed the tap, so they were lost after it or their ACKs were lost — a capture at the other end would tell{at}; on {w}",
+            "{connections} {} made no progress: the requester retried PSN {psn} {retries} times over {} with no ACK past it and was still retrying when the capture ended (last packet at {}) — it had not given up by then; the requests passed the tap, so they were lost after it or their ACKs were lost — a capture at the other end would tell{at}; on {w}",
+            connections_word(*connections),
             duration(*over_ns),
             at_time(r, *last_ns),
         ),
@@ -44,7 +54,8 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             last_ns,
             ..
         } => format!(
-            "{connections} connections stopped in the middle of a message at {} (PSN {psn} never came) and never resumed, with no retry reaching the tap: the requester's packets stopped arriving before the tap (a link that died, a requester that gave up or crashed) — or the capture ended mid-transfer; a capture at the requester would show its retries; on {w}",
+            "{connections} {} stopped in the middle of a message at {} (PSN {psn} never came) and never resumed, with no retry reaching the tap: the requester's packets stopped arriving before the tap (a link that died, a requester that gave up or crashed) — or the capture ended mid-transfer; a capture at the requester would show its retries; on {w}",
+            connections_word(*connections),
             at_time(r, *last_ns),
         ),
         FindingKind::NakPsnSeq {
