@@ -81,6 +81,20 @@ pub fn waivers(truth: &Value) -> Vec<(&'static str, String)> {
                 .to_string(),
         ));
     }
+    let a_dead_before_tap = truth["faults"].as_array().into_iter().flatten().any(|f| {
+        f["direction"] == "A->B"
+            && f["relative_to_tap"] == "before"
+            && (f["netem"] == "loss 100%" || f["later"] == "loss 100%")
+    });
+    if a_dead_before_tap {
+        let why = "A's link dies before the tap: its retries never reach the tap".to_string();
+        for row in [
+            "rewinds of A's PSNs on the wire",
+            "totals.retransmission_episodes",
+        ] {
+            w.push((row, why.clone()));
+        }
+    }
     if let Some(n) = capped(truth) {
         let why = format!(
             "the capture stopped at tcpdump -c {n} while the traffic went on: the counters count what came after"
