@@ -254,15 +254,6 @@ impl ReqStream {
     }
 }
 
-/// A requester retrying one PSN: how often, since when, until when.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Retry {
-    pub psn: Psn,
-    pub count: u32,
-    pub first_ns: u64,
-    pub last_ns: u64,
-}
-
 impl ReqStream {
     /// The causes waiting for a rewind (none when nothing was ever pending).
     pub fn pending(&self) -> &[Option<Pending>] {
@@ -287,29 +278,6 @@ pub(crate) struct RespStream {
     pub episode: Option<Episode>,
     /// The PSN after the last READ response sent again: where a resent run goes on.
     pub cursor: Psn,
-}
-
-/// Resend-run skips remembered per flow (a NAK for one comes within a run or two).
-pub(crate) const SKIP_SLOTS: usize = 8;
-
-/// What only a flow in trouble keeps (allocated with the first RNR NAK it sends, the
-/// first rewind of its requests, or its end without finishing).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Trouble {
-    /// Rewinds to one PSN with no acknowledged progress since the first of them.
-    pub retry: Option<Retry>,
-    /// How the request stream ended without finishing, once the flow is settled.
-    pub stop: Option<super::stop::Stop>,
-    /// The PSN of an RNR NAK that was this side's latest response packet.
-    pub rnr_psn: Option<Psn>,
-    /// PSNs the latest resend runs skipped at the tap (start, count; `skips` written so
-    /// far, the oldest overwritten): resends lost before the tap.
-    pub run_skips: [(Psn, u32); SKIP_SLOTS],
-    pub skips: u32,
-    /// RNR NAKs by timer code.
-    pub rnr_timers: [u32; 32],
-    /// The RNR waits the RNR NAKs this side's requests met asked for, summed, µs.
-    pub rnr_requested_us: f64,
 }
 
 /// Counters per flow, as they appear in reports.
@@ -629,7 +597,7 @@ pub(crate) struct Flow {
     pub first_cnp: Option<(u64, u64)>,
     pub last_cnp: Option<(u64, u64)>,
     /// Retries, RNR NAKs, how the stream ended: allocated with the first of them.
-    pub trouble: Option<Box<Trouble>>,
+    pub trouble: Option<Box<super::stop::Trouble>>,
 }
 
 impl Flow {
@@ -639,7 +607,7 @@ impl Flow {
     }
 
     /// The flow's trouble state, allocated with its first use.
-    pub fn trouble_mut(&mut self) -> &mut Trouble {
+    pub fn trouble_mut(&mut self) -> &mut super::stop::Trouble {
         self.trouble.get_or_insert_with(Box::default)
     }
 

@@ -431,7 +431,7 @@ impl Analyzer {
                             in_gap = true;
                         }
                     }
-                    if !after_rnr && (in_gap || requester::skipped(req_flow, p)) {
+                    if !after_rnr && (in_gap || stop::skipped(req_flow, p)) {
                         resp_flow.counters.nak_psn_seq_gap_at_tap += 1;
                     }
                     requester::push_pending(

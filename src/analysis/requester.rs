@@ -25,11 +25,10 @@
 //! not vary the identification — within [`COPY_WINDOW_NS`], and nothing that asked for it)
 //! is a duplicate made by the network and is counted apart: the requester sent it once.
 
-use super::flow::{
-    span_for, Cause, Episode, Flow, Pending, Read, ResentGap, Retry, Stray, Trigger, SKIP_SLOTS,
-};
+use super::flow::{span_for, Cause, Episode, Flow, Pending, Read, ResentGap, Stray, Trigger};
 use super::gaps::{fill_gaps, fill_one, in_gap, open_gap};
 use super::report::{Event, EventKind};
+use super::stop::{note_retry, note_skip, skipped};
 use super::EventLog;
 use dissectors::ib::aeth::rnr_timer_us;
 use dissectors::{Operation, Psn, Roce, Transport};
@@ -521,44 +520,6 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
         f.req.cursor = s.end;
         f.req.sent.push((s.psn, s.t_ns, s.ident, false));
     }
-}
-
-/// A rewind to `p`: the same PSN as the rewinds before it with no progress since (an ACK
-/// past it ends the count: `gaps::acked`), or a new one.
-fn note_retry(f: &mut Flow, p: Psn, ts: u64) {
-    let t = f.trouble_mut();
-    match t.retry.as_mut() {
-        Some(r) if r.psn == p => {
-            r.count += 1;
-            r.last_ns = ts;
-        }
-        _ => {
-            t.retry = Some(Retry {
-                psn: p,
-                count: 1,
-                first_ns: ts,
-                last_ns: ts,
-            })
-        }
-    }
-}
-
-/// A resend run skipped `[from, to)`: those resends were lost before the tap (a NAK or a
-/// timer retry naming one of them points before the tap).
-fn note_skip(f: &mut Flow, from: Psn, to: Psn) {
-    let t = f.trouble_mut();
-    t.run_skips[t.skips as usize % SKIP_SLOTS] = (from, to.diff(from) as u32);
-    t.skips = t.skips.wrapping_add(1);
-}
-
-/// Whether one of the latest resend runs skipped `p` at the tap.
-pub(super) fn skipped(f: &Flow, p: Psn) -> bool {
-    f.trouble.as_deref().is_some_and(|t| {
-        t.run_skips.iter().any(|&(from, n)| {
-            let d = p.diff(from);
-            d >= 0 && (d as u32) < n
-        })
-    })
 }
 
 /// One packet of the run in progress.

@@ -2,10 +2,43 @@
 //! and again with no progress and then fell silent (it exhausted its retries: the QP went
 //! to the error state, `IBV_WC_RETRY_EXC_ERR`), or one that stopped in the middle of a
 //! message and never resumed (the tap is behind a link that died: it sees no retries).
-//! Decided once, when the flow ends.
+//! Decided once, when the flow ends; followed as it goes by the retries of one PSN and the
+//! PSNs resend runs skipped at the tap (their resends lost before it).
 
 use super::flow::Flow;
 use dissectors::{Psn, Transport};
+
+/// A requester retrying one PSN: how often, since when, until when.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Retry {
+    pub psn: Psn,
+    pub count: u32,
+    pub first_ns: u64,
+    pub last_ns: u64,
+}
+
+/// Resend-run skips remembered per flow (a NAK for one comes within a run or two).
+pub(crate) const SKIP_SLOTS: usize = 8;
+
+/// What only a flow in trouble keeps (allocated with the first RNR NAK it sends, the
+/// first rewind of its requests, or its end without finishing).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Trouble {
+    /// Rewinds to one PSN with no acknowledged progress since the first of them.
+    pub retry: Option<Retry>,
+    /// How the request stream ended without finishing, once the flow is settled.
+    pub stop: Option<Stop>,
+    /// The PSN of an RNR NAK that was this side's latest response packet.
+    pub rnr_psn: Option<Psn>,
+    /// PSNs the latest resend runs skipped at the tap (start, count; `skips` written so
+    /// far, the oldest overwritten): resends lost before the tap.
+    pub run_skips: [(Psn, u32); SKIP_SLOTS],
+    pub skips: u32,
+    /// RNR NAKs by timer code.
+    pub rnr_timers: [u32; 32],
+    /// The RNR waits the RNR NAKs this side's requests met asked for, summed, µs.
+    pub rnr_requested_us: f64,
+}
 
 /// Rewinds to one PSN with no progress that make a requester that then falls silent one
 /// that gave up. IBTA's retry count is at most 7 (Soft-RoCE and perftest use 7; some
@@ -88,4 +121,42 @@ pub(super) fn settle_stop(f: &mut Flow, end_ns: u64) -> bool {
         });
     }
     false
+}
+
+/// A rewind to `p`: the same PSN as the rewinds before it with no progress since (an ACK
+/// past it ends the count: `gaps::acked`), or a new one.
+pub(super) fn note_retry(f: &mut Flow, p: Psn, ts: u64) {
+    let t = f.trouble_mut();
+    match t.retry.as_mut() {
+        Some(r) if r.psn == p => {
+            r.count += 1;
+            r.last_ns = ts;
+        }
+        _ => {
+            t.retry = Some(Retry {
+                psn: p,
+                count: 1,
+                first_ns: ts,
+                last_ns: ts,
+            })
+        }
+    }
+}
+
+/// A resend run skipped `[from, to)`: those resends were lost before the tap (a NAK or a
+/// timer retry naming one of them points before the tap).
+pub(super) fn note_skip(f: &mut Flow, from: Psn, to: Psn) {
+    let t = f.trouble_mut();
+    t.run_skips[t.skips as usize % SKIP_SLOTS] = (from, to.diff(from) as u32);
+    t.skips = t.skips.wrapping_add(1);
+}
+
+/// Whether one of the latest resend runs skipped `p` at the tap.
+pub(super) fn skipped(f: &Flow, p: Psn) -> bool {
+    f.trouble.as_deref().is_some_and(|t| {
+        t.run_skips.iter().any(|&(from, n)| {
+            let d = p.diff(from);
+            d >= 0 && (d as u32) < n
+        })
+    })
 }

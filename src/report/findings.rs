@@ -75,7 +75,9 @@ pub fn message(f: &Finding, r: &Report) -> String {
         | FindingKind::UnrecoveredGaps { .. }
         | FindingKind::RetryExhausted { .. }
         | FindingKind::ConnectionStalled { .. }
-        | FindingKind::UdPsnJumps { .. } => loss::message(f, r, &w, &at).unwrap_or_default(),
+        | FindingKind::UdPsnJumps { .. }
+        | FindingKind::RnrNak { .. }
+        | FindingKind::ReadRerequests { .. } => loss::message(f, r, &w, &at).unwrap_or_default(),
         FindingKind::NakError { code, naks } => {
             let what = match code {
                 NakError::InvalidRequest => "invalid request",
@@ -97,56 +99,6 @@ pub fn message(f: &Finding, r: &Report) -> String {
         FindingKind::CaptureLoss { gaps, missing_psns } => format!(
             "{gaps} PSN gaps ({missing_psns} PSNs in all gaps) were never filled, with no NAK and no resend: the capture most likely missed these packets (sniffer overrun), they were not lost in the network{at}; on {w}"
         ),
-        FindingKind::RnrNak {
-            naks,
-            followup_naks,
-            reads,
-            resent,
-            waits,
-        } => {
-            let waits: Vec<String> = waits
-                .iter()
-                .map(|x| {
-                    format!(
-                        "requested {:.0} µs, waited {} median",
-                        x.requested_us_mean,
-                        duration(x.waited_median_ns)
-                    )
-                })
-                .collect();
-            let waits = if waits.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", waits.join("; "))
-            };
-            let why = if *reads {
-                "the responder refused READ Requests it could not take on (overloaded: too many READs outstanding; no receive buffer is involved), not a network loss"
-            } else {
-                "the receiver had no receive buffer posted (not a network loss)"
-            };
-            let followup = if *followup_naks > 0 {
-                format!("; {followup_naks} sequence NAKs followed them (the packets behind each one dropped arrived out of sequence: not loss)")
-            } else {
-                String::new()
-            };
-            format!(
-                "{naks} RNR NAKs: {why}; {resent} packets resent after the wait{waits}{followup}{at}; on {w}"
-            )
-        }
-        FindingKind::ReadRerequests {
-            rerequests,
-            resent,
-            missing,
-        } => {
-            let place = if *missing > 0 {
-                "the tap saw them missing: lost before the tap"
-            } else {
-                "the tap saw none missing: lost after the tap, or a resent run cut short"
-            };
-            format!(
-                "{rerequests} READ Requests re-issued for the rest of a READ whose responses went missing ({place}); {resent} READ responses sent again{at}; on {w}"
-            )
-        }
         FindingKind::UnknownRetransmissions { packets } => format!(
             "{packets} packets were sent again with no NAK seen and no original captured (trigger unknown); on {w}"
         ),

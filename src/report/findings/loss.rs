@@ -99,7 +99,7 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             let why = if acked == episodes {
                 "the tap saw the responder acknowledge them: the ACKs were lost after the tap, on their way to the requester".to_string()
             } else if gap_at_tap == episodes {
-                "their PSNs never passed the tap: the tail of a burst was lost before the tap, so nothing behind it could cause a NAK".to_string()
+                "the PSNs they resent from had not passed the tap (never, or not in their latest sending): the tail of a burst was lost before the tap, so nothing behind it could cause a NAK".to_string()
             } else {
                 let other = episodes - gap_at_tap - acked;
                 format!(
@@ -121,6 +121,56 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
         FindingKind::UdPsnJumps { jumps } => format!(
             "{jumps} times a UD sender's PSN jumped past the next one: a datagram lost before the tap (UD never resends), or one sent to a destination this flow is not (a UD QP numbers all it sends in one sequence) — one tap cannot tell, a capture at the sender would; on {w}"
         ),
+        FindingKind::RnrNak {
+            naks,
+            followup_naks,
+            reads,
+            resent,
+            waits,
+        } => {
+            let waits: Vec<String> = waits
+                .iter()
+                .map(|x| {
+                    format!(
+                        "requested {:.0} µs, waited {} median",
+                        x.requested_us_mean,
+                        duration(x.waited_median_ns)
+                    )
+                })
+                .collect();
+            let waits = if waits.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", waits.join("; "))
+            };
+            let why = if *reads {
+                "the responder refused READ Requests it could not take on (overloaded: too many READs outstanding; no receive buffer is involved), not a network loss"
+            } else {
+                "the receiver had no receive buffer posted (not a network loss)"
+            };
+            let followup = if *followup_naks > 0 {
+                format!("; {followup_naks} sequence NAKs followed them (the packets behind each one dropped arrived out of sequence: not loss)")
+            } else {
+                String::new()
+            };
+            format!(
+                "{naks} RNR NAKs: {why}; {resent} packets resent after the wait{waits}{followup}{at}; on {w}"
+            )
+        }
+        FindingKind::ReadRerequests {
+            rerequests,
+            resent,
+            missing,
+        } => {
+            let place = if *missing > 0 {
+                "the tap saw them missing: lost before the tap"
+            } else {
+                "the tap saw none missing: lost after the tap, or a resent run cut short"
+            };
+            format!(
+                "{rerequests} READ Requests re-issued for the rest of a READ whose responses went missing ({place}); {resent} READ responses sent again{at}; on {w}"
+            )
+        }
         _ => return None,
     })
 }
