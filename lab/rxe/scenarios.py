@@ -113,6 +113,8 @@ SCENARIOS = [
              "ib_send_bw", 150, flags="-r 1", faults=[egress("A", "loss 1%")]),
     Scenario("loss-upstream-send", "SENDs, 2% loss of the requester's RoCE on its egress (before the tap); tap on "
              "the responder", "ib_send_bw", 600, faults=[egress("A", "loss 2%")]),
+    Scenario("loss-downstream-send", "SENDs, 2% loss on the responder's ingress (ifb0), AFTER its tap",
+             "ib_send_bw", 600, faults=[ingress("B", "loss 2%")]),
     Scenario("loss-upstream-atomic", "atomics (ib_atomic_bw, fetch-and-add), 2% loss of the requester's RoCE on its "
              "egress (before the tap); tap on the responder",
              "ib_atomic_bw", 2000, size=0, faults=[egress("A", "loss 2%")]),
