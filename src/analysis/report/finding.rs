@@ -124,7 +124,7 @@ impl Finding {
     /// What caused it and where, for a finding about loss or retransmission; `None` for
     /// the others.
     pub fn cause(&self) -> Option<(Cause, Location)> {
-        use Location::{AfterTap, BeforeTap};
+        use Location::BeforeTap;
         Some(match &self.kind {
             FindingKind::NakPsnSeq {
                 naks, gap_at_tap, ..
@@ -135,9 +135,12 @@ impl Finding {
                 acked,
                 ..
             } => {
-                if *episodes > 0 && acked == episodes {
-                    (Cause::AckLoss, AfterTap)
-                } else if *episodes > 0 && gap_at_tap == episodes {
+                // (An ACK the tap saw covering a retried PSN is not proof that it was lost
+                // after the tap: it may still have been on its way when the timer fired —
+                // the lab's reorder run rewound 'acknowledged' PSNs with no ACK lost. The
+                // words say both; `acked` is not evidence enough for `ack_loss`.)
+                let _ = acked;
+                if *episodes > 0 && gap_at_tap == episodes {
                     (Cause::TailLoss, BeforeTap)
                 } else {
                     (Cause::Unknown, Location::Unknown)

@@ -97,13 +97,13 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
                 .map(|l| format!(" after about {}", duration(l)))
                 .unwrap_or_default();
             let why = if acked == episodes {
-                "the tap saw the responder acknowledge them: the ACKs were lost after the tap, on their way to the requester".to_string()
+                "the tap saw the responder acknowledge them before the retry: the ACKs were lost after the tap, or were still on their way when the requester's timer fired — a capture at the requester would tell".to_string()
             } else if gap_at_tap == episodes {
                 "the PSNs they resent from had not passed the tap (never, or not in their latest sending): the tail of a burst was lost before the tap, so nothing behind it could cause a NAK".to_string()
             } else {
                 let other = episodes - gap_at_tap - acked;
                 format!(
-                    "of {episodes} timer retries, {gap_at_tap} resent PSNs that never passed the tap (lost before it), {acked} PSNs the tap saw acknowledged (the ACK lost after it), and {other} PSNs that passed the tap unacknowledged: the packet lost after the tap, its tail lost before it, or its ACK lost — one tap cannot tell, a capture at the other end would"
+                    "of {episodes} timer retries, {gap_at_tap} resent PSNs that never passed the tap (lost before it), {acked} PSNs the tap saw acknowledged (the ACK lost after it, or late), and {other} PSNs that passed the tap unacknowledged: the packet lost after the tap, its tail lost before it, or its ACK lost — one tap cannot tell, a capture at the other end would"
                 )
             };
             format!(
