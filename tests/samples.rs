@@ -802,7 +802,9 @@ fn recount(rows: &[Row]) -> Recount {
                         && f.next.is_some_and(|e| diff(psn, e) < 0)
                         || f.reads.contains(&psn);
                     if inside {
+                        // ... and is a packet sent again (issue 38, item 4).
                         r.read_rerequests += 1;
+                        r.retransmitted_packets += 1;
                         continue;
                     }
                     f.reads.push(psn);

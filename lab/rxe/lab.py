@@ -30,6 +30,14 @@ ROCETAP = "/usr/local/bin/rocetap"   # put there by run.sh (not on the agent's P
 
 
 # ---- faults ---------------------------------------------------------------------------------
+def later_command(f):
+    """The background command that changes a fault's netem `after_s` s after the client starts
+    (a link that dies mid-run); the netem qdisc keeps its handle and counters."""
+    dev = "eth0 parent 1:3" if f.where == "egress" else "ifb0 root"
+    return (f"nohup sh -c 'sleep {f.after_s:g}; tc qdisc change dev {dev} handle 30: netem {f.later}' "
+            "> /tmp/fault-later.log 2>&1 &")
+
+
 def fault_commands(f, dev="eth0"):
     if f.where == "egress":
         # prio qdisc: everything to band 2 (pfifo); RoCE v2 (UDP dport 4791) to band 3 = netem.
@@ -277,7 +285,8 @@ def main_run(out_dir, name, iters=None, snaplen=None):
     test = sc.perftest(iters)
     srv = f"timeout {SERVER_TIMEOUT} {test}"
     cli = f"timeout {CLIENT_TIMEOUT} {test} {vmmod.B_IP}"
-    tcpd = f"tcpdump -i eth0 -n -s {snap} -B 16384 -w /tmp/cap.pcap udp port 4791"
+    count = f"-c {sc.cap_packets} " if sc.cap_packets else ""
+    tcpd = f"tcpdump -i eth0 -n -s {snap} -B 16384 {count}-w /tmp/cap.pcap udp port 4791"
     truth = {
         "scenario": name, "description": sc.desc,
         "generator": "Linux Soft-RoCE (rdma_rxe) in Debian's kernel, perftest, two qemu VMs on a qemu socket netdev",
@@ -311,15 +320,17 @@ def main_run(out_dir, name, iters=None, snaplen=None):
                 if rc != 0:
                     raise RuntimeError(f"{f.vm}: {c}: {o}")
         truth["faults"] = [{"vm": f.vm, "where": f.where, "netem": f.netem, "direction": f.direction(),
-                            "relative_to_tap": f.relative_to_tap(), "commands": fault_commands(f)}
+                            "relative_to_tap": f.relative_to_tap(), "commands": fault_commands(f),
+                            **({"later": f.later, "after_s": f.after_s, "later_command": later_command(f)}
+                               if f.later else {})}
                            for f in sc.faults]
         a_to_b_before = [f.netem for f in sc.faults if f.direction() == "A->B" and f.where == "egress"]
         b_to_a_before = [f.netem for f in sc.faults if f.direction() == "B->A" and f.where == "egress"]
         truth["tap"] = {
             "vm": sc.tap, "iface": "eth0", "snaplen": snap or 262144, "full_frames": snap == 0,
             "relation": tap_relation(sc),
-            "faults_before_tap": [f"{f.vm} {f.where}: {f.netem}" for f in sc.faults if f.relative_to_tap() == "before"],
-            "faults_after_tap": [f"{f.vm} {f.where}: {f.netem}" for f in sc.faults if f.relative_to_tap() == "after"],
+            "faults_before_tap": [f"{f.vm} {f.where}: {f.describe()}" for f in sc.faults if f.relative_to_tap() == "before"],
+            "faults_after_tap": [f"{f.vm} {f.where}: {f.describe()}" for f in sc.faults if f.relative_to_tap() == "after"],
             # the tap sees exactly the packets the sender sent in that direction when nothing
             # touches that direction before the tap
             "sees_all_requester_packets": not a_to_b_before,
@@ -344,6 +355,9 @@ def main_run(out_dir, name, iters=None, snaplen=None):
             b.sh("for i in $(seq 75); do ss -Hltn 'sport = :18515' | grep -q . && break; sleep 0.2; done")
         t1 = time.time()
         a.sh(f"nohup bash -c '{cli}; echo $? > /tmp/client.rc' > /tmp/client.log 2>&1 & echo $! > /tmp/client.pid")
+        for f in sc.faults:
+            if f.later:
+                vms[f.vm].sh(later_command(f))
         deadline = t1 + CLIENT_TIMEOUT + 20
         while time.time() < deadline:
             if a.sh("test -f /tmp/client.rc")[0] == 0:

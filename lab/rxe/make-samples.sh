@@ -2,6 +2,7 @@
 # Records the small real-stack captures committed as samples/rxe-*.pcap, each with its truth
 # as samples/rxe-NAME.pcap.truth.json (lab.py's truth.json; `capture.file` renamed).
 # usage: lab/rxe/make-samples.sh [SAMPLES_DIR]      (default: the repository's samples/)
+#        RXE_SAMPLES="rnr-loss ud-loss" lab/rxe/make-samples.sh   (only those of the list)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${1:-$here/../../samples}
@@ -9,6 +10,7 @@ tmp=$(mktemp -d /tmp/rxe-samples.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 # scenario, perftest -n, snaplen: small enough for a few hundred KB each
 while read -r name iters snap; do
+  case " ${RXE_SAMPLES:-$name} " in *" $name "*) ;; *) continue ;; esac
   bash "$here/run.sh" -n "$iters" -s "$snap" "$tmp" "$name"
   cp "$tmp/$name.pcap" "$dest/rxe-$name.pcap"
   python3 - "$tmp/$name.truth.json" "$dest/rxe-$name.pcap.truth.json" "rxe-$name.pcap" <<'PY'
@@ -28,5 +30,7 @@ rnr 40 128
 duplicate 150 128
 rdma-cm 200 320
 rdma-cm-no-server 10 0
+rnr-loss 60 128
+ud-loss 300 128
 LIST
 ls -la "$dest"/rxe-*

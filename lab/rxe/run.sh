@@ -86,7 +86,11 @@ for s in "$@"; do
   RXE_RUN_DIR="$rundir" timeout -k 30 "$SCENARIO_TIMEOUT" \
     python3 "$here/lab.py" run "$out" "$s" ${extra[@]+"${extra[@]}"} &
   child=$!
-  if ! wait "$child"; then echo "scenario $s failed" >&2; rc=1; fi
+  if ! wait "$child"; then
+    echo "scenario $s failed" >&2; rc=1
+    # the VMs' consoles say why (a guest kernel panic ends its qemu: panic=-1, -no-reboot)
+    for c in "$rundir"/*.console; do [ -f "$c" ] && tail -c 20000 "$c" > "$out/$s.failed.$(basename "$c")"; done
+  fi
   child=
   cleanup
 done

@@ -16,6 +16,8 @@ class Fault:
     vm: str          # "A" or "B"
     where: str       # "egress" or "ingress"
     netem: str       # netem arguments, e.g. "loss 2%"
+    later: str = ""  # netem arguments the fault changes to `after_s` s after perftest's client starts
+    after_s: float = 0.0
 
     def direction(self):
         """The traffic direction it touches: egress of A / ingress of B touch A->B."""
@@ -26,6 +28,9 @@ class Fault:
     def relative_to_tap(self):
         return "before" if self.where == "egress" else "after"
 
+    def describe(self):
+        return self.netem + (f", then {self.later} {self.after_s:g} s after the client starts" if self.later else "")
+
 
 @dataclass
 class Scenario:
@@ -33,12 +38,13 @@ class Scenario:
     desc: str
     tool: str                 # ib_write_bw, ib_read_bw, ib_send_bw
     iters: int                # perftest -n (per QP)
-    size: int = 4096          # perftest -s
+    size: int = 4096          # perftest -s (0: none, as ib_atomic_bw's fixed 8 bytes)
     flags: str = ""           # more perftest flags, both sides
     snap: int = 256           # tcpdump -s (0 = full frames)
     tap: str = "B"            # the VM whose eth0 is captured
     mtu: int = 1500           # eth MTU; rxe's RoCE path MTU is the largest IB MTU below it
     faults: list = field(default_factory=list)
+    cap_packets: int = 0      # tcpdump -c (0: no limit): bounds a capture that could fill the VM's RAM
     server: bool = True       # start perftest's server on B (False: nobody listens)
     client_fails: bool = False  # the client is expected to fail (exit non-zero)
     # compare `rocetap qp-table` (RDMA netlink) with `rdma res show qp` in both VMs while the
@@ -48,18 +54,19 @@ class Scenario:
 
     def perftest(self, iters=None):
         n = self.iters if iters is None else iters
-        return " ".join(x for x in (self.tool, f"-n {n}", f"-s {self.size}", self.flags) if x)
+        size = f"-s {self.size}" if self.size else ""
+        return " ".join(x for x in (self.tool, f"-n {n}", size, self.flags) if x)
 
     def pmtu(self):
         return max(m for m in (256, 512, 1024, 2048, 4096) if m + 100 <= self.mtu)
 
 
-def egress(vm, netem):
-    return Fault(vm, "egress", netem)
+def egress(vm, netem, later="", after_s=0.0):
+    return Fault(vm, "egress", netem, later, after_s)
 
 
-def ingress(vm, netem):
-    return Fault(vm, "ingress", netem)
+def ingress(vm, netem, later="", after_s=0.0):
+    return Fault(vm, "ingress", netem, later, after_s)
 
 
 SCENARIOS = [
@@ -100,6 +107,40 @@ SCENARIOS = [
     Scenario("rdma-cm-no-server", "rdma_cm (-R) client with no server listening on B: the CM's REQ meets no "
              "listener (a REJ, or REQ retries); the client fails; full frames",
              "ib_write_bw", 10, flags="-R", snap=0, server=False, client_fails=True),
+    # issue 38: faults whose story (cause and place) the analyzer must tell, not just count
+    Scenario("rnr-loss", "receive queue of 1 WQE (-r 1) and 1% loss of the requester's RoCE on its egress "
+             "(before the tap); tap on the responder: RNR NAKs, their follow-up sequence NAKs and real loss together",
+             "ib_send_bw", 150, flags="-r 1", faults=[egress("A", "loss 1%")]),
+    Scenario("loss-upstream-send", "SENDs, 2% loss of the requester's RoCE on its egress (before the tap); tap on "
+             "the responder", "ib_send_bw", 600, faults=[egress("A", "loss 2%")]),
+    Scenario("loss-downstream-send", "SENDs, 2% loss on the responder's ingress (ifb0), AFTER its tap",
+             "ib_send_bw", 600, faults=[ingress("B", "loss 2%")]),
+    Scenario("loss-upstream-atomic", "atomics (ib_atomic_bw, fetch-and-add), 2% loss of the requester's RoCE on its "
+             "egress (before the tap); tap on the responder",
+             "ib_atomic_bw", 2000, size=0, faults=[egress("A", "loss 2%")]),
+    Scenario("loss-downstream-atomic", "atomics, 2% loss on the responder's ingress (ifb0), AFTER its tap",
+             "ib_atomic_bw", 2000, size=0, faults=[ingress("B", "loss 2%")]),
+    Scenario("read-overload", "8 QPs of 64 KiB READs (-q 8), no faults: the responder cannot keep up; tap on the "
+             "requester", "ib_read_bw", 40, size=65536, flags="-q 8", tap="A"),
+    Scenario("ud-loss", "UD SENDs of 1 KiB (-c UD), 2% loss of the requester's RoCE on its egress (before the "
+             "tap); tap on the responder: UD has no retries, the sender's PSN jumps once per lost datagram",
+             "ib_send_bw", 600, size=1024, flags="-c UD", faults=[egress("A", "loss 2%")]),
+    Scenario("bidir", "bidirectional WRITEs (-b: both sides are requesters), 2% loss of A's RoCE on its egress "
+             "(before the tap); tap on B", "ib_write_bw", 300, flags="-b", faults=[egress("A", "loss 2%")]),
+    Scenario("dead-ack", "every ACK lost: 100% loss of the responder's RoCE egress (before the wire); tap on the "
+             "requester: A retries by its timer until it gives up (retry_exceeded_err); the client fails",
+             "ib_write_bw", 100, tap="A", faults=[egress("B", "loss 100%")], client_fails=True,
+             cap_packets=200000),
+    Scenario("dead-link-midrun", "the link dies mid-run after the responder's tap: its RoCE ingress (ifb0) goes "
+             "from 0% to 100% loss 4 s after the client starts; tap on the responder, which sees A's retries of the "
+             "same PSN until A gives up (retry_exceeded_err); the client fails",
+             "ib_write_bw", 20000, faults=[ingress("B", "loss 0%", later="loss 100%", after_s=4.0)],
+             client_fails=True, cap_packets=200000),
+    Scenario("dead-link-upstream", "the link dies mid-run before the responder's tap: the requester's RoCE egress "
+             "goes from 0% to 100% loss 4 s after the client starts; tap on the responder, which sees the traffic "
+             "stop and never resume (no retries reach it) while A gives up; the client fails",
+             "ib_write_bw", 20000, faults=[egress("A", "loss 0%", later="loss 100%", after_s=4.0)],
+             client_fails=True, cap_packets=200000),
 ]
 
 BY_NAME = {s.name: s for s in SCENARIOS}

@@ -107,6 +107,8 @@ pub(crate) struct Read {
     pub closed: bool,
     /// A re-issued READ Request covers part of it: responses again are expected.
     pub rereq: bool,
+    /// The PSN the latest re-request for it asked from.
+    pub rereq_psn: Psn,
 }
 
 impl Read {
@@ -219,8 +221,15 @@ pub(crate) struct ReqStream {
     pub episode: Option<Episode>,
     /// What started the latest episode (responses to it may come after it ended).
     pub last_trigger: Option<Trigger>,
+    /// An ACK passed the tap (`acked_to` holds its PSN).
+    pub acked_any: bool,
+    /// The latest new request packet was not the last of its message.
+    pub mid_message: bool,
     /// A READ whose PSN span is not known yet (PMTU unknown): start and length.
     pub open_read: Option<(Psn, u32)>,
+    /// The highest PSN an ACK (or a NAK, up to the one before it) that passed the tap
+    /// acknowledged, once `acked_any`.
+    pub acked_to: Psn,
     pub gaps: LazyRing<Gap, GAP_SLOTS>,
     /// The latest gaps a resend filled, allocated with the first.
     pub resent_gaps: LazyRing<ResentGap, RESENT_GAP_SLOTS>,
@@ -236,6 +245,13 @@ pub(crate) struct ReqStream {
     pub sent: SplitRing<(Psn, u64, u16, bool), SENT_SLOTS>,
     /// Requests with AckReq set, waiting for the ACK that covers them.
     pub ackreq: SplitRing<(Psn, u64), ACKREQ_SLOTS>,
+}
+
+impl ReqStream {
+    /// The highest PSN acknowledged at the tap, if any.
+    pub fn acked(&self) -> Option<Psn> {
+        self.acked_any.then_some(self.acked_to)
+    }
 }
 
 impl ReqStream {
@@ -348,6 +364,26 @@ pub struct FlowCounters {
     pub pfc_stalls: u64,
     /// Those stalls' length summed, ns (pause start -> the flow's next packet).
     pub pfc_stall_ns: u64,
+    /// Of `nak_psn_seq`, the NAKs that named the PSN of the RNR NAK just before them: the
+    /// responder dropped the packet it had no buffer for, and those behind it arrive out
+    /// of sequence (an RNR drop, not a network loss).
+    pub nak_psn_seq_after_rnr: u64,
+    /// Of `nak_psn_seq`, the NAKs naming a PSN of a gap the tap saw in the request stream:
+    /// the packet was lost before the tap.
+    pub nak_psn_seq_gap_at_tap: u64,
+    /// Timer retries whose first PSN had never passed the tap: lost before it.
+    pub timeout_episodes_gap_at_tap: u64,
+    /// Timer retries of a PSN an ACK that passed the tap had covered: the ACK was lost
+    /// between the tap and the requester.
+    pub timeout_episodes_acked: u64,
+    /// 1 when the requester retried the same PSN again and again with no progress and
+    /// then fell silent: it exhausted its retries (the QP failed).
+    pub retry_exhausted: u64,
+    /// 1 when the request stream stopped in the middle of a message and never resumed.
+    pub stalled: u64,
+    /// UD: times the sender's PSN jumped past the next one (a datagram lost before the
+    /// tap, or sent to a destination this flow is not).
+    pub ud_psn_jumps: u64,
 }
 
 /// All zero: what a flow that never counted anything reports.
@@ -388,6 +424,13 @@ const NO_COUNTS: FlowCounters = FlowCounters {
     cnp_without_ce: 0,
     pfc_stalls: 0,
     pfc_stall_ns: 0,
+    nak_psn_seq_after_rnr: 0,
+    nak_psn_seq_gap_at_tap: 0,
+    timeout_episodes_gap_at_tap: 0,
+    timeout_episodes_acked: 0,
+    retry_exhausted: 0,
+    stalled: 0,
+    ud_psn_jumps: 0,
 };
 
 /// A flow's [`FlowCounters`], allocated with its first count: clean traffic never
@@ -544,11 +587,8 @@ pub(crate) struct Flow {
     pub pair_tries: u32,
     pub counters: LazyCounters,
     pub resp: RespStream,
-    /// RNR NAKs by timer code, allocated with the first.
-    pub rnr_timers: Option<Box<[u32; 32]>>,
     /// Recovery and congestion delays, allocated with the first one.
     pub delays: Option<Box<Delays>>,
-    pub rnr_requested_us: f64,
     /// CE marks since the last CNP for this flow, and when the first of them came.
     pub ce_since_cnp: u64,
     pub ce_first_since_cnp: u64,
@@ -556,12 +596,19 @@ pub(crate) struct Flow {
     /// Bytes and time at the first and the last CNP this flow's sender received.
     pub first_cnp: Option<(u64, u64)>,
     pub last_cnp: Option<(u64, u64)>,
+    /// Retries, RNR NAKs, how the stream ended: allocated with the first of them.
+    pub trouble: Option<Box<super::stop::Trouble>>,
 }
 
 impl Flow {
     /// The flow's delay histograms, allocated when the first delay is recorded.
     pub fn delays_mut(&mut self) -> &mut Delays {
         self.delays.get_or_insert_with(Box::default)
+    }
+
+    /// The flow's trouble state, allocated with its first use.
+    pub fn trouble_mut(&mut self) -> &mut super::stop::Trouble {
+        self.trouble.get_or_insert_with(Box::default)
     }
 
     pub fn new(id: u32, key: FlowKey, version: RoceVersion, ts: u64) -> Self {
@@ -591,18 +638,17 @@ impl Flow {
             icrc: [0; 3],
             first_psn: None,
             last_psn: None,
-            rnr_timers: None,
             counters: LazyCounters::default(),
             req: ReqStream::default(),
             resp: RespStream::default(),
             ack_latency: LogHist::default(),
             delays: None,
-            rnr_requested_us: 0.0,
             ce_since_cnp: 0,
             ce_first_since_cnp: 0,
             last_ce_ts: 0,
             first_cnp: None,
             last_cnp: None,
+            trouble: None,
             marks: super::qos::Marks::new(version),
             mark_counts: Default::default(),
         }

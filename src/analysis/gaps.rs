@@ -21,6 +21,12 @@ pub(super) fn in_gap(f: &Flow, p: Psn) -> bool {
 
 /// The responder acknowledged everything up to and including `p`.
 pub(super) fn acked(req_flow: &mut Flow, p: Psn, ts: u64, all: &mut Buckets) {
+    // Progress past the PSN being retried: the retries worked.
+    if let Some(t) = req_flow.trouble.as_deref_mut() {
+        if t.retry.is_some_and(|r| p.diff(r.psn) >= 0) {
+            t.retry = None;
+        }
+    }
     let hist = &mut req_flow.ack_latency;
     req_flow.req.ackreq.pop_front_while(
         |(a, _)| a.diff(p) <= 0,

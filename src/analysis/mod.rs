@@ -33,6 +33,7 @@ mod requester;
 mod responder;
 pub mod ring;
 mod slab;
+pub mod stop;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -347,21 +348,31 @@ impl Analyzer {
 
     fn response(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce) {
         let p = r.bth.psn;
-        {
+        let after_rnr = {
             let f = self.slots[slot as usize].as_mut().expect("live flow");
+            // Soft-RoCE follows an RNR NAK(p) at once with a sequence NAK(p): the packet
+            // it had no buffer for was dropped, and those behind it arrive out of sequence.
+            let after_rnr = f.trouble.as_deref_mut().and_then(|t| t.rnr_psn.take()) == Some(p);
             if let Some(a) = r.aeth {
                 match a.kind() {
                     AethKind::Ack { .. } => {}
                     AethKind::RnrNak { timer } => {
+                        let t = f.trouble_mut();
+                        t.rnr_psn = Some(p);
+                        t.rnr_timers[usize::from(timer & 31)] += 1;
                         f.counters.rnr_nak += 1;
-                        f.rnr_timers.get_or_insert_with(Box::default)[usize::from(timer & 31)] += 1;
                         let mut e = Event::new(ts, f.id, EventKind::RnrNak).psn(p);
                         e.code = Some(timer);
                         self.log.push(e);
                     }
                     AethKind::Nak(code) => {
                         match code {
-                            NakCode::PsnSequenceError => f.counters.nak_psn_seq += 1,
+                            NakCode::PsnSequenceError => {
+                                f.counters.nak_psn_seq += 1;
+                                if after_rnr {
+                                    f.counters.nak_psn_seq_after_rnr += 1;
+                                }
+                            }
                             NakCode::InvalidRequest => f.counters.nak_invalid_request += 1,
                             NakCode::RemoteAccessError => f.counters.nak_remote_access += 1,
                             NakCode::RemoteOperationalError => {
@@ -377,7 +388,8 @@ impl Analyzer {
                     AethKind::Reserved(_) => {}
                 }
             }
-        }
+            after_rnr
+        };
         let peer = match self.slots[slot as usize].as_ref().and_then(|f| f.peer) {
             // The paired request stream sent exactly this PSN: the pairing holds.
             Some(old) if self.sent_at(old, p, ts).is_some() => Some(old),
@@ -402,7 +414,16 @@ impl Analyzer {
         if let Some(a) = r.aeth {
             let lat = &mut self.capture.latency.ack;
             match a.kind() {
-                AethKind::Ack { .. } => acked(req_flow, p, ts, lat),
+                AethKind::Ack { .. } => {
+                    acked(req_flow, p, ts, lat);
+                    // Only an ACK proper is evidence for a timer retry of a PSN it covered
+                    // (`timeout_episodes_acked`): READ responses answer their own READ.
+                    if op == Operation::Acknowledge
+                        && req_flow.req.acked().is_none_or(|a| p.diff(a) > 0)
+                    {
+                        (req_flow.req.acked_to, req_flow.req.acked_any) = (p, true);
+                    }
+                }
                 AethKind::RnrNak { timer } => {
                     acked(req_flow, p.minus(1), ts, lat);
                     requester::push_pending(
@@ -416,11 +437,16 @@ impl Analyzer {
                 }
                 AethKind::Nak(NakCode::PsnSequenceError) => {
                     acked(req_flow, p.minus(1), ts, lat);
+                    let mut in_gap = false;
                     for i in 0..req_flow.req.gaps.len() {
                         let gap = req_flow.req.gaps.get_mut(i);
                         if gap.contains(p) {
                             gap.nak = true;
+                            in_gap = true;
                         }
+                    }
+                    if !after_rnr && (in_gap || stop::skipped(req_flow, p)) {
+                        resp_flow.counters.nak_psn_seq_gap_at_tap += 1;
                     }
                     requester::push_pending(
                         req_flow,

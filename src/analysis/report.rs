@@ -22,7 +22,7 @@ pub use super::net::{
 };
 pub use super::qos::{DscpShare, Qos, SplitConnection};
 pub use counters::N_COUNTERS;
-pub use finding::{Congestion, Finding, FindingKind, NakError, Severity, Worst};
+pub use finding::{Cause, Congestion, Finding, FindingKind, Location, NakError, Severity, Worst};
 pub use opcodes::Opcodes;
 pub(super) use summary::{add_flow, add_live, summarize};
 
@@ -303,6 +303,23 @@ pub struct Totals {
     /// Hosts (source addresses of the flow summaries kept) that sent both RoCE v1 and
     /// RoCE v2.
     pub roce_v1_and_v2: u64,
+    /// Of `nak_psn_seq`, the NAKs that follow an RNR NAK for the same PSN (the responder
+    /// dropped the packet it had no buffer for): not network loss.
+    pub nak_psn_seq_after_rnr: u64,
+    /// Of `nak_psn_seq`, the NAKs naming a PSN the tap saw missing: lost before the tap.
+    pub nak_psn_seq_gap_at_tap: u64,
+    /// Timer retries whose first PSN had never passed the tap: lost before the tap.
+    pub timeout_episodes_gap_at_tap: u64,
+    /// Timer retries of a PSN an ACK that passed the tap had covered: the ACK was lost
+    /// after the tap, on its way to the requester.
+    pub timeout_episodes_acked: u64,
+    /// Request streams (QPs) that retried one PSN again and again with no progress and
+    /// then fell silent: they exhausted their retries.
+    pub retry_exhausted: u64,
+    /// Request streams that stopped in the middle of a message and never resumed.
+    pub stalled_connections: u64,
+    /// UD: times a flow's PSN jumped past the next one.
+    pub ud_psn_jumps: u64,
 }
 
 /// Rates derived from the totals (usable in `--fail-on` rules).
@@ -458,6 +475,10 @@ pub struct FlowSummary {
     pub opcodes: Opcodes,
     /// RNR timer code -> RNR NAKs.
     pub rnr_timers: BTreeMap<u8, u32>,
+    /// How the request stream ended without finishing (retries exhausted, stalled); the
+    /// JSON says it in the counters `retry_exhausted` and `stalled` and the findings.
+    #[serde(skip)]
+    pub stop: Option<crate::analysis::stop::Stop>,
 }
 
 impl FlowSummary {

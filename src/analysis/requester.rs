@@ -28,6 +28,7 @@
 use super::flow::{span_for, Cause, Episode, Flow, Pending, Read, ResentGap, Stray, Trigger};
 use super::gaps::{fill_gaps, fill_one, in_gap, open_gap};
 use super::report::{Event, EventKind};
+use super::stop::{note_retry, note_skip, skipped};
 use super::EventLog;
 use dissectors::ib::aeth::rnr_timer_us;
 use dissectors::{Operation, Psn, Roce, Transport};
@@ -60,9 +61,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
     let (ts, op, r) = (s.ts, s.op, s.r);
     let p = r.bth.psn;
     if r.transport() == Transport::Ud {
-        // A UD QP numbers every datagram it sends, whatever the destination, and
-        // nothing is ever resent: per-destination PSN jumps are normal, not gaps.
-        f.messages += 1;
+        ud(f, r);
         return;
     }
     let sent_earlier = note_ident(f, s.ident);
@@ -98,6 +97,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         if !sent_earlier {
             end_episode(&mut f.req.episode, log);
             f.req.cursor = end;
+            f.req.mid_message = !op.ends_message();
         }
         // (A new PSN sent before packets already seen, overtaken on the way, neither
         // ends the run in progress nor moves where it goes on.)
@@ -118,6 +118,7 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
                 resp_next: p,
                 closed: false,
                 rereq: false,
+                rereq_psn: Psn(0),
             });
         }
         if r.bth.ack_req {
@@ -128,6 +129,26 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         return;
     }
     behind(f, s, end, sent_earlier, log);
+}
+
+/// A UD datagram. A UD QP numbers every datagram it sends with one PSN sequence,
+/// whatever the destination, and resends nothing: a jump is a datagram lost before the tap
+/// or one sent to a destination this flow is not (another QP, another host), never a gap
+/// to wait for. Management datagrams (QP0, QP1) are left out.
+fn ud(f: &mut Flow, r: &Roce) {
+    f.messages += 1;
+    if r.bth.dest_qp.0 <= 1 {
+        return;
+    }
+    // (UD has no resend run: `cursor` holds the DETH source QP of the latest datagram.)
+    let src = Psn(r.deth.map_or(0, |d| d.src_qp.0));
+    let p = r.bth.psn;
+    if f.req.started && f.req.cursor == src && p.diff(f.req.next) > 0 {
+        f.counters.ud_psn_jumps += 1;
+    }
+    f.req.started = true;
+    f.req.cursor = src;
+    f.req.next = p.plus(1);
 }
 
 /// A request packet behind the stream (its PSN was passed before): a network copy, a
@@ -192,10 +213,18 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
     // A READ Request for the rest of a READ is the requester acting: a rewind.
     if op == Operation::ReadRequest {
         if let Some(i) = rerequest_of(f, p, r) {
-            f.req.reads_mut().get_mut(i).rereq = true;
-            f.counters.read_rerequests += 1;
+            let rd = f.req.reads_mut().get_mut(i);
+            // The same re-request again (its responses lost again, or its timer) is one
+            // more retry of it, not another re-request.
+            let again = rd.rereq && rd.rereq_psn == p;
+            (rd.rereq, rd.rereq_psn) = (true, p);
+            if !again {
+                f.counters.read_rerequests += 1;
+            }
             log.push(Event::new(ts, f.id, EventKind::ReadRerequest).psn(p));
             start_episode(f, stray, false, log);
+            // The re-issued READ Request is itself a packet sent again.
+            count_retransmission(f, Trigger::ReadRerequest);
             return;
         }
     }
@@ -424,12 +453,17 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
             let l = s.t_ns.saturating_sub(e.t_ns);
             match e.cause {
                 Cause::Nak => {
+                    if (1..=RUN_SLACK).contains(&s.psn.diff(e.psn)) {
+                        // The rewind's first packets (from the NAK's PSN) never passed the
+                        // tap: lost before it.
+                        note_skip(f, e.psn, s.psn);
+                    }
                     f.delays_mut().nak_to_resend.record(l);
                     (Trigger::Nak, Some(l))
                 }
                 Cause::Rnr(code) => {
                     f.delays_mut().rnr_wait.record(l);
-                    f.rnr_requested_us += rnr_timer_us(code);
+                    f.trouble_mut().rnr_requested_us += rnr_timer_us(code);
                     (Trigger::Rnr, Some(l))
                 }
                 Cause::ReadGap => (Trigger::ReadRerequest, Some(l)),
@@ -448,11 +482,19 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
             if let Some(l) = l {
                 f.delays_mut().timeout_observed.record(l);
             }
+            // Where its PSN was: never at the tap (lost before it), or acknowledged by an
+            // ACK the tap saw (that ACK was lost after the tap); else one tap cannot tell.
+            if s.in_gap || skipped(f, s.psn) {
+                f.counters.timeout_episodes_gap_at_tap += 1;
+            } else if f.req.acked().is_some_and(|a| a.diff(s.psn) >= 0) {
+                f.counters.timeout_episodes_acked += 1;
+            }
             (Trigger::Timeout, l)
         }
     };
     f.counters.retransmission_episodes += 1;
     f.req.last_trigger = Some(trigger);
+    note_retry(f, s.psn, s.t_ns);
     match trigger {
         Trigger::Nak => f.counters.nak_retransmission_episodes += 1,
         Trigger::Rnr => f.counters.rnr_retransmission_episodes += 1,
@@ -485,6 +527,11 @@ fn resend(f: &mut Flow, p: Psn, end: Psn, ts: u64, ident: u16, t: Trigger, log: 
     if let Some(ep) = f.req.episode.as_mut() {
         ep.last = p;
         ep.packets += 1;
+    }
+    if (1..=RUN_SLACK).contains(&p.diff(f.req.cursor)) {
+        // The run skipped PSNs the tap had seen before: their resends were lost before it.
+        let from = f.req.cursor;
+        note_skip(f, from, p);
     }
     count_retransmission(f, t);
     if let Some(g) = fill_gaps(f, false, p, ts, log) {

@@ -262,7 +262,7 @@ impl Analyzer {
             return;
         };
         self.last_seen[slot as usize] = u64::MAX;
-        settle(&mut f, &mut self.log);
+        settle(&mut f, &mut self.log, self.capture.last_ts);
         self.unlink(slot, &f);
         keep(
             &mut self.done,
@@ -297,7 +297,7 @@ impl Analyzer {
                     super::warm::warm_owned(next);
                 }
                 if let Some(f) = chunk[i].as_mut() {
-                    settle(f, &mut self.log);
+                    settle(f, &mut self.log, self.capture.last_ts);
                     keep(
                         &mut self.done,
                         &mut self.sums,
@@ -426,12 +426,13 @@ fn keep(done: &mut Vec<report::FlowSummary>, sums: &mut report::Totals, max: usi
 }
 
 /// Closes whatever is still open in a flow that ends (or idles out).
-pub(super) fn settle(f: &mut Flow, log: &mut EventLog) {
+pub(super) fn settle(f: &mut Flow, log: &mut EventLog, end_ns: u64) {
     if let Some(s) = f.req.tentative.take() {
         super::requester::resolve(f, s, None, log);
     }
     end_episode(&mut f.req.episode, log);
     end_episode(&mut f.resp.episode, log);
+    let gave_up = super::stop::settle_stop(f, end_ns);
     let mut gaps = [Gap::default(); 2 * flow::GAP_SLOTS];
     let mut n = 0;
     f.req.gaps.drain(|g| {
@@ -442,7 +443,12 @@ pub(super) fn settle(f: &mut Flow, log: &mut EventLog) {
         gaps[n] = g;
         n += 1;
     });
-    for g in &gaps[..n] {
+    for g in &mut gaps[..n] {
+        if gave_up {
+            // The requester gave up on a QP that lost these: network loss it never
+            // recovered, not packets the capture missed.
+            (g.nak, g.acked) = (true, false);
+        }
         unrecovered(f, g, log);
     }
     if f.ce_since_cnp > 0 {

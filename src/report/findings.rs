@@ -16,6 +16,7 @@ use serde::Serialize;
 use std::net::Ipv4Addr;
 
 mod cm;
+mod loss;
 mod qos;
 
 /// `198.18.0.1 → 198.18.0.2 QP 0x000201`
@@ -70,32 +71,14 @@ pub fn message(f: &Finding, r: &Report) -> String {
         .unwrap_or_default();
     let w = worst_text(r, &f.worst);
     match &f.kind {
-        FindingKind::NakPsnSeq {
-            naks,
-            retransmitted,
-            nak_to_resend_ns,
-        } => {
-            let lat = nak_to_resend_ns
-                .map(|l| format!("; NAK→resend up to {} (per-flow median)", duration(l)))
-                .unwrap_or_default();
-            format!(
-                "{naks} NAKs (PSN sequence error): packets were lost in the network and resent with go-back-N — {retransmitted} packets retransmitted after NAKs{lat}{at}; on {w}"
-            )
-        }
-        FindingKind::TimeoutRetransmissions {
-            packets,
-            observed_ns,
-        } => {
-            let obs = observed_ns
-                .map(|l| format!(" after about {}", duration(l)))
-                .unwrap_or_default();
-            format!(
-                "{packets} packets resent after a transport timeout{obs} with no NAK: the originals passed the tap and were lost after it (tail loss){at}; on {w}"
-            )
-        }
-        FindingKind::UnrecoveredGaps { gaps } => format!(
-            "{gaps} PSN gaps were NAKed but no resend of the missing PSNs was captured; on {w}"
-        ),
+        FindingKind::NakPsnSeq { .. }
+        | FindingKind::TimeoutRetransmissions { .. }
+        | FindingKind::UnrecoveredGaps { .. }
+        | FindingKind::RetryExhausted { .. }
+        | FindingKind::ConnectionStalled { .. }
+        | FindingKind::UdPsnJumps { .. }
+        | FindingKind::RnrNak { .. }
+        | FindingKind::ReadRerequests { .. } => loss::message(f, r, &w, &at).unwrap_or_default(),
         FindingKind::NakError { code, naks } => {
             let what = match code {
                 NakError::InvalidRequest => "invalid request",
@@ -116,33 +99,6 @@ pub fn message(f: &Finding, r: &Report) -> String {
         ),
         FindingKind::CaptureLoss { gaps, missing_psns } => format!(
             "{gaps} PSN gaps ({missing_psns} PSNs in all gaps) were never filled, with no NAK and no resend: the capture most likely missed these packets (sniffer overrun), they were not lost in the network{at}; on {w}"
-        ),
-        FindingKind::RnrNak {
-            naks,
-            resent,
-            waits,
-        } => {
-            let waits: Vec<String> = waits
-                .iter()
-                .map(|x| {
-                    format!(
-                        "requested {:.0} µs, waited {} median",
-                        x.requested_us_mean,
-                        duration(x.waited_median_ns)
-                    )
-                })
-                .collect();
-            let waits = if waits.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", waits.join("; "))
-            };
-            format!(
-                "{naks} RNR NAKs: the receiver had no receive buffer posted (not a network loss); {resent} packets resent after the wait{waits}{at}; on {w}"
-            )
-        }
-        FindingKind::ReadRerequests { rerequests, resent } => format!(
-            "{rerequests} READ Requests re-issued for the rest of a READ whose responses went missing; {resent} READ responses sent again{at}; on {w}"
         ),
         FindingKind::UnknownRetransmissions { packets } => format!(
             "{packets} packets were sent again with no NAK seen and no original captured (trigger unknown); on {w}"
@@ -433,7 +389,10 @@ impl Serialize for FindingJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let f = self.finding;
         let flow = f.flow();
-        let n = 4 + usize::from(flow.is_some()) + usize::from(f.t_ns.is_some());
+        let n = 4
+            + usize::from(flow.is_some())
+            + usize::from(f.t_ns.is_some())
+            + 2 * usize::from(f.cause().is_some());
         let mut st = s.serialize_struct("Finding", n)?;
         st.serialize_field("severity", &f.severity)?;
         st.serialize_field("kind", f.code())?;
@@ -443,6 +402,10 @@ impl Serialize for FindingJson<'_> {
         }
         if let Some(t) = f.t_ns {
             st.serialize_field("t_ns", &t)?;
+        }
+        if let Some((cause, location)) = f.cause() {
+            st.serialize_field("cause", cause.code())?;
+            st.serialize_field("location", location.code())?;
         }
         st.serialize_field("message", &message(f, self.report))?;
         st.end()

@@ -214,7 +214,9 @@ impl<'w> Out<'w> {
             }
         }
         if mark.reread {
+            // The re-issued READ Request is a packet sent again too (issue 38, item 4).
             self.obs.read_rerequests += 1;
+            self.obs.retransmitted_packets += 1;
         }
         self.ops[usize::from(op.0)] += 1;
         *self

@@ -25,8 +25,12 @@ pub fn rows(
         return;
     };
     for (vm, files) in vms {
+        // One directory per call: the lab's tests run side by side in one process, and a
+        // directory shared by two of them was removed under the other's reader.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir =
-            std::env::temp_dir().join(format!("rocetap-lab-sysfs-{}-{vm}", std::process::id()));
+            std::env::temp_dir().join(format!("rocetap-lab-sysfs-{}-{n}-{vm}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for (path, content) in files.as_object().into_iter().flatten() {
             let p = dir.join(path);

@@ -7,7 +7,7 @@ use crate::analysis::flow::FlowCounters;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 /// How many counters a flow has.
-pub const N_COUNTERS: usize = 36;
+pub const N_COUNTERS: usize = 43;
 
 impl FlowCounters {
     /// Every counter with its report key, in report order. (A counter added to the
@@ -50,6 +50,13 @@ impl FlowCounters {
             cnp_without_ce,
             pfc_stalls,
             pfc_stall_ns,
+            nak_psn_seq_after_rnr,
+            nak_psn_seq_gap_at_tap,
+            timeout_episodes_gap_at_tap,
+            timeout_episodes_acked,
+            retry_exhausted,
+            stalled,
+            ud_psn_jumps,
         } = *self;
         [
             ("psn_gap_events", psn_gap_events),
@@ -91,6 +98,13 @@ impl FlowCounters {
             ("cnp_without_ce", cnp_without_ce),
             ("pfc_stalls", pfc_stalls),
             ("pfc_stall_ns", pfc_stall_ns),
+            ("nak_psn_seq_after_rnr", nak_psn_seq_after_rnr),
+            ("nak_psn_seq_gap_at_tap", nak_psn_seq_gap_at_tap),
+            ("timeout_episodes_gap_at_tap", timeout_episodes_gap_at_tap),
+            ("timeout_episodes_acked", timeout_episodes_acked),
+            ("retry_exhausted", retry_exhausted),
+            ("stalled", stalled),
+            ("ud_psn_jumps", ud_psn_jumps),
         ]
     }
 }

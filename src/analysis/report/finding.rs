@@ -10,7 +10,7 @@ mod build;
 mod kind;
 
 pub(in crate::analysis) use build::{cut_short, findings};
-pub use kind::{Congestion, FindingKind, NakError, RateChange, RnrWait};
+pub use kind::{Cause, Congestion, FindingKind, Location, NakError, RateChange, RnrWait};
 
 use super::FlowSummary;
 use serde::Serialize;
@@ -90,6 +90,9 @@ impl Finding {
             FindingKind::NakPsnSeq { .. } => "nak_psn_seq",
             FindingKind::TimeoutRetransmissions { .. } => "timeout_retransmissions",
             FindingKind::UnrecoveredGaps { .. } => "unrecovered_gaps",
+            FindingKind::RetryExhausted { .. } => "retry_exhausted",
+            FindingKind::ConnectionStalled { .. } => "connection_stalled",
+            FindingKind::UdPsnJumps { .. } => "ud_psn_jumps",
             FindingKind::NakError { code, .. } => code.code(),
             FindingKind::IcrcNotPreserved { .. } => "icrc_not_preserved",
             FindingKind::IcrcBad { .. } => "icrc_bad",
@@ -116,6 +119,51 @@ impl Finding {
             FindingKind::CmTrafficClass { .. } => "cm_traffic_class",
             FindingKind::CmSetup { .. } => "cm_setup",
         }
+    }
+
+    /// What caused it and where, for a finding about loss or retransmission; `None` for
+    /// the others.
+    pub fn cause(&self) -> Option<(Cause, Location)> {
+        use Location::BeforeTap;
+        Some(match &self.kind {
+            FindingKind::NakPsnSeq {
+                naks, gap_at_tap, ..
+            } => (Cause::NetworkLoss, Location::of(*naks, *gap_at_tap, true)),
+            FindingKind::TimeoutRetransmissions {
+                episodes,
+                gap_at_tap,
+                acked,
+                ..
+            } => {
+                // (An ACK the tap saw covering a retried PSN is not proof that it was lost
+                // after the tap: it may still have been on its way when the timer fired —
+                // the lab's reorder run rewound 'acknowledged' PSNs with no ACK lost. The
+                // words say both; `acked` is not evidence enough for `ack_loss`.)
+                let _ = acked;
+                if *episodes > 0 && gap_at_tap == episodes {
+                    (Cause::TailLoss, BeforeTap)
+                } else {
+                    (Cause::Unknown, Location::Unknown)
+                }
+            }
+            FindingKind::UnrecoveredGaps { .. } => (Cause::NetworkLoss, BeforeTap),
+            FindingKind::RetryExhausted { .. } => (Cause::RetryExhausted, Location::Unknown),
+            FindingKind::ConnectionStalled { retries: 0, .. } => (Cause::Unknown, BeforeTap),
+            FindingKind::ConnectionStalled { .. } => (Cause::Unknown, Location::Unknown),
+            FindingKind::UdPsnJumps { .. } => (Cause::Unknown, BeforeTap),
+            FindingKind::RnrNak { reads: true, .. } => {
+                (Cause::ResponderOverload, Location::Unknown)
+            }
+            FindingKind::RnrNak { .. } => (Cause::ReceiverNotReady, Location::Unknown),
+            FindingKind::ReadRerequests { missing, .. } => (
+                Cause::NetworkLoss,
+                Location::of(1, u64::from(*missing > 0), false),
+            ),
+            FindingKind::UnknownRetransmissions { .. } => (Cause::Unknown, Location::Unknown),
+            FindingKind::DuplicatePackets { .. } => (Cause::Duplicate, BeforeTap),
+            FindingKind::ReorderedPackets { .. } => (Cause::Reorder, BeforeTap),
+            _ => return None,
+        })
     }
 
     /// The flow that shows it most, if any.

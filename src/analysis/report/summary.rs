@@ -55,7 +55,7 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
     let delays = f.delays.as_deref().unwrap_or(&none);
     let dur = f.last_ts.saturating_sub(f.first_ts);
     let secs = dur as f64 / 1e9;
-    let timers = f.rnr_timers.as_deref();
+    let timers = f.trouble.as_deref().map(|t| &t.rnr_timers);
     let rnr_timers = (0..32u8)
         .filter_map(|t| timers.map(|x| (t, x[usize::from(t)])))
         .filter(|&(_, n)| n > 0)
@@ -115,8 +115,10 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
         gbps_after_last_cnp: f
             .last_cnp
             .and_then(|(t, b)| gbps(f.bytes - b, f.last_ts.saturating_sub(t))),
-        rnr_requested_us_mean: (delays.rnr_wait.count() > 0)
-            .then(|| f.rnr_requested_us / delays.rnr_wait.count() as f64),
+        rnr_requested_us_mean: (delays.rnr_wait.count() > 0).then(|| {
+            f.trouble.as_deref().map_or(0.0, |t| t.rnr_requested_us)
+                / delays.rnr_wait.count() as f64
+        }),
         ack_latency: Latency::of(&f.ack_latency),
         nak_to_resend: Latency::of(&delays.nak_to_resend),
         rnr_wait: Latency::of(&delays.rnr_wait),
@@ -124,6 +126,7 @@ pub(in crate::analysis) fn summarize(f: &Flow) -> FlowSummary {
         ce_to_cnp: Latency::of(&delays.ce_to_cnp),
         opcodes: super::Opcodes::new(f.ops.clone(), f.other_ops),
         rnr_timers,
+        stop: f.trouble.as_deref().and_then(|t| t.stop),
     }
 }
 
@@ -177,5 +180,12 @@ fn add_counts(t: &mut Totals, c: &FlowCounters, icrc: [u64; 3], cnp_other_dscp: 
     t.icrc_bad += icrc[1];
     t.icrc_unchecked += icrc[2];
     t.pfc_stalls += c.pfc_stalls;
+    t.nak_psn_seq_after_rnr += c.nak_psn_seq_after_rnr;
+    t.nak_psn_seq_gap_at_tap += c.nak_psn_seq_gap_at_tap;
+    t.timeout_episodes_gap_at_tap += c.timeout_episodes_gap_at_tap;
+    t.timeout_episodes_acked += c.timeout_episodes_acked;
+    t.retry_exhausted += c.retry_exhausted;
+    t.stalled_connections += c.stalled;
+    t.ud_psn_jumps += c.ud_psn_jumps;
     t.cnp_other_dscp += u64::from(cnp_other_dscp);
 }

@@ -394,6 +394,7 @@ pub(in crate::report) fn write_flow(buf: &mut Vec<u8>, depth: usize, f: &FlowSum
         ce_to_cnp,
         opcodes,
         rnr_timers,
+        stop: _,
     } = f;
     let t = Template::at(depth);
     buf.reserve(4096); // a flow is about 3 KB: no growth in the middle of one
@@ -588,6 +589,13 @@ mod tests {
             cnp_without_ce: n,
             pfc_stalls: n,
             pfc_stall_ns: n,
+            nak_psn_seq_after_rnr: n,
+            nak_psn_seq_gap_at_tap: n,
+            timeout_episodes_gap_at_tap: n,
+            timeout_episodes_acked: n,
+            retry_exhausted: n,
+            stalled: n,
+            ud_psn_jumps: n,
         };
         assert!(
             every(1).named().iter().all(|&(_, v)| v == 1),

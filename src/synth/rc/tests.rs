@@ -193,7 +193,7 @@ fn missing_read_response_is_re_requested_for_the_rest() {
             obs.read_rerequests,
             obs.retransmitted_packets
         ),
-        (1, 1, 3)
+        (1, 1, 4)
     );
     let (_, _, obs, _) = play(
         op,
@@ -208,7 +208,7 @@ fn missing_read_response_is_re_requested_for_the_rest() {
             obs.read_rerequests,
             obs.retransmitted_packets
         ),
-        (0, 1, 2)
+        (0, 1, 3)
     );
 }
 

@@ -5,6 +5,7 @@ use super::{Congestion, Finding, FindingKind, NakError, RateChange, RnrWait, Sev
 use crate::analysis::flow::Trigger;
 use crate::analysis::net::{ArpSymptomKind, NetSummary};
 use crate::analysis::report::{Event, EventKind, FlowSummary, Totals};
+use crate::analysis::stop::StopKind;
 
 fn first_event(events: &[Event], flow: Option<u32>, pred: impl Fn(&Event) -> bool) -> Option<u64> {
     events
@@ -49,6 +50,7 @@ pub(in crate::analysis) fn findings(
     events: &[Event],
 ) -> Vec<Finding> {
     let mut out = Out(Vec::new());
+    stops(&mut out, t, flows);
     retransmissions(&mut out, t, flows, events);
     nak_errors(&mut out, t, flows, events);
     icrc(&mut out, t, flows);
@@ -60,23 +62,70 @@ pub(in crate::analysis) fn findings(
     out
 }
 
+/// Requesters that gave up and streams that stalled: what opens the report.
+fn stops(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
+    let first = |k: StopKind| flows.iter().find_map(|f| f.stop.filter(|s| s.kind == k));
+    if let Some(s) = first(StopKind::RetryExhausted) {
+        let kind = FindingKind::RetryExhausted {
+            qps: t.retry_exhausted,
+            psn: s.psn.0,
+            retries: s.retries,
+            over_ns: s.last_ns.saturating_sub(s.first_ns),
+            last_ns: s.last_ns,
+        };
+        let worst = Worst::of(flows, |f| f.counters.retry_exhausted);
+        out.add(
+            Severity::Error,
+            kind,
+            t.retry_exhausted,
+            Some(s.first_ns),
+            worst,
+        );
+    }
+    if let Some(s) = first(StopKind::Stalled) {
+        let kind = FindingKind::ConnectionStalled {
+            connections: t.stalled_connections,
+            psn: s.psn.0,
+            retries: s.retries,
+            over_ns: if s.retries > 0 {
+                s.last_ns.saturating_sub(s.first_ns)
+            } else {
+                0
+            },
+            last_ns: s.last_ns,
+        };
+        let worst = Worst::of(flows, |f| f.counters.stalled);
+        let n = t.stalled_connections;
+        out.add(Severity::Error, kind, n, Some(s.last_ns), worst);
+    }
+}
+
 /// NAK (PSN sequence error) resends, timeouts, unrecovered gaps.
 fn retransmissions(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) {
-    if t.nak_psn_seq > 0 {
+    // Sequence NAKs an RNR drop explains are told with the RNR NAKs, not as loss.
+    let loss_naks = t.nak_psn_seq - t.nak_psn_seq_after_rnr;
+    if loss_naks > 0 {
         let ts = first_event(events, None, |e| {
             e.kind == EventKind::Nak && e.code == Some(0)
         });
         let kind = FindingKind::NakPsnSeq {
-            naks: t.nak_psn_seq,
+            naks: loss_naks,
+            gap_at_tap: t.nak_psn_seq_gap_at_tap,
+            after_rnr: t.nak_psn_seq_after_rnr,
             retransmitted: t.nak_retransmissions,
             nak_to_resend_ns: max_median(flows, |f| f.nak_to_resend.median_ns),
         };
-        let worst = Worst::of(flows, |f| f.counters.nak_psn_seq);
-        out.add(Severity::Error, kind, t.nak_psn_seq, ts, worst);
+        let worst = Worst::of(flows, |f| {
+            f.counters.nak_psn_seq - f.counters.nak_psn_seq_after_rnr
+        });
+        out.add(Severity::Error, kind, loss_naks, ts, worst);
     }
     if t.timeout_retransmissions > 0 {
         let kind = FindingKind::TimeoutRetransmissions {
             packets: t.timeout_retransmissions,
+            episodes: t.timeout_retransmission_episodes,
+            gap_at_tap: t.timeout_episodes_gap_at_tap,
+            acked: t.timeout_episodes_acked,
             observed_ns: max_median(flows, |f| f.timeout_observed.median_ns),
         };
         let ts = first_event(events, None, |e| e.trigger == Some(Trigger::Timeout));
@@ -90,8 +139,15 @@ fn retransmissions(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[E
         });
         let kind = FindingKind::UnrecoveredGaps {
             gaps: unrecovered_net,
+            exhausted: t.retry_exhausted,
         };
         out.add(Severity::Error, kind, unrecovered_net, None, worst);
+    }
+    if t.ud_psn_jumps > 0 {
+        let n = t.ud_psn_jumps;
+        let worst = Worst::of(flows, |f| f.counters.ud_psn_jumps);
+        let kind = FindingKind::UdPsnJumps { jumps: n };
+        out.add(Severity::Warning, kind, n, None, worst);
     }
 }
 
@@ -168,6 +224,8 @@ fn recovery(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) 
             .collect();
         let kind = FindingKind::RnrNak {
             naks: t.rnr_nak,
+            followup_naks: t.nak_psn_seq_after_rnr,
+            reads: rnr_for_reads(flows),
             resent: t.rnr_retransmissions,
             waits,
         };
@@ -184,6 +242,7 @@ fn recovery(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) 
         let kind = FindingKind::ReadRerequests {
             rerequests: t.read_rerequests,
             resent: t.read_retransmissions,
+            missing: t.read_missing_responses,
         };
         let ts = first(&|e| e.kind == EventKind::ReadRerequest);
         let worst = Worst::of(flows, |f| f.counters.read_rerequests);
@@ -219,6 +278,18 @@ fn recovery(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) 
             worst,
         );
     }
+}
+
+/// Whether every flow that sent RNR NAKs answers a request stream of READs only: the RNR
+/// NAKs refused READs (no receive buffer is involved).
+fn rnr_for_reads(flows: &[FlowSummary]) -> bool {
+    let by_id = |id: u32| flows.binary_search_by_key(&id, |f| f.id).ok();
+    flows.iter().filter(|f| f.counters.rnr_nak > 0).all(|f| {
+        f.peer.and_then(by_id).is_some_and(|i| {
+            let p = &flows[i];
+            p.counters.reads > 0 && p.messages == p.counters.reads
+        })
+    })
 }
 
 /// PFC, the ARP / reply-path symptoms (one finding per kind), unanswered ARP.

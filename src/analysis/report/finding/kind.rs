@@ -4,6 +4,83 @@
 use crate::analysis::net::ArpSymptomKind;
 use crate::analysis::report::Totals;
 
+/// What a finding about loss or retransmission says caused it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// Packets lost on the path.
+    NetworkLoss,
+    /// ACKs lost on their way back: the requests had arrived.
+    AckLoss,
+    /// The receiver had no receive buffer (RNR).
+    ReceiverNotReady,
+    /// Sequence NAKs after an RNR drop: the packets behind the one dropped.
+    RnrFollowup,
+    /// The tail of a burst lost: nothing behind it to cause a NAK, the timer fired.
+    TailLoss,
+    /// Copies made on the way.
+    Duplicate,
+    /// Packets overtaken on the way.
+    Reorder,
+    /// The responder could not keep up (RNR NAKs for READs).
+    ResponderOverload,
+    /// The requester gave up.
+    RetryExhausted,
+    /// One tap cannot tell.
+    Unknown,
+}
+
+impl Cause {
+    /// The JSON value: `network_loss`, ...
+    pub fn code(self) -> &'static str {
+        match self {
+            Cause::NetworkLoss => "network_loss",
+            Cause::AckLoss => "ack_loss",
+            Cause::ReceiverNotReady => "receiver_not_ready",
+            Cause::RnrFollowup => "rnr_followup",
+            Cause::TailLoss => "tail_loss",
+            Cause::Duplicate => "duplicate",
+            Cause::Reorder => "reorder",
+            Cause::ResponderOverload => "responder_overload",
+            Cause::RetryExhausted => "retry_exhausted",
+            Cause::Unknown => "unknown",
+        }
+    }
+}
+
+/// Where, relative to the tap, what a finding describes happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// Between the sender and the tap.
+    BeforeTap,
+    /// Between the tap and the receiver.
+    AfterTap,
+    /// One tap cannot tell (a capture at the other end would).
+    Unknown,
+}
+
+impl Location {
+    /// The JSON value: `before_tap`, `after_tap`, `unknown`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Location::BeforeTap => "before_tap",
+            Location::AfterTap => "after_tap",
+            Location::Unknown => "unknown",
+        }
+    }
+
+    /// `BeforeTap` when all `n` have the evidence, `AfterTap` when none has and
+    /// `after` says the rest is evidence of that, else `Unknown`.
+    pub(crate) fn of(n: u64, before: u64, after: bool) -> Location {
+        if n > 0 && before == n {
+            Location::BeforeTap
+        } else if before == 0 && after {
+            Location::AfterTap
+        } else {
+            Location::Unknown
+        }
+    }
+}
+
 /// A NAK code other than PSN sequence error: the QP goes to the error state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NakError {
@@ -101,8 +178,13 @@ pub enum FindingKind {
     /// NAKs (PSN sequence error) and the go-back-N resends they caused; the largest
     /// per-flow median NAK→resend latency.
     NakPsnSeq {
-        /// NAKs with code 0 (PSN sequence error).
+        /// NAKs with code 0 (PSN sequence error) that no RNR drop explains.
         naks: u64,
+        /// Of them, those naming a PSN the tap saw missing (lost before the tap); the
+        /// rest named a PSN that passed the tap (lost after it).
+        gap_at_tap: u64,
+        /// Sequence NAKs that followed an RNR NAK for the same PSN (not counted in `naks`).
+        after_rnr: u64,
         /// Packets resent after a NAK.
         retransmitted: u64,
         /// The largest per-flow median NAK -> resend delay, ns; `None` when none was
@@ -114,6 +196,13 @@ pub enum FindingKind {
     TimeoutRetransmissions {
         /// Packets resent by the requester's timer.
         packets: u64,
+        /// Timer retries (rewinds).
+        episodes: u64,
+        /// Of them, those whose first PSN had never passed the tap (lost before it).
+        gap_at_tap: u64,
+        /// Of them, those of a PSN an ACK that passed the tap had covered (the ACK was
+        /// lost after the tap).
+        acked: u64,
         /// The largest per-flow median observed timeout, ns; `None` when none was measured.
         observed_ns: Option<u64>,
     },
@@ -121,6 +210,43 @@ pub enum FindingKind {
     UnrecoveredGaps {
         /// Gaps never filled ([`Totals::unrecovered_gap_events`] minus capture loss).
         gaps: u64,
+        /// QPs that gave up ([`Totals::retry_exhausted`]): their gaps were never resent.
+        exhausted: u64,
+    },
+    /// Requesters that retried one PSN again and again with no progress and then fell
+    /// silent: they exhausted their retries and the QP failed (`IBV_WC_RETRY_EXC_ERR`).
+    RetryExhausted {
+        /// QPs (request streams) that gave up.
+        qps: u64,
+        /// The first one's PSN retried.
+        psn: u32,
+        /// How many times it was retried.
+        retries: u32,
+        /// From its first retry to its last packet, ns.
+        over_ns: u64,
+        /// Its last packet, ns.
+        last_ns: u64,
+    },
+    /// Request streams that made no progress to the end: stopped in the middle of a
+    /// message with no retry at the tap (the requester's packets stopped reaching the
+    /// tap), or retried one PSN again and again and were still retrying at the end.
+    ConnectionStalled {
+        /// Such streams.
+        connections: u64,
+        /// The first one's next PSN, which never came (or the PSN it kept retrying).
+        psn: u32,
+        /// How often the first one retried that PSN with no progress before the capture
+        /// ended (0: it stopped, with no retry at the tap).
+        retries: u32,
+        /// From its first retry to its last packet, ns (0 without retries).
+        over_ns: u64,
+        /// The first one's last packet, ns.
+        last_ns: u64,
+    },
+    /// UD: the sender's PSN jumped past the next one.
+    UdPsnJumps {
+        /// Jumps ([`Totals::ud_psn_jumps`]).
+        jumps: u64,
     },
     /// NAKs with an error code.
     NakError {
@@ -154,6 +280,11 @@ pub enum FindingKind {
     RnrNak {
         /// RNR NAKs.
         naks: u64,
+        /// Sequence NAKs that followed them (the packets behind the one dropped).
+        followup_naks: u64,
+        /// The RNR NAKs answered READ Requests (no receive buffer is involved: the
+        /// responder could not take on more READs).
+        reads: bool,
         /// Packets resent after an RNR NAK.
         resent: u64,
         /// The first flows' requested and actual RNR waits.
@@ -165,6 +296,8 @@ pub enum FindingKind {
         rerequests: u64,
         /// READ responses sent again.
         resent: u64,
+        /// READ response PSNs the tap saw missing ([`Totals::read_missing_responses`]).
+        missing: u64,
     },
     /// Packets sent again with no NAK seen and no original captured.
     UnknownRetransmissions {

@@ -1,0 +1,162 @@
+//! A request stream that ended without finishing: a requester that retried one PSN again
+//! and again with no progress and then fell silent (it exhausted its retries: the QP went
+//! to the error state, `IBV_WC_RETRY_EXC_ERR`), or one that stopped in the middle of a
+//! message and never resumed (the tap is behind a link that died: it sees no retries).
+//! Decided once, when the flow ends; followed as it goes by the retries of one PSN and the
+//! PSNs resend runs skipped at the tap (their resends lost before it).
+
+use super::flow::Flow;
+use dissectors::{Psn, Transport};
+
+/// A requester retrying one PSN: how often, since when, until when.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Retry {
+    pub psn: Psn,
+    pub count: u32,
+    pub first_ns: u64,
+    pub last_ns: u64,
+}
+
+/// Resend-run skips remembered per flow (a NAK for one comes within a run or two).
+pub(crate) const SKIP_SLOTS: usize = 8;
+
+/// What only a flow in trouble keeps (allocated with the first RNR NAK it sends, the
+/// first rewind of its requests, or its end without finishing).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Trouble {
+    /// Rewinds to one PSN with no acknowledged progress since the first of them.
+    pub retry: Option<Retry>,
+    /// How the request stream ended without finishing, once the flow is settled.
+    pub stop: Option<Stop>,
+    /// The PSN of an RNR NAK that was this side's latest response packet.
+    pub rnr_psn: Option<Psn>,
+    /// PSNs the latest resend runs skipped at the tap (start, count; `skips` written so
+    /// far, the oldest overwritten): resends lost before the tap.
+    pub run_skips: [(Psn, u32); SKIP_SLOTS],
+    pub skips: u32,
+    /// RNR NAKs by timer code.
+    pub rnr_timers: [u32; 32],
+    /// The RNR waits the RNR NAKs this side's requests met asked for, summed, µs.
+    pub rnr_requested_us: f64,
+}
+
+/// Rewinds to one PSN with no progress that make a requester that then falls silent one
+/// that gave up. IBTA's retry count is at most 7 (Soft-RoCE and perftest use 7; some
+/// applications fewer): three retries of one PSN and silence after is no longer a loss
+/// the requester is recovering from.
+pub(crate) const GIVE_UP_RETRIES: u32 = 3;
+
+/// How a request stream ended without finishing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopKind {
+    /// The same PSN retried `retries` times with no progress, then silence.
+    RetryExhausted,
+    /// The stream stopped in the middle of a message and never resumed.
+    Stalled,
+}
+
+/// What a flow that did not finish shows of its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stop {
+    /// Gave up or stalled.
+    pub kind: StopKind,
+    /// The PSN retried (exhausted), or the next PSN that never came (stalled).
+    pub psn: Psn,
+    /// Rewinds to that PSN (0 for a stall).
+    pub retries: u32,
+    /// The first of those rewinds (the last new packet for a stall), ns.
+    pub first_ns: u64,
+    /// The flow's last packet, ns.
+    pub last_ns: u64,
+}
+
+/// The most retries a requester makes (IBTA's 3-bit retry count): a stream seen
+/// retrying one PSN this many times has given up or is about to.
+pub(crate) const MAX_RETRIES: u32 = 7;
+
+/// Decides how the flow's request stream ended, counts it and keeps it for the summary;
+/// returns whether the requester gave up (its open gaps are then losses never
+/// recovered, not capture loss). `end_ns` is the capture's last frame: a requester that
+/// gave up is silent after its last retry for longer than its retries were apart (or
+/// made the most retries any requester makes); one still retrying when the capture
+/// ended had not given up, and its connection made no progress (a stall).
+pub(super) fn settle_stop(f: &mut Flow, end_ns: u64) -> bool {
+    let rc = matches!(f.transport, Some(Transport::Rc | Transport::Xrc));
+    if !rc || !f.req.started {
+        return false;
+    }
+    if let Some(r) = f.trouble.as_deref().and_then(|t| t.retry) {
+        // Nothing new since the retries began and none of them acknowledged.
+        if r.count >= GIVE_UP_RETRIES && f.req.last_new_ts <= r.first_ns {
+            let apart = (r.last_ns - r.first_ns) / u64::from(r.count - 1);
+            let silent = end_ns.saturating_sub(f.last_ts) > 2 * apart.max(1);
+            let gave_up = silent || r.count == MAX_RETRIES;
+            let kind = if gave_up {
+                f.counters.retry_exhausted = 1;
+                StopKind::RetryExhausted
+            } else {
+                f.counters.stalled = 1;
+                StopKind::Stalled
+            };
+            f.trouble_mut().stop = Some(Stop {
+                kind,
+                psn: r.psn,
+                retries: r.count,
+                first_ns: r.first_ns,
+                last_ns: f.last_ts,
+            });
+            return gave_up;
+        }
+    }
+    // A transfer under way (at least one message done before) that stops mid-message; a
+    // stream that shows only part of its first message says nothing of how it ended.
+    if f.req.mid_message && f.messages > 0 {
+        f.counters.stalled = 1;
+        f.trouble_mut().stop = Some(Stop {
+            kind: StopKind::Stalled,
+            psn: f.req.next,
+            retries: 0,
+            first_ns: f.req.last_new_ts,
+            last_ns: f.last_ts,
+        });
+    }
+    false
+}
+
+/// A rewind to `p`: the same PSN as the rewinds before it with no progress since (an ACK
+/// past it ends the count: `gaps::acked`), or a new one.
+pub(super) fn note_retry(f: &mut Flow, p: Psn, ts: u64) {
+    let t = f.trouble_mut();
+    match t.retry.as_mut() {
+        Some(r) if r.psn == p => {
+            r.count += 1;
+            r.last_ns = ts;
+        }
+        _ => {
+            t.retry = Some(Retry {
+                psn: p,
+                count: 1,
+                first_ns: ts,
+                last_ns: ts,
+            })
+        }
+    }
+}
+
+/// A resend run skipped `[from, to)`: those resends were lost before the tap (a NAK or a
+/// timer retry naming one of them points before the tap).
+pub(super) fn note_skip(f: &mut Flow, from: Psn, to: Psn) {
+    let t = f.trouble_mut();
+    t.run_skips[t.skips as usize % SKIP_SLOTS] = (from, to.diff(from) as u32);
+    t.skips = t.skips.wrapping_add(1);
+}
+
+/// Whether one of the latest resend runs skipped `p` at the tap.
+pub(super) fn skipped(f: &Flow, p: Psn) -> bool {
+    f.trouble.as_deref().is_some_and(|t| {
+        t.run_skips.iter().any(|&(from, n)| {
+            let d = p.diff(from);
+            d >= 0 && (d as u32) < n
+        })
+    })
+}

@@ -1,0 +1,175 @@
+//! Issue 38: the story the findings tell — RNR follow-up NAKs, where a loss was relative
+//! to the tap, requesters that gave up, streams that stalled, UD PSN jumps.
+
+use super::*;
+use crate::analysis::report::{Cause, Location, Severity};
+
+fn finding<'a>(r: &'a Report, code: &str) -> Option<&'a crate::analysis::report::Finding> {
+    r.findings.iter().find(|f| f.code() == code)
+}
+
+#[test]
+fn sequence_naks_after_rnr_naks_are_not_loss() {
+    // RNR NAK(2) then at once the sequence NAK(2) (Soft-RoCE): 2 passed the tap and was
+    // dropped for want of a buffer, 3 arrived out of sequence.
+    let r = run(&[
+        req(SEND_ONLY, 1),
+        req(SEND_ONLY, 2),
+        req(SEND_ONLY, 3),
+        ack(1),
+        resp(ACK, 2, 0x20 | 4),
+        resp(ACK, 2, 0x60),
+        req(SEND_ONLY, 2),
+        req(SEND_ONLY, 3),
+        ack(3),
+    ]);
+    let t = r.totals;
+    assert_eq!((t.nak_psn_seq, t.nak_psn_seq_after_rnr), (1, 1));
+    assert!(finding(&r, "nak_psn_seq").is_none(), "{:?}", r.findings);
+    let rnr = finding(&r, "rnr_nak").expect("RNR finding");
+    assert_eq!(
+        rnr.cause(),
+        Some((Cause::ReceiverNotReady, Location::Unknown))
+    );
+}
+
+#[test]
+fn a_nak_places_the_loss_by_what_the_tap_saw() {
+    // 3 never passed the tap: lost before it.
+    let before = run(&[
+        req(SEND_ONLY, 1),
+        req(SEND_ONLY, 2),
+        req(SEND_ONLY, 4),
+        resp(ACK, 3, 0x60),
+        req(SEND_ONLY, 3),
+        req(SEND_ONLY, 4),
+        ack(4),
+    ]);
+    assert_eq!(before.totals.nak_psn_seq_gap_at_tap, 1);
+    let f = finding(&before, "nak_psn_seq").unwrap();
+    assert_eq!(f.cause(), Some((Cause::NetworkLoss, Location::BeforeTap)));
+    // 2 passed the tap and the responder NAKed it: lost after the tap.
+    let after = run(&[
+        req(SEND_ONLY, 1),
+        req(SEND_ONLY, 2),
+        req(SEND_ONLY, 3),
+        resp(ACK, 2, 0x60),
+        req(SEND_ONLY, 2),
+        req(SEND_ONLY, 3),
+        ack(3),
+    ]);
+    assert_eq!(after.totals.nak_psn_seq_gap_at_tap, 0);
+    let f = finding(&after, "nak_psn_seq").unwrap();
+    assert_eq!(f.cause(), Some((Cause::NetworkLoss, Location::AfterTap)));
+}
+
+/// SENDs 1..=3 sent once, then `rounds` timer retries of all three, 10 ms apart, each
+/// packet with the next identification; no ACK ever.
+fn retried(rounds: u32) -> Vec<(u64, Decoded)> {
+    let mut v = Vec::new();
+    let mut id = 1u16;
+    for round in 0..=rounds {
+        for p in 1..=3u32 {
+            let t = 1_000_000 + u64::from(round) * 10_000_000 + u64::from(p) * 1_000;
+            v.push((t, req_id(SEND_ONLY, p, id)));
+            id += 1;
+        }
+    }
+    v
+}
+
+#[test]
+fn a_requester_that_retries_one_psn_and_falls_silent_gave_up() {
+    let r = run_at(&retried(7));
+    assert_eq!(r.totals.timeout_retransmission_episodes, 7);
+    assert_eq!(r.totals.retry_exhausted, 1);
+    let first = &r.findings[0];
+    assert_eq!(first.code(), "retry_exhausted");
+    assert_eq!(first.severity, Severity::Error);
+    assert_eq!(
+        first.cause(),
+        Some((Cause::RetryExhausted, Location::Unknown))
+    );
+    // Retrying without end until the capture ends (Soft-RoCE under total ACK loss): it
+    // had not given up; the connection made no progress.
+    let r = run_at(&retried(20));
+    assert_eq!(
+        (r.totals.retry_exhausted, r.totals.stalled_connections),
+        (0, 1)
+    );
+    assert_eq!(r.findings[0].code(), "connection_stalled");
+    // Four retries, then silence longer than they were apart: it gave up.
+    let mut frames = retried(4);
+    frames.push((900_000_000, pkt(B, A, 0x99, SEND_ONLY, 7)));
+    let r = run_at(&frames);
+    assert_eq!(r.totals.retry_exhausted, 1);
+    // Two retries and an ACK after them: a loss recovered, nobody gave up.
+    let mut frames = retried(2);
+    frames.push((100_000_000, ack(3)));
+    let r = run_at(&frames);
+    assert_eq!(r.totals.retry_exhausted, 0);
+    assert!(finding(&r, "retry_exhausted").is_none());
+}
+
+#[test]
+fn a_stream_that_stops_mid_message_stalled() {
+    let r = run(&[
+        req(WRITE_FIRST, 1),
+        req(WRITE_MIDDLE, 2),
+        req(WRITE_LAST, 3),
+        ack(3),
+        req(WRITE_FIRST, 4),
+        req(WRITE_MIDDLE, 5),
+    ]);
+    assert_eq!(r.totals.stalled_connections, 1);
+    assert_eq!(r.findings[0].code(), "connection_stalled");
+    // The same stream finishing its message did not stall; nor does one whose only
+    // packets are part of its first message (the capture began or ended there).
+    let done = run(&[
+        req(WRITE_FIRST, 1),
+        req(WRITE_MIDDLE, 2),
+        req(WRITE_LAST, 3),
+    ]);
+    assert_eq!(done.totals.stalled_connections, 0);
+    let part = run(&[req(WRITE_FIRST, 1), req(WRITE_MIDDLE, 2)]);
+    assert_eq!(part.totals.stalled_connections, 0);
+}
+
+#[test]
+fn ud_psn_jumps_are_counted_per_sender() {
+    let r = run(&[
+        pkt(A, B, 0x400, UD_SEND, 5),
+        pkt(A, B, 0x400, UD_SEND, 6),
+        pkt(A, B, 0x400, UD_SEND, 9),
+        pkt(A, B, 0x400, UD_SEND, 10),
+    ]);
+    assert_eq!(r.totals.ud_psn_jumps, 1);
+    assert_eq!(r.totals.psn_gap_events, 0);
+    let f = finding(&r, "ud_psn_jumps").unwrap();
+    assert_eq!(f.cause(), Some((Cause::Unknown, Location::BeforeTap)));
+}
+
+#[test]
+fn rnr_naks_refusing_reads_are_the_responder_overloaded() {
+    // A READ-only requester; the responder answers a READ Request with an RNR NAK.
+    let r = run(&[
+        req(WRITE_FIRST, 1),
+        req_a(WRITE_LAST, 2),
+        ack(2),
+        read_req(3, 0x1000, 1024),
+        resp(ACK, 3, 0x20 | 4),
+        read_req(3, 0x1000, 1024),
+        resp(READ_FIRST, 3, 0x1f),
+    ]);
+    // The WRITEs make it a mixed stream: a missing receive buffer is possible.
+    let f = finding(&r, "rnr_nak").expect("RNR finding");
+    assert_eq!(f.cause().map(|c| c.0), Some(Cause::ReceiverNotReady));
+    let r = run(&[
+        read_req(3, 0x1000, 256),
+        resp(ACK, 3, 0x20 | 4),
+        read_req(3, 0x1000, 256),
+        resp(READ_FIRST, 3, 0x1f),
+    ]);
+    let f = finding(&r, "rnr_nak").expect("RNR finding");
+    assert_eq!(f.cause().map(|c| c.0), Some(Cause::ResponderOverload));
+}
