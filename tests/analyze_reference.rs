@@ -61,8 +61,17 @@ fn reference_traces_reproduce_every_observable_number() {
         let mut wrong = Vec::new();
         for (key, want) in observable {
             let got = total(&report, key);
-            if Some(got) != want.as_u64() {
-                wrong.push(format!("{key}: truth {want}, analyze {got}"));
+            // The reference truth predates issue 38, which counts a re-issued READ Request
+            // in `retransmitted_packets` too (it is a packet sent again; the truth counts
+            // only the READ responses resent after it): add the truth's own re-requests.
+            let want = match key.as_str() {
+                "retransmitted_packets" => want
+                    .as_u64()
+                    .map(|w| w + observable["read_rerequests"].as_u64().unwrap_or(0)),
+                _ => want.as_u64(),
+            };
+            if Some(got) != want {
+                wrong.push(format!("{key}: truth {want:?}, analyze {got}"));
             }
         }
         assert!(wrong.is_empty(), "{name}: {}", wrong.join("; "));

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """rxe lab: run scenarios between two Soft-RoCE VMs and record ground truth.
 
-usage: lab.py list
+usage: lab.py list | list-ci
        lab.py run OUTDIR SCENARIO [--iters N] [--snaplen S]
           -> OUTDIR/SCENARIO.pcap, OUTDIR/SCENARIO.truth.json
 
@@ -284,7 +284,8 @@ def main_run(out_dir, name, iters=None, snaplen=None):
 
     test = sc.perftest(iters)
     srv = f"timeout {SERVER_TIMEOUT} {test}"
-    cli = f"timeout {CLIENT_TIMEOUT} {test} {vmmod.B_IP}"
+    client_timeout = sc.client_timeout or CLIENT_TIMEOUT
+    cli = f"timeout {client_timeout} {test} {vmmod.B_IP}"
     count = f"-c {sc.cap_packets} " if sc.cap_packets else ""
     tcpd = f"tcpdump -i eth0 -n -s {snap} -B 16384 {count}-w /tmp/cap.pcap udp port 4791"
     truth = {
@@ -358,7 +359,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
         for f in sc.faults:
             if f.later:
                 vms[f.vm].sh(later_command(f))
-        deadline = t1 + CLIENT_TIMEOUT + 20
+        deadline = t1 + client_timeout + 20
         while time.time() < deadline:
             if a.sh("test -f /tmp/client.rc")[0] == 0:
                 break
@@ -515,8 +516,10 @@ def observable(sc, t):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] == "list":
+    if len(argv) < 2 or argv[1] in ("list", "list-ci"):
         for s in scenarios.SCENARIOS:
+            if argv[1:2] == ["list-ci"] and s.extended:
+                continue
             print(f"{s.name:16s} {s.desc}")
         return 0
     if argv[1] != "run" or len(argv) < 4 or argv[3] not in scenarios.BY_NAME:

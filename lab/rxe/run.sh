@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# usage: lab/rxe/run.sh list
-#        lab/rxe/run.sh [-n ITERS] [-s SNAPLEN] OUTDIR SCENARIO... | all
+# usage: lab/rxe/run.sh list | list-ci
+#        lab/rxe/run.sh [-n ITERS] [-s SNAPLEN] OUTDIR SCENARIO... | all | ci
+# (`ci`: every scenario but the extended ones, as tests/lab_rxe.rs runs them)
 # Boots two Soft-RoCE VMs per scenario (qemu/TCG, Debian's kernel with rdma_rxe), injects the
 # scenario's faults, captures on the tap VM and writes OUTDIR/SCENARIO.pcap and
 # OUTDIR/SCENARIO.truth.json. Scenarios run one at a time. -n overrides perftest's message
@@ -11,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 L=${RXE_LAB:-/var/tmp/rxe-lab}
 SCENARIO_TIMEOUT=${RXE_SCENARIO_TIMEOUT:-420}   # s per scenario (normally 35-60 s)
 
-if [ "${1:-list}" = list ]; then exec python3 "$here/lab.py" list; fi
+if [ "${1:-list}" = list ] || [ "${1:-}" = list-ci ]; then exec python3 "$here/lab.py" "${1:-list}"; fi
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -21,7 +22,7 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-[ $# -ge 2 ] || { echo "usage: run.sh [-n ITERS] [-s SNAPLEN] OUTDIR SCENARIO... | all" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: run.sh [-n ITERS] [-s SNAPLEN] OUTDIR SCENARIO... | all | ci" >&2; exit 2; }
 out=$1; shift
 # idempotent (about 1 s when everything is built); repacks the initramfs if init.sh changed
 bash "$here/build.sh"
@@ -54,8 +55,8 @@ if [ -n "$bin" ] && [ -x "$bin" ]; then
 else
   echo "no rocetap binary for the VMs (set ROCETAP_BIN or install cargo): the QP-table checks will fail" >&2
 fi
-if [ "$1" = all ]; then
-  mapfile -t all < <(python3 "$here/lab.py" list | awk '{print $1}')
+if [ "$1" = all ] || [ "$1" = ci ]; then
+  mapfile -t all < <(python3 "$here/lab.py" "$([ "$1" = ci ] && echo list-ci || echo list)" | awk '{print $1}')
   set -- "${all[@]}"
 fi
 mkdir -p "$out"

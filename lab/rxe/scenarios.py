@@ -45,6 +45,10 @@ class Scenario:
     mtu: int = 1500           # eth MTU; rxe's RoCE path MTU is the largest IB MTU below it
     faults: list = field(default_factory=list)
     cap_packets: int = 0      # tcpdump -c (0: no limit): bounds a capture that could fill the VM's RAM
+    client_timeout: int = 0   # s the perftest client may run (0: lab.py's CLIENT_TIMEOUT)
+    # run by `run.sh OUT all` and by hand, not by CI's `run.sh OUT ci` (minutes each under
+    # TCG; their stories are held by committed samples or by the shorter scenarios)
+    extended: bool = False
     server: bool = True       # start perftest's server on B (False: nobody listens)
     client_fails: bool = False  # the client is expected to fail (exit non-zero)
     # compare `rocetap qp-table` (RDMA netlink) with `rdma res show qp` in both VMs while the
@@ -121,26 +125,26 @@ SCENARIOS = [
     Scenario("loss-downstream-atomic", "atomics, 2% loss on the responder's ingress (ifb0), AFTER its tap",
              "ib_atomic_bw", 2000, size=0, faults=[ingress("B", "loss 2%")]),
     Scenario("read-overload", "8 QPs of 64 KiB READs (-q 8), no faults: the responder cannot keep up; tap on the "
-             "requester", "ib_read_bw", 40, size=65536, flags="-q 8", tap="A"),
+             "requester", "ib_read_bw", 40, size=65536, flags="-q 8", tap="A", extended=True),
     Scenario("ud-loss", "UD SENDs of 1 KiB (-c UD), 2% loss of the requester's RoCE on its egress (before the "
              "tap); tap on the responder: UD has no retries, the sender's PSN jumps once per lost datagram",
-             "ib_send_bw", 600, size=1024, flags="-c UD", faults=[egress("A", "loss 2%")]),
+             "ib_send_bw", 600, size=1024, flags="-c UD", faults=[egress("A", "loss 2%")], extended=True),
     Scenario("bidir", "bidirectional WRITEs (-b: both sides are requesters), 2% loss of A's RoCE on its egress "
              "(before the tap); tap on B", "ib_write_bw", 300, flags="-b", faults=[egress("A", "loss 2%")]),
     Scenario("dead-ack", "every ACK lost: 100% loss of the responder's RoCE egress (before the wire); tap on the "
              "requester: A retries by its timer until it gives up (retry_exceeded_err); the client fails",
              "ib_write_bw", 100, tap="A", faults=[egress("B", "loss 100%")], client_fails=True,
-             cap_packets=200000),
+             cap_packets=200000, extended=True),
     Scenario("dead-link-midrun", "the link dies mid-run after the responder's tap: its RoCE ingress (ifb0) goes "
              "from 0% to 100% loss 4 s after the client starts; tap on the responder, which sees A's retries of the "
              "same PSN until A gives up (retry_exceeded_err); the client fails",
              "ib_write_bw", 20000, faults=[ingress("B", "loss 0%", later="loss 100%", after_s=4.0)],
-             client_fails=True, cap_packets=200000),
+             client_fails=True, cap_packets=200000, client_timeout=45),
     Scenario("dead-link-upstream", "the link dies mid-run before the responder's tap: the requester's RoCE egress "
              "goes from 0% to 100% loss 4 s after the client starts; tap on the responder, which sees the traffic "
              "stop and never resume (no retries reach it) while A gives up; the client fails",
              "ib_write_bw", 20000, faults=[egress("A", "loss 0%", later="loss 100%", after_s=4.0)],
-             client_fails=True, cap_packets=200000),
+             client_fails=True, cap_packets=200000, client_timeout=45),
 ]
 
 BY_NAME = {s.name: s for s in SCENARIOS}
