@@ -261,6 +261,12 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>, pmtu: u32) -> Wire {
     // (qp of A, capture idx, event, psn)
     let mut events: Vec<(u32, usize, Ev, u32)> = Vec::new();
     let mut resp: HashMap<u32, (u32, u32)> = HashMap::new(); // qp -> (last, max)
+                                                             // A's first READ Request per QP of A (its PSN is the first response's): a stream whose
+                                                             // first response was lost before the tap is missing it too.
+    let mut first_read: HashMap<u32, u32> = HashMap::new();
+    for p in pkts.iter().filter(|p| p.a_to_b() && p.op == 0x0C) {
+        first_read.entry(a_of(p.qp)).or_insert(p.psn);
+    }
     let mut resp_distinct = HashSet::new();
     for p in pkts.iter().filter(|p| p.b_to_a() && p.is_rc_response()) {
         if let Some(k) = p.nak_kind() {
@@ -269,6 +275,12 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>, pmtu: u32) -> Wire {
         if p.is_read_response() {
             w.read_responses += 1;
             resp_distinct.insert((p.qp, p.psn));
+            if !resp.contains_key(&p.qp) {
+                if let Some(&f) = first_read.get(&p.qp).filter(|&&f| psn_lt(f, p.psn)) {
+                    let before = f.wrapping_sub(1) & 0xFF_FFFF;
+                    resp.insert(p.qp, (before, before));
+                }
+            }
             match resp.get_mut(&p.qp) {
                 None => {
                     resp.insert(p.qp, (p.psn, p.psn));
