@@ -275,11 +275,9 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>, pmtu: u32) -> Wire {
         if p.is_read_response() {
             w.read_responses += 1;
             resp_distinct.insert((p.qp, p.psn));
-            if !resp.contains_key(&p.qp) {
-                if let Some(&f) = first_read.get(&p.qp).filter(|&&f| psn_lt(f, p.psn)) {
-                    let before = f.wrapping_sub(1) & 0xFF_FFFF;
-                    resp.insert(p.qp, (before, before));
-                }
+            if let Some(&f) = first_read.get(&p.qp).filter(|&&f| psn_lt(f, p.psn)) {
+                let before = f.wrapping_sub(1) & 0xFF_FFFF;
+                resp.entry(p.qp).or_insert((before, before));
             }
             match resp.get_mut(&p.qp) {
                 None => {
