@@ -10,7 +10,7 @@ use super::rules::{fixed_config, Host, Lint, Rule};
 use super::static_ipam::Problem;
 use crate::config::limits::{CNI_CONFIG_MAX_BYTES, CNI_MAX_PLUGINS};
 use crate::netcheck::checks::{Evidence, Finding, Severity};
-use crate::netcheck::report::{plural, write_body};
+use crate::netcheck::report::{escaped, plural, write_body};
 use crate::report::safe::term;
 use crate::report::style::{Paint, Tone};
 use serde::Serialize;
@@ -337,27 +337,6 @@ fn words(l: &Lint) -> Words {
     }
 }
 
-/// `f` with every text escaped for a terminal by [`term`] (the snippet line by line).
-fn safe(f: &Finding) -> Finding {
-    let t = |x: &str| term(x).into_owned();
-    Finding {
-        id: f.id,
-        severity: f.severity,
-        title: t(&f.title),
-        detail: t(&f.detail),
-        evidence: f
-            .evidence
-            .iter()
-            .map(|e| ev(t(&e.query), t(&e.answer)))
-            .collect(),
-        fix: f.fix.iter().map(|x| t(x)).collect(),
-        snippet: f
-            .snippet
-            .as_ref()
-            .map(|sn| sn.lines().map(t).collect::<Vec<_>>().join("\n")),
-    }
-}
-
 fn prefix_for(n: u64) -> u8 {
     (1..=30u8)
         .rev()
@@ -498,7 +477,7 @@ impl Report {
             };
             // names, values and keys in the words come from the input: escaped here,
             // once, for the terminal (the JSON report carries them raw, encoded)
-            let x = &safe(x);
+            let x = &escaped(x);
             let _ = writeln!(
                 s,
                 "\n{} {}: {}",
