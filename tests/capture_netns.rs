@@ -949,20 +949,40 @@ fn write_errors_stop_with_a_valid_file_and_exit_2() {
         "{err}"
     );
     // A 256 KiB tmpfs filled mid-capture: the file keeps every complete frame.
+    let (frames, stdout, err) = onto_a_full_disk(&dir, &ns, "capture", "full.pcap", "copy.pcap");
+    assert!(stdout.contains("rc=2"), "{stdout} {err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains("valid up to the last complete frame"), "{err}");
+    let got = frames_of(&dir.path("copy.pcap"));
+    assert!(got.len() > 50 && got.len() < 600, "{} frames", got.len());
+    assert_eq!(got, frames[..got.len()].to_vec());
+}
+
+/// Runs `rocetap CMD -i IF -w FILE` in `ns`'s B side onto a 256 KiB tmpfs of its own mount
+/// namespace while 600 RoCE frames of 1,400 bytes are replayed to it, so the disk fills
+/// mid-run; `copy` (in `dir`) keeps what was written. Returns the frames sent, the
+/// script's stdout (with `rc=N`) and rocetap's stderr.
+fn onto_a_full_disk(
+    dir: &TempDir,
+    ns: &Netns,
+    cmd: &str,
+    file: &str,
+    copy: &str,
+) -> (Vec<Vec<u8>>, String, String) {
     let mnt = dir.path("small");
     std::fs::create_dir(&mnt).unwrap();
     let frames: Vec<Vec<u8>> = (0..600)
         .map(|i| Roce::send(0x88, i, 1400).bytes())
         .collect();
-    let trace = write_trace(&dir, "in.pcap", &frames);
-    let out = mnt.join("full.pcap");
+    let trace = write_trace(dir, "in.pcap", &frames);
+    let out = mnt.join(file);
     let script = format!(
-        "mount -t tmpfs -o size=256k rtcap {m} && {b} capture -i {i} -w {o} --duration 30 -c 600; echo rc=$?; cp {o} {copy}; umount {m}",
+        "mount -t tmpfs -o size=256k rtcap {m} && {b} {cmd} -i {i} -w {o} --duration 30 -c 600; echo rc=$?; cp {o} {copy}; umount {m}",
         m = mnt.display(),
         b = bin(),
         i = ns.if_b,
         o = out.display(),
-        copy = dir.path("copy.pcap").display()
+        copy = dir.path(copy).display()
     );
     let child = Command::new("ip")
         .args(["netns", "exec", &ns.b, "unshare", "-m", "sh", "-c", &script])
@@ -973,14 +993,11 @@ fn write_errors_stop_with_a_valid_file_and_exit_2() {
     std::thread::sleep(Duration::from_millis(1500));
     ns.replay(&trace, Some(2000));
     let o = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(stdout.contains("rc=2"), "{stdout} {err}");
-    assert!(err.contains("No space left on device"), "{err}");
-    assert!(err.contains("valid up to the last complete frame"), "{err}");
-    let got = frames_of(&dir.path("copy.pcap"));
-    assert!(got.len() > 50 && got.len() < 600, "{} frames", got.len());
-    assert_eq!(got, frames[..got.len()].to_vec());
+    (
+        frames,
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 /// `analyze -i -w` on a disk that fills up: the analysis of every frame captured is still
@@ -993,32 +1010,8 @@ fn analyze_live_on_a_full_disk_still_prints_the_analysis() {
     }
     let dir = TempDir::new("analyze-full");
     let ns = Netns::new();
-    let mnt = dir.path("small");
-    std::fs::create_dir(&mnt).unwrap();
-    let frames: Vec<Vec<u8>> = (0..600)
-        .map(|i| Roce::send(0x88, i, 1400).bytes())
-        .collect();
-    let trace = write_trace(&dir, "in.pcap", &frames);
-    let out = mnt.join("full.pcapng");
-    let script = format!(
-        "mount -t tmpfs -o size=256k rtcap {m} && {b} analyze -i {i} -w {o} --duration 30 -c 600; echo rc=$?; cp {o} {copy}; umount {m}",
-        m = mnt.display(),
-        b = bin(),
-        i = ns.if_b,
-        o = out.display(),
-        copy = dir.path("copy.pcapng").display()
-    );
-    let child = Command::new("ip")
-        .args(["netns", "exec", &ns.b, "unshare", "-m", "sh", "-c", &script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    ns.replay(&trace, Some(2000));
-    let o = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
+    let (frames, stdout, err) =
+        onto_a_full_disk(&dir, &ns, "analyze", "full.pcapng", "copy.pcapng");
     assert!(stdout.contains("rc=2"), "{stdout} {err}");
     let first = stdout.lines().next().unwrap_or_default();
     assert!(
