@@ -103,7 +103,7 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             } else {
                 let other = episodes - gap_at_tap - acked;
                 format!(
-                    "of {episodes} timer retries, {gap_at_tap} resent PSNs that never passed the tap (lost before it), {acked} PSNs the tap saw acknowledged (the ACK lost after it, or late), and {other} PSNs that passed the tap unacknowledged: the packet lost after the tap, its tail lost before it, or its ACK lost — one tap cannot tell, a capture at the other end would"
+                    "of {episodes} timer retries, {gap_at_tap} resent from a PSN that never passed the tap (lost before it), {acked} from a PSN the tap saw acknowledged (its ACK lost between the tap and the requester, or late), and {other} from a PSN that passed the tap unacknowledged (the packet lost after the tap, the rest of its burst lost before it, or its ACK lost) — one tap cannot tell, a capture at the other end would"
                 )
             };
             format!(
