@@ -65,6 +65,9 @@ pub(crate) struct Gap {
     /// The tail of a gap a late original split in two: its filling is not another
     /// recovered gap (the gap was counted once).
     pub part: bool,
+    /// Open longer than the gap timeout: already counted as unrecovered (a fill now
+    /// counts in `gaps_filled_late`, not as recovered).
+    pub late: bool,
 }
 
 impl Gap {
@@ -291,7 +294,7 @@ pub struct FlowCounters {
     pub missing_psns: u64,
     /// Gaps whose first missing PSN later passed the tap in a resend.
     pub recovered_gap_events: u64,
-    /// Gaps never filled by the time the flow ended.
+    /// Gaps not filled within the gap timeout, or by the time the flow ended.
     pub unrecovered_gap_events: u64,
     /// Of the unrecovered gaps, those no NAK named or that the responder acknowledged
     /// anyway: most likely packets the capture missed.
@@ -384,6 +387,8 @@ pub struct FlowCounters {
     /// UD: times the sender's PSN jumped past the next one (a datagram lost before the
     /// tap, or sent to a destination this flow is not).
     pub ud_psn_jumps: u64,
+    /// Of the unrecovered gaps, those filled after all, later than the gap timeout.
+    pub gaps_filled_late: u64,
 }
 
 /// All zero: what a flow that never counted anything reports.
@@ -431,6 +436,7 @@ const NO_COUNTS: FlowCounters = FlowCounters {
     retry_exhausted: 0,
     stalled: 0,
     ud_psn_jumps: 0,
+    gaps_filled_late: 0,
 };
 
 /// A flow's [`FlowCounters`], allocated with its first count: clean traffic never

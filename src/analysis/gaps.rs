@@ -66,6 +66,7 @@ pub(super) fn open_gap(
         nak: false,
         acked: false,
         part: false,
+        late: false,
     };
     if resp {
         f.counters.read_missing_responses += u64::from(len);
@@ -91,10 +92,11 @@ pub(super) fn open_gap(
     }
 }
 
-/// A gap ends without its PSNs ever passing the tap.
+/// A gap ends without its PSNs ever passing the tap (once: a gap already counted at the
+/// gap timeout is not counted again).
 pub(super) fn unrecovered(f: &mut Flow, g: &Gap, log: &mut EventLog) {
-    if g.len == 0 {
-        return; // filled
+    if g.len == 0 || g.late {
+        return; // filled, or counted
     }
     f.counters.unrecovered_gap_events += 1;
     let capture_loss = g.acked || !g.nak;
@@ -105,6 +107,43 @@ pub(super) fn unrecovered(f: &mut Flow, g: &Gap, log: &mut EventLog) {
     e.count = u64::from(g.len);
     e.capture_loss = Some(capture_loss);
     log.push(e);
+}
+
+/// Counts the gaps open longer than the gap timeout at capture time `now` as unrecovered
+/// now, while the flow lives; they stay open, so that a late fill is still seen.
+pub(super) fn age(f: &mut Flow, now: u64, log: &mut EventLog) {
+    let limit = now.saturating_sub(log.gap_timeout_ns);
+    for resp in [false, true] {
+        let gaps = if resp { &f.resp.gaps } else { &f.req.gaps };
+        let n = gaps.len();
+        for i in 0..n {
+            let gaps = if resp {
+                &mut f.resp.gaps
+            } else {
+                &mut f.req.gaps
+            };
+            let g = gaps.get_mut(i);
+            if g.len > 0 && !g.late && g.t_ns < limit {
+                let was = *g;
+                g.late = true;
+                unrecovered(f, &was, log);
+            }
+        }
+    }
+}
+
+/// A gap being filled at `ts`: counted as unrecovered first if it was open longer than
+/// the gap timeout (whether or not a sweep saw it so), then as filled late. Returns
+/// whether it was late.
+fn filled_late(f: &mut Flow, g: &mut Gap, ts: u64, log: &mut EventLog) -> bool {
+    if !g.late && ts.saturating_sub(g.t_ns) > log.gap_timeout_ns {
+        unrecovered(f, g, log);
+        g.late = true;
+    }
+    if g.late {
+        f.counters.gaps_filled_late += 1;
+    }
+    g.late
 }
 
 /// A PSN passing the tap again fills the gap that lacked it; returns the gap as it was.
@@ -123,9 +162,9 @@ pub(super) fn fill_gaps(
     for i in 0..gaps.len() {
         let g = gaps.get_mut(i);
         if g.len > 0 && g.contains(p) {
-            let filled = *g;
+            let mut filled = *g;
             g.len = 0; // filled: the resend covers the rest (go-back-N)
-            if filled.part {
+            if filled_late(f, &mut filled, ts, log) || filled.part {
                 return Some(filled);
             }
             f.counters.recovered_gap_events += 1;
@@ -168,7 +207,8 @@ pub(super) fn fill_one(f: &mut Flow, p: Psn, ts: u64, log: &mut EventLog) {
             }
         }
     }
-    if before == 0 && after == 0 && !g.part {
+    let mut whole = g;
+    if before == 0 && after == 0 && !filled_late(f, &mut whole, ts, log) && !g.part {
         f.counters.recovered_gap_events += 1;
         log.push(Event::new(ts, f.id, EventKind::GapRecovered).psn(g.start));
     }

@@ -63,6 +63,11 @@ pub struct Config {
     /// Summaries of finished flows kept for the report; beyond it a flow only counts in
     /// the totals, so memory stays bounded whatever the number of QPs over time.
     pub max_flow_summaries: usize,
+    /// A PSN gap still open this long after it opened (capture time) is counted as
+    /// unrecovered then, while its flow lives; filled later, it also counts in
+    /// `gaps_filled_late`. Longer than any transport retry: 7 retries at the timeout
+    /// rdma_cm sets for RoCE (exponent 18, 1.07 s) take 8.6 s.
+    pub gap_timeout_ns: u64,
 }
 
 impl Default for Config {
@@ -73,6 +78,7 @@ impl Default for Config {
             link_bps: 100_000_000_000,
             arp_prefix_len: 24,
             max_flow_summaries: 20_000,
+            gap_timeout_ns: 30_000_000_000,
         }
     }
 }
@@ -87,6 +93,8 @@ pub(crate) struct EventLog {
     pub dropped: u64,
     cap: usize,
     packet: events::PacketEvents,
+    /// [`Config::gap_timeout_ns`]: what the gap code needs to tell a late fill.
+    pub gap_timeout_ns: u64,
 }
 
 impl EventLog {
@@ -128,6 +136,11 @@ pub(crate) struct Global {
     pub time_backwards: u64,
     /// Latency samples of every flow, in fixed buckets.
     pub latency: buckets::LatencyBuckets,
+    /// RoCE packets whose ICRC the snaplen cut off (not malformed ones).
+    pub icrc_cut: u64,
+    /// The shortest and the longest captured length of those (the capture's snaplen when
+    /// they agree).
+    pub cut_at: (u32, u32),
 }
 
 /// The analyzer: feed it every frame in capture order with [`Analyzer::ingest`], then take
@@ -163,6 +176,11 @@ pub struct Analyzer {
     cut_short: Vec<(String, u64)>,
     /// Connection setups from the CM MADs.
     cm: cm::CmTracker,
+    /// Capture time from which open gaps are next looked at for the gap timeout.
+    next_gap_check: u64,
+    /// For [`Analyzer::advance`]: the latest capture time and the wall time at which a
+    /// call first saw it.
+    clock: Option<(u64, u64)>,
 }
 
 impl Analyzer {
@@ -191,6 +209,7 @@ impl Analyzer {
             next_id: 0,
             log: EventLog {
                 cap: cfg.max_events,
+                gap_timeout_ns: cfg.gap_timeout_ns,
                 ..EventLog::default()
             },
             capture: Global::default(),
@@ -198,6 +217,8 @@ impl Analyzer {
             frames_since_sweep: 0,
             cut_short: Vec::new(),
             cm: cm::CmTracker::default(),
+            next_gap_check: 0,
+            clock: None,
         }
     }
 
@@ -248,6 +269,14 @@ impl Analyzer {
         }
         if let Some(r) = &d.roce {
             self.capture.roce_packets += 1;
+            if r.icrc == dissectors::IcrcStatus::Truncated && d.stop.kind != StopKind::Malformed {
+                self.capture.icrc_cut += 1;
+                let (lo, hi) = self.capture.cut_at;
+                self.capture.cut_at = match self.capture.icrc_cut {
+                    1 => (d.cap_len, d.cap_len),
+                    _ => (lo.min(d.cap_len), hi.max(d.cap_len)),
+                };
+            }
             self.roce(ts, d, r, hint);
         } else if let Some(a) = &d.arp {
             let iface = d.sll.and_then(|s| s.ifindex).unwrap_or(iface);
@@ -490,6 +519,7 @@ impl Analyzer {
             dropped: self.log.dropped,
             cap: usize::MAX,
             packet: Default::default(),
+            gap_timeout_ns: self.cfg.gap_timeout_ns,
         };
         // Unanswered ARP requests become events only at the end of the run.
         let net = self.net.clone().finish(&mut EventLog::default());
@@ -502,6 +532,29 @@ impl Analyzer {
             net,
             &self.cut_short,
         )
+    }
+
+    /// Tells a live analyzer that the wall clock reads `wall_ns` (any epoch): flows idle
+    /// longer than [`Config::idle_timeout_ns`] are retired and gaps open longer than
+    /// [`Config::gap_timeout_ns`] counted as unrecovered, also when no frame comes. The
+    /// analyzer keeps no clock: capture time is taken to have moved on by as much wall
+    /// time as passed since the call that first saw the latest frame (so a clock or
+    /// timestamp source with another epoch does no harm; late by one call at most).
+    /// Allocates nothing; meant for a once-a-second tick, not per packet.
+    pub fn advance(&mut self, wall_ns: u64) {
+        let last = self.capture.last_ts;
+        if self.capture.first_ts.is_none() {
+            return;
+        }
+        let (seen, at) = match self.clock {
+            Some((seen, at)) if seen == last => (seen, at),
+            _ => {
+                self.clock = Some((last, wall_ns));
+                (last, wall_ns)
+            }
+        };
+        let now = seen.saturating_add(wall_ns.saturating_sub(at));
+        self.sweep(now);
     }
 
     /// Flows (one per direction and QP) held live now, not yet retired.

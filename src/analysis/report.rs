@@ -158,6 +158,13 @@ pub struct Totals {
     pub flows: u64,
     /// RC connections: pairs of flows found to be the two directions of one connection.
     pub connections: u64,
+    /// Flows retired because their last frame was older than the idle timeout (a frame
+    /// of the same key after that begins a new flow); flows live at the end are not.
+    pub flows_expired: u64,
+    /// Times a request came with a PSN no live connection could send next (more than
+    /// 2^22 from the expected one): its QP number was reused by a new connection, whose
+    /// flows begin anew.
+    pub flows_restarted: u64,
     /// NAKs with syndrome 0x60 (PSN sequence error); the others by code below.
     pub nak_psn_seq: u64,
     /// NAKs with AETH NAK code 1 (invalid request).
@@ -177,13 +184,17 @@ pub struct Totals {
     pub psn_gap_events: u64,
     /// PSNs skipped by those jumps.
     pub missing_psns: u64,
-    /// Gaps whose first missing PSN later passed the tap in a resend.
+    /// Gaps whose first missing PSN later passed the tap in a resend (within the gap
+    /// timeout).
     pub recovered_gap_events: u64,
-    /// Gaps never filled.
+    /// Gaps not filled within the gap timeout (`gaps_filled_late` of them were later).
     pub unrecovered_gap_events: u64,
     /// Unfilled gaps with no NAK naming them (or that the responder acknowledged
     /// anyway): most likely packets the capture missed.
     pub capture_loss_gap_events: u64,
+    /// Of the unrecovered gaps, those filled after all, later than the gap timeout
+    /// (counted as unrecovered when the timeout passed, while the flow lived).
+    pub gaps_filled_late: u64,
     /// Packets sent again: go-back-N resends after a NAK (the one filling a gap
     /// included), after an RNR NAK, after a timeout, and READ responses sent again after a
     /// re-issued READ Request (that request itself is not counted).
@@ -247,6 +258,11 @@ pub struct Totals {
     pub icrc_bad: u64,
     /// RoCE packets whose ICRC was cut by the snaplen or not computed.
     pub icrc_unchecked: u64,
+    /// Of those, the packets whose ICRC the capture's snaplen cut off.
+    pub icrc_cut: u64,
+    /// The snaplen that cut them: the captured length of those packets, when they all
+    /// have the same (0 when none was cut, or when they were cut at different lengths).
+    pub cut_at_bytes: u32,
     /// Frames a dissector rejected as malformed (a header field with an impossible value).
     pub malformed: u64,
     /// Frames cut short before a header they announce was complete.
@@ -658,6 +674,11 @@ pub(super) fn build(
         arp_state_dropped: net.arp_state_dropped,
         events_dropped: log.dropped,
         input_cut_short: cut_short.len() as u64,
+        icrc_cut: global.icrc_cut,
+        cut_at_bytes: match global.cut_at {
+            (lo, hi) if lo == hi => hi,
+            _ => 0,
+        },
         ..sums
     };
     // Both the flows' sums and the frames without a matching CE flow count here.

@@ -221,16 +221,88 @@ pub(super) const CACHE_WAYS: usize = 64;
 /// An empty cache entry.
 pub(super) const NO_SLOT: u32 = u32::MAX;
 
+/// How far a request's PSN may be from the one its flow expects next, either way, and
+/// still belong to the same connection: 2^22, a quarter of the PSN space. IBTA lets a
+/// requester have at most 2^23 PSNs outstanding (half the space, so that the responder
+/// tells duplicates from new requests), and at the tap a live connection moves by what
+/// was lost before it (forward) or by a go-back-N rewind to the oldest unacknowledged
+/// PSN (back): both would need more than four million packets in flight (16 GiB at a
+/// 4 KiB PMTU), which no HCA's send queue holds, and a gap further behind is already
+/// given up ([`super::gaps`]' horizon). A QP number a new connection reuses starts
+/// from a random PSN (rdma-core and the kernel draw it), so half of such reuses land
+/// this far away; the others are told by the silence before them (the idle timeout).
+pub(super) const PSN_FAR: i32 = 1 << 22;
+
+/// Whether request PSN `p` is too far from `next` for one live connection.
+#[inline]
+pub(super) fn psn_far(p: Psn, next: Psn) -> bool {
+    let d = p.diff(next);
+    !(-PSN_FAR..=PSN_FAR).contains(&d)
+}
+
 impl Analyzer {
-    /// Summarises flows idle since before `now - idle_timeout`.
+    /// Summarises flows idle since before `now - idle_timeout`, and counts the gaps open
+    /// longer than the gap timeout as unrecovered (looked at every eighth of it).
     pub(super) fn sweep(&mut self, now: u64) {
         let limit = now.saturating_sub(self.cfg.idle_timeout_ns);
         for slot in 0..self.last_seen.len() {
             if self.last_seen[slot] < limit {
-                self.retire(slot as u32);
+                self.expire(slot as u32);
+            }
+        }
+        if now >= self.next_gap_check {
+            self.next_gap_check = now.saturating_add(self.cfg.gap_timeout_ns / 8);
+            for slot in 0..self.last_seen.len() {
+                if let Some(f) = self.slots[slot].as_mut() {
+                    super::gaps::age(f, now, &mut self.log);
+                }
             }
         }
         self.prune_connections();
+    }
+
+    /// Retires a flow whose last frame is older than the idle timeout.
+    fn expire(&mut self, slot: u32) {
+        if self.slots[slot as usize].is_some() {
+            self.sums.flows_expired += 1;
+            self.retire(slot);
+        }
+    }
+
+    /// Whether the flow in `slot` is over, seen from a frame at `ts`: idle for longer
+    /// than the idle timeout (expired), or, for a request, with a PSN no live connection
+    /// could have sent next (`Some(true)`: its QP number was reused).
+    #[inline]
+    fn is_over(&self, slot: u32, d: &Decoded, r: &Roce, ts: u64) -> Option<bool> {
+        if ts.saturating_sub(self.last_seen[slot as usize]) > self.cfg.idle_timeout_ns {
+            return Some(false);
+        }
+        let request = r
+            .operation
+            .is_some_and(|op| op != dissectors::Operation::Cnp && !op.is_response())
+            && r.transport() != dissectors::Transport::Ud
+            && d.stop.kind != dissectors::StopKind::Malformed;
+        if !request {
+            return None;
+        }
+        let f = self.slots[slot as usize].as_ref()?;
+        (f.req.started && psn_far(r.bth.psn, f.req.next)).then_some(true)
+    }
+
+    /// Ends the flow in `slot` for a frame that starts a new one with the same key (see
+    /// [`Analyzer::is_over`]); a reused QP number ends the other direction too.
+    #[cold]
+    fn begin_again(&mut self, slot: u32, reused: bool) {
+        if !reused {
+            self.expire(slot);
+            return;
+        }
+        self.sums.flows_restarted += 1;
+        let peer = self.slots[slot as usize].as_ref().and_then(|f| f.peer);
+        self.retire(slot);
+        if let Some(p) = peer {
+            self.retire(p);
+        }
     }
 
     /// Forgets the connections whose flows are no longer all known (retired without a
@@ -350,7 +422,10 @@ impl Analyzer {
         let way = packed.way();
         let (k, s) = self.cache[way];
         if s != NO_SLOT && k == packed {
-            return s;
+            match self.is_over(s, d, r, ts) {
+                None => return s,
+                Some(reused) => self.begin_again(s, reused),
+            }
         }
         // Hashed only past the cache (a hint's hash when the frame was warmed).
         let hash = hint.hash_of(&packed);
@@ -360,8 +435,12 @@ impl Analyzer {
                 .as_ref()
                 .is_some_and(|f| f.packed == packed)
         });
-        let s = match found {
-            Some(s) => s,
+        let s = match found.map(|s| (s, self.is_over(s, d, r, ts))) {
+            Some((s, None)) => s,
+            Some((s, Some(reused))) => {
+                self.begin_again(s, reused);
+                self.new_flow(packed, hash, d, r, ts)
+            }
             None => self.new_flow(packed, hash, d, r, ts),
         };
         self.cache[way] = (packed, s);

@@ -129,9 +129,11 @@ pub fn message(f: &Finding, r: &Report) -> String {
         FindingKind::Malformed { frames } => {
             format!("{frames} malformed frames (see rocetap decode)")
         }
-        FindingKind::Truncated { frames } => {
-            format!("{frames} frames cut by the capture snaplen: their ICRC could not be checked")
-        }
+        FindingKind::Truncated {
+            frames,
+            icrc_cut,
+            snaplen,
+        } => truncated_message(*frames, *icrc_cut, *snaplen),
         FindingKind::Qos(q) => qos::message(r, q, &w),
         k @ (FindingKind::CmRejected { .. }
         | FindingKind::CmUnanswered { .. }
@@ -145,6 +147,26 @@ pub fn message(f: &Finding, r: &Report) -> String {
             "{file} was cut short: it ends in the middle of a record after {frames} complete frames (a capture killed mid-write, a full disk or a partial copy); every complete frame was analyzed, what came after the cut is unknown"
         ),
     }
+}
+
+/// Frames cut by the snaplen: the RoCE packets whose ICRC went unchecked, and the rest.
+fn truncated_message(frames: u64, icrc_cut: u64, snaplen: u32) -> String {
+    if icrc_cut == 0 {
+        return format!(
+            "{frames} frames cut by the capture snaplen: their ICRC could not be checked"
+        );
+    }
+    let mut m = match snaplen {
+        0 => format!("ICRC not checked on {icrc_cut} frames: the capture cut them short"),
+        n => format!("ICRC not checked on {icrc_cut} frames: the capture cut them at {n} bytes"),
+    };
+    if frames > icrc_cut {
+        let rest = frames - icrc_cut;
+        m.push_str(&format!(
+            "; {rest} more frames cut before their headers ended"
+        ));
+    }
+    m
 }
 
 /// PFC / PAUSE: the frames per sender and priority, and the flows that stalled.

@@ -187,5 +187,6 @@ fn add_counts(t: &mut Totals, c: &FlowCounters, icrc: [u64; 3], cnp_other_dscp: 
     t.retry_exhausted += c.retry_exhausted;
     t.stalled_connections += c.stalled;
     t.ud_psn_jumps += c.ud_psn_jumps;
+    t.gaps_filled_late += c.gaps_filled_late;
     t.cnp_other_dscp += u64::from(cnp_other_dscp);
 }

@@ -596,6 +596,7 @@ mod tests {
             retry_exhausted: n,
             stalled: n,
             ud_psn_jumps: n,
+            gaps_filled_late: n,
         };
         assert!(
             every(1).named().iter().all(|&(_, v)| v == 1),

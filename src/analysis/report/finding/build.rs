@@ -375,6 +375,8 @@ fn congestion_and_frames(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
     if t.truncated > 0 {
         let kind = FindingKind::Truncated {
             frames: t.truncated,
+            icrc_cut: t.icrc_cut,
+            snaplen: t.cut_at_bytes,
         };
         out.add(Severity::Info, kind, t.truncated, None, Worst::default());
     }

@@ -344,6 +344,10 @@ pub enum FindingKind {
     Truncated {
         /// How many ([`Totals::truncated`]).
         frames: u64,
+        /// Of the RoCE packets, those whose ICRC was cut ([`Totals::icrc_cut`]).
+        icrc_cut: u64,
+        /// Where the capture cut them ([`Totals::cut_at_bytes`]).
+        snaplen: u32,
     },
     /// QoS marking the packets carry (`crate::analysis::qos`).
     Qos(crate::analysis::report::Qos),
