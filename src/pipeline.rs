@@ -199,6 +199,12 @@ impl Pipeline {
         &self.an
     }
 
+    /// For a live source, on a clock's tick: the wall clock reads `wall_ns` (see
+    /// [`Analyzer::advance`]: idle flows expire and old gaps count also when no frame comes).
+    pub fn advance(&mut self, wall_ns: u64) {
+        self.an.advance(wall_ns);
+    }
+
     /// Frames fed so far.
     pub fn frames(&self) -> u64 {
         self.frames

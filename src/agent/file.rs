@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The keys the file may hold, and whether each takes a list.
-pub const KEYS: [(&str, bool); 22] = [
+pub const KEYS: [(&str, bool); 23] = [
     ("interface", true),
     ("listen", false),
     ("node_name", false),
@@ -37,6 +37,7 @@ pub const KEYS: [(&str, bool); 22] = [
     ("log_format", false),
     ("top_flows", false),
     ("idle_timeout", false),
+    ("gap_timeout", false),
     ("link_speed", false),
 ];
 

@@ -111,7 +111,7 @@ impl Families {
 }
 
 /// A totals counter per source: (metric, help, totals key).
-const PER_SOURCE: [(&str, &str, &str); 14] = [
+const PER_SOURCE: [(&str, &str, &str); 18] = [
     ("rocetap_frames_total", "Frames analyzed.", "frames"),
     (
         "rocetap_roce_packets_total",
@@ -131,7 +131,7 @@ const PER_SOURCE: [(&str, &str, &str); 14] = [
     ),
     (
         "rocetap_psn_gaps_unrecovered_total",
-        "PSN gaps never filled.",
+        "PSN gaps not filled within the gap timeout (counted then, while the flow lives).",
         "unrecovered_gap_events",
     ),
     (
@@ -173,6 +173,26 @@ const PER_SOURCE: [(&str, &str, &str); 14] = [
         "rocetap_arp_reply_path_mismatch_total",
         "Address pairs whose replies left another interface than the requests came in on.",
         "arp_reply_path_mismatch",
+    ),
+    (
+        "rocetap_psn_gaps_filled_late_total",
+        "Unrecovered PSN gaps filled after all, later than the gap timeout.",
+        "gaps_filled_late",
+    ),
+    (
+        "rocetap_icrc_unchecked_packets_total",
+        "RoCE packets whose ICRC was not checked (cut by the snaplen, or not computed).",
+        "icrc_unchecked",
+    ),
+    (
+        "rocetap_flows_expired_total",
+        "Flows forgotten after the idle timeout; a frame after that begins a new flow.",
+        "flows_expired",
+    ),
+    (
+        "rocetap_flows_restarted_total",
+        "Reused QP numbers: a request PSN no live connection could send next began new flows.",
+        "flows_restarted",
     ),
 ];
 

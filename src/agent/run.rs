@@ -365,6 +365,11 @@ impl<'c> Loop<'c> {
     /// Publishes every source's state and feeds the window.
     fn publish(&mut self, stats: &[Arc<SourceStats>], shared: &Mutex<Published>) {
         let now = Instant::now();
+        // Capture time goes on without frames: idle flows expire, gaps age (issue 39).
+        let wall = std::time::UNIX_EPOCH
+            .elapsed()
+            .map_or(0, |d| d.as_nanos() as u64);
+        self.pipes.iter_mut().for_each(|p| p.advance(wall));
         let mut states = Vec::with_capacity(self.pipes.len());
         let mut vals = Vec::new();
         for (i, p) in self.pipes.iter().enumerate() {

@@ -501,6 +501,10 @@ pub struct AgentArgs {
     /// A flow with no packet for this long is summarised and forgotten [default: 60s].
     #[arg(long, value_name = "DURATION")]
     pub idle_timeout: Option<String>,
+    /// A PSN gap still open this long counts as unrecovered, while its flow lives
+    /// [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub gap_timeout: Option<String>,
     /// Link speed for PFC pause time, Gbit/s [default: 100].
     #[arg(long, value_name = "GBPS")]
     pub link_speed: Option<f64>,

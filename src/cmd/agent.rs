@@ -49,6 +49,7 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
     one("log_format", a.log_format.clone());
     one("top_flows", a.top_flows.map(|x| x.to_string()));
     one("idle_timeout", a.idle_timeout.clone());
+    one("gap_timeout", a.gap_timeout.clone());
     one("link_speed", a.link_speed.map(|x| x.to_string()));
     for (k, list) in [
         ("interface", &a.interfaces),
@@ -218,6 +219,13 @@ fn apply(
                 return Err("give a positive duration".into());
             }
             cfg.analyzer.idle_timeout_ns = d.as_nanos().min(u64::MAX as u128) as u64;
+        }
+        "gap_timeout" => {
+            let d = file::parse_duration(first)?;
+            if d.is_zero() {
+                return Err("give a positive duration".into());
+            }
+            cfg.analyzer.gap_timeout_ns = d.as_nanos().min(u64::MAX as u128) as u64;
         }
         "link_speed" => {
             let g: f64 = num(first)?;
