@@ -9,7 +9,10 @@
 //! FxHashMap with small `Copy` keys and hold only fixed-size rings and histograms); it
 //! allocates only when a new flow, an address pair or an event appears. Flows idle for
 //! longer than [`Config::idle_timeout_ns`] of capture time are folded into compact
-//! [`FlowSummary`]s, so memory follows the number of live QPs, not the packet count.
+//! [`FlowSummary`]s (found so by their next frame, which then begins a new flow, by a
+//! sweep every [`SWEEP_EVERY`] frames, or by a live caller's clock,
+//! [`Analyzer::advance`]), so memory follows the number of live QPs, not the packet count,
+//! and a QP number reused after a pause is a new connection.
 //! PSNs are compared with 24-bit serial arithmetic everywhere; wraparound is ordinary.
 #![warn(missing_docs)]
 
@@ -83,7 +86,8 @@ impl Default for Config {
     }
 }
 
-/// How many frames pass between two looks for idle flows.
+/// How many frames pass between two looks for idle flows (a flow's own next frame sees
+/// at once that it idled out).
 const SWEEP_EVERY: u64 = 1 << 14;
 
 /// The recorded events, capped.
