@@ -113,6 +113,12 @@ pub(super) fn unrecovered(f: &mut Flow, g: &Gap, log: &mut EventLog) {
 /// now, while the flow lives; they stay open, so that a late fill is still seen.
 pub(super) fn age(f: &mut Flow, now: u64, log: &mut EventLog) {
     let limit = now.saturating_sub(log.gap_timeout_ns);
+    // A requester retrying one PSN with no progress is failing to recover these: lost in
+    // the network, as `super::stop::settle_stop` would say when it gives up, not packets
+    // the capture missed.
+    let failing = f.trouble.as_deref().and_then(|t| t.retry).is_some_and(|r| {
+        r.count >= super::stop::GIVE_UP_RETRIES && f.req.last_new_ts <= r.first_ns
+    });
     for resp in [false, true] {
         let gaps = if resp { &f.resp.gaps } else { &f.req.gaps };
         let n = gaps.len();
@@ -124,6 +130,9 @@ pub(super) fn age(f: &mut Flow, now: u64, log: &mut EventLog) {
             };
             let g = gaps.get_mut(i);
             if g.len > 0 && !g.late && g.t_ns < limit {
+                if failing {
+                    (g.nak, g.acked) = (true, false);
+                }
                 let was = *g;
                 g.late = true;
                 unrecovered(f, &was, log);

@@ -260,3 +260,41 @@ fn icrc_cut_by_the_snaplen_is_counted_and_said_with_the_snaplen() {
     let clean = run(&[req(SEND_ONLY, 1)]).totals;
     assert_eq!((clean.icrc_cut, clean.cut_at_bytes), (0, 0));
 }
+
+#[test]
+fn a_gap_of_a_requester_that_keeps_retrying_is_network_loss_when_it_ages() {
+    // 2 is lost before the tap; the requester retries from it again and again (each
+    // resend of 2 lost before the tap too, the tap sees 3), then falls silent: the gap
+    // ages while the flow lives, and it is a loss the requester failed to recover, as a
+    // flow ending so says (`retry_exhausted`), not capture loss.
+    let mut frames = vec![
+        (S, req_id(SEND_ONLY, 1, 1)),
+        (S + 1000, req_id(SEND_ONLY, 3, 3)),
+    ];
+    for k in 1..=4u16 {
+        frames.push((S + u64::from(k) * S / 2, req_id(SEND_ONLY, 3, 3 + k)));
+    }
+    let mut a = Analyzer::new(Config {
+        idle_timeout_ns: 60 * S,
+        ..cfg()
+    });
+    feed(&mut a, &frames);
+    a.advance(0);
+    a.advance(4 * S);
+    assert_eq!(a.live_flows(), 1, "silent 4 s: still live");
+    let s = a.snapshot(0).totals;
+    assert_eq!(
+        (s.unrecovered_gap_events, s.capture_loss_gap_events),
+        (1, 0)
+    );
+    let t = a.finish().totals;
+    // The capture ends with its last retry: a stall, not known to have given up.
+    assert_eq!(
+        (
+            t.unrecovered_gap_events,
+            t.capture_loss_gap_events,
+            t.stalled_connections
+        ),
+        (1, 0, 1)
+    );
+}
