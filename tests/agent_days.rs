@@ -264,9 +264,33 @@ fn the_agent_counts_n_replays_with_pauses_n_times_the_truth() {
     stop_agent(agent);
 }
 
-/// A gap never filled shows in /metrics at the gap timeout, while its flow still lives
-/// (the idle timeout is a minute): the unrecovered-gap alert can fire during the
-/// connection, not only after it ended.
+/// `sample` cut right after its first NAK: the gap the NAK names is never filled (the
+/// resend and everything after it are left out) — a loss the network made.
+fn cut_after_first_nak(sample_pcap: &Path) -> Vec<u8> {
+    let o = Command::new(bin())
+        .args(["decode", "--format", "csv"])
+        .arg(sample_pcap)
+        .output()
+        .unwrap();
+    let (head, rows) = common::parse_csv(&String::from_utf8_lossy(&o.stdout));
+    let kind = head.iter().position(|h| h == "rocetap.aeth.kind").unwrap();
+    let n = rows.iter().position(|r| r[kind] == "NAK").unwrap() + 1;
+    let (mut v, nano, recs) = records(&std::fs::read(sample_pcap).unwrap());
+    let unit = if nano { 1_000_000_000 } else { 1_000_000 };
+    for (t, rest) in &recs[..n] {
+        let (s, frac) = (t / unit, t % unit);
+        v.extend_from_slice(&(s as u32).to_le_bytes());
+        v.extend_from_slice(&(frac as u32).to_le_bytes());
+        v.extend_from_slice(rest);
+    }
+    v
+}
+
+/// Gaps never filled show in /metrics at the gap timeout, while their flows still live
+/// (the idle timeout is a minute): the unrecovered-gap alert (unrecovered minus capture
+/// loss) can fire during the connection, not only after it ended. One source sees gaps
+/// the capture missed (capture-loss), the other a loss the network made and a NAK named
+/// (loss-upstream cut after its first NAK).
 #[test]
 fn an_unrecovered_gap_shows_while_the_flow_lives() {
     let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -274,12 +298,15 @@ fn an_unrecovered_gap_shows_while_the_flow_lives() {
         return;
     }
     let tmp = TempDir::new("days-gap");
-    let wire = Wire::new("u");
+    let missed = Wire::new("u");
+    let lost = Wire::new("n");
     let port = free_port();
     let log = tmp.path("agent.log");
     let args = [
         "-i",
-        &wire.host_if,
+        &missed.host_if,
+        "-i",
+        &lost.host_if,
         "--listen",
         &format!("127.0.0.1:{port}"),
         "--node-name",
@@ -291,24 +318,33 @@ fn an_unrecovered_gap_shows_while_the_flow_lives() {
     ];
     let agent = start_agent(&args, &log);
     healthy(port);
-    let name = "capture-loss.pcap";
-    wire.replay(&sample(name));
-    let series = |m: &str| format!("{m}{{node=\"days\",source=\"{}\"}}", wire.host_if);
-    let want = truth(name, "unrecovered_gap_events") as f64;
-    let t = wait_for("the unrecovered gaps in /metrics", 20, || {
-        let (_, t) = get(port, "/metrics")?;
-        (metric(&t, &series("rocetap_psn_gaps_unrecovered_total")) == Some(want)).then_some(t)
-    });
-    let tracked = metric(&t, &series("rocetap_connections_tracked")).unwrap();
-    assert!(tracked > 0.0, "the flows still live: {tracked}");
-    assert_eq!(
-        metric(&t, &series("rocetap_psn_gaps_capture_loss_total")),
-        Some(want)
-    );
-    assert_eq!(
-        metric(&t, &series("rocetap_flows_expired_total")),
-        Some(0.0)
-    );
+    let cut = tmp.path("loss-upstream-cut.pcap");
+    std::fs::write(&cut, cut_after_first_nak(&sample("loss-upstream.pcap"))).unwrap();
+    // What analyze says of the cut file at its end: the same, counted live.
+    let end = analyze(&cut, &[])["totals"].clone();
+    let n = |k: &str| end[k].as_u64().unwrap() as f64;
+    let (unrecovered, capture_loss) = (n("unrecovered_gap_events"), n("capture_loss_gap_events"));
+    assert!(unrecovered > capture_loss, "{end}");
+    missed.replay(&sample("capture-loss.pcap"));
+    lost.replay(&cut);
+    let want = truth("capture-loss.pcap", "unrecovered_gap_events") as f64;
+    for (w, unrec, capture) in [(&missed, want, want), (&lost, unrecovered, capture_loss)] {
+        let series = |m: &str| format!("{m}{{node=\"days\",source=\"{}\"}}", w.host_if);
+        let t = wait_for("the unrecovered gaps in /metrics", 20, || {
+            let (_, t) = get(port, "/metrics")?;
+            (metric(&t, &series("rocetap_psn_gaps_unrecovered_total")) == Some(unrec)).then_some(t)
+        });
+        let tracked = metric(&t, &series("rocetap_connections_tracked")).unwrap();
+        assert!(tracked > 0.0, "the flows still live: {tracked}");
+        assert_eq!(
+            metric(&t, &series("rocetap_psn_gaps_capture_loss_total")),
+            Some(capture)
+        );
+        assert_eq!(
+            metric(&t, &series("rocetap_flows_expired_total")),
+            Some(0.0)
+        );
+    }
     stop_agent(agent);
 }
 
