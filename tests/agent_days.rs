@@ -51,8 +51,10 @@ fn records(pcap: &[u8]) -> (Vec<u8>, bool, Vec<Record>) {
 }
 
 /// `n` copies of the sample one after another, each starting `pause_s` seconds of
-/// capture time after the end of the one before.
-fn replayed(sample_pcap: &Path, n: u64, pause_s: u64) -> Vec<u8> {
+/// capture time after the end of the one before, copy k with every RoCE v2 PSN (plain
+/// IPv4 on Ethernet) moved on by k × `psn_step` — what a new connection on the same QP
+/// numbers sends, starting from another PSN.
+fn replayed(sample_pcap: &Path, n: u64, pause_s: u64, psn_step: u32) -> Vec<u8> {
     let (head, nano, recs) = records(&std::fs::read(sample_pcap).unwrap());
     let unit = if nano { 1_000_000_000 } else { 1_000_000 };
     let span = recs.last().unwrap().0 - recs[0].0;
@@ -63,7 +65,19 @@ fn replayed(sample_pcap: &Path, n: u64, pause_s: u64) -> Vec<u8> {
             let t = t + shift;
             v.extend_from_slice(&((t / unit) as u32).to_le_bytes());
             v.extend_from_slice(&((t % unit) as u32).to_le_bytes());
-            v.extend_from_slice(rest);
+            let mut rest = rest.clone();
+            let f = &mut rest[8..];
+            let roce = f.len() >= 54
+                && f[12..14] == [0x08, 0x00]
+                && f[14] == 0x45
+                && f[23] == 17
+                && f[36..38] == 4791u16.to_be_bytes();
+            if roce {
+                let psn = u32::from_be_bytes([0, f[51], f[52], f[53]]);
+                let psn = psn.wrapping_add(k as u32 * psn_step) & 0xff_ffff;
+                f[51..54].copy_from_slice(&psn.to_be_bytes()[1..]);
+            }
+            v.extend_from_slice(&rest);
         }
     }
     v
@@ -136,7 +150,7 @@ fn analyze_of_n_replays_with_pauses_counts_n_times_the_truth() {
         // The default idle timeout (60 s) with 61 s pauses, and 2 s with 3 s pauses.
         for (pause, extra) in [(61, vec![]), (3, vec!["--idle-timeout", "2"])] {
             let file = tmp.path(&format!("{pause}-{name}"));
-            std::fs::write(&file, replayed(&sample(name), N, pause)).unwrap();
+            std::fs::write(&file, replayed(&sample(name), N, pause, 0)).unwrap();
             let t = analyze(&file, &extra)["totals"].clone();
             for (k, v) in &one {
                 assert_eq!(t[k].as_u64(), Some(N * v), "{name} x{N}, {pause} s: {k}");
@@ -149,12 +163,59 @@ fn analyze_of_n_replays_with_pauses_counts_n_times_the_truth() {
             );
             assert_eq!(t["flows_restarted"].as_u64(), Some(0), "{name}");
         }
-        // Without a pause the old flows go on: the replay is not N times the truth.
+        // The text says how many flows ended early.
+        let file = tmp.path(&format!("3-{name}"));
+        let o = Command::new(bin())
+            .arg("analyze")
+            .args(["--idle-timeout", "2"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let head = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap()
+            .to_string();
+        let want = format!("({} expired after the idle timeout)", (N - 1) * flows);
+        assert!(head.ends_with(&want), "{head}");
         if name == "loss-upstream.pcap" {
+            // Without a pause, and the same PSNs, the old flows go on (resends of the
+            // PSNs sent before): not N times the truth.
             let file = tmp.path("no-pause");
-            std::fs::write(&file, replayed(&sample(name), N, 0)).unwrap();
+            std::fs::write(&file, replayed(&sample(name), N, 0, 0)).unwrap();
             let t = analyze(&file, &[])["totals"].clone();
             assert_ne!(t["retransmitted_packets"].as_u64(), Some(N * one[2].1));
+            // Without a pause but from PSNs half the space away (a new connection's
+            // random first PSN): new connections, N times the truth. (The PSNs moved, the
+            // ICRCs no longer match: not checked.)
+            std::fs::write(&file, replayed(&sample(name), N, 0, 1 << 23)).unwrap();
+            let t = analyze(&file, &["--no-icrc"])["totals"].clone();
+            for (k, v) in &one {
+                assert_eq!(t[k].as_u64(), Some(N * v), "{name} PSNs moved: {k}");
+            }
+            let conns = analyze(&sample(name), &[])["totals"]["connections"]
+                .as_u64()
+                .unwrap();
+            assert_eq!(t["flows_restarted"].as_u64(), Some((N - 1) * conns));
+            assert_eq!(t["flows"].as_u64(), Some(N * flows));
+            assert_eq!(t["flows_expired"].as_u64(), Some(0));
+            let o = Command::new(bin())
+                .args(["analyze", "--no-icrc"])
+                .arg(&file)
+                .output()
+                .unwrap();
+            let head = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap()
+                .to_string();
+            assert!(
+                head.ends_with(&format!(
+                    "({} times a QP number came back with a PSN of a new connection)",
+                    (N - 1) * conns
+                )),
+                "{head}"
+            );
         }
     }
     // The resends of the clean samples, and what the issue measured before.

@@ -277,6 +277,24 @@ fn time_order(backwards: u64) -> String {
     }
 }
 
+/// Flows that ended before the capture did: idle past the timeout, or their QP number
+/// reused by a new connection (both counted as new flows after).
+fn flows_ended(expired: u64, restarted: u64) -> String {
+    let mut parts = Vec::new();
+    if expired > 0 {
+        parts.push(format!("{expired} expired after the idle timeout"));
+    }
+    if restarted > 0 {
+        parts.push(format!(
+            "{restarted} times a QP number came back with a PSN of a new connection"
+        ));
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", parts.join("; ")),
+    }
+}
+
 pub(super) fn text(
     out: &mut impl Write,
     events: bool,
@@ -289,14 +307,15 @@ pub(super) fn text(
     let t = &r.totals;
     writeln!(
         out,
-        "{}: {} frames, {} RoCE packets over {:.6} s{}; {} flows, {} RC connections paired",
+        "{}: {} frames, {} RoCE packets over {:.6} s{}; {} flows, {} RC connections paired{}",
         super::safe::term(&input.files.join(", ")),
         t.frames,
         t.roce_packets,
         r.derived.duration_s,
         time_order(r.time_backwards),
         t.flows,
-        t.connections
+        t.connections,
+        flows_ended(t.flows_expired, t.flows_restarted)
     )?;
     writeln!(out)?;
     if r.findings.is_empty() {
