@@ -10,7 +10,7 @@
 //! allocates only when a new flow, an address pair or an event appears. Flows idle for
 //! longer than [`Config::idle_timeout_ns`] of capture time are folded into compact
 //! [`FlowSummary`]s (found so by their next frame, which then begins a new flow, by a
-//! sweep every [`SWEEP_EVERY`] frames, or by a live caller's clock,
+//! sweep every 16,384 frames, or by a live caller's clock,
 //! [`Analyzer::advance`]), so memory follows the number of live QPs, not the packet count,
 //! and a QP number reused after a pause is a new connection.
 //! PSNs are compared with 24-bit serial arithmetic everywhere; wraparound is ordinary.
@@ -22,6 +22,7 @@ pub mod buckets;
 pub mod cm;
 mod congestion;
 pub mod events;
+mod expire;
 pub mod flow;
 mod gaps;
 mod hint;

@@ -1,7 +1,8 @@
 //! The flow table: flows live in slots (`super::slab`) found through a hash map keyed by
 //! [`Packed`] (the addresses and QP as integers) with a small direct-mapped cache in
-//! front; idle flows are swept out and summarised; the recent-PSN table through which a
-//! response finds the request stream it answers in one probe.
+//! front; flows that end are summarised (which end and when: `super::expire`); the
+//! recent-PSN table through which a response finds the request stream it answers in one
+//! probe.
 
 use super::flow::{self, Flow, FlowKey, Gap};
 use super::gaps::unrecovered;
@@ -221,95 +222,12 @@ pub(super) const CACHE_WAYS: usize = 64;
 /// An empty cache entry.
 pub(super) const NO_SLOT: u32 = u32::MAX;
 
-/// How far a request's PSN may be from the one its flow expects next, either way, and
-/// still belong to the same connection: 2^22, a quarter of the PSN space. IBTA lets a
-/// requester have at most 2^23 PSNs outstanding (half the space, so that the responder
-/// tells duplicates from new requests), and at the tap a live connection moves by what
-/// was lost before it (forward) or by a go-back-N rewind to the oldest unacknowledged
-/// PSN (back): both would need more than four million packets in flight (16 GiB at a
-/// 4 KiB PMTU), which no HCA's send queue holds, and a gap further behind is already
-/// given up ([`super::gaps`]' horizon). A QP number a new connection reuses starts
-/// from a random PSN (rdma-core and the kernel draw it), so half of such reuses land
-/// this far away; the others are told by the silence before them (the idle timeout).
-pub(super) const PSN_FAR: i32 = 1 << 22;
-
-/// Whether request PSN `p` is too far from `next` for one live connection.
-#[inline]
-pub(super) fn psn_far(p: Psn, next: Psn) -> bool {
-    let d = p.diff(next);
-    !(-PSN_FAR..=PSN_FAR).contains(&d)
-}
-
 impl Analyzer {
-    /// Summarises flows idle since before `now - idle_timeout`, and counts the gaps open
-    /// longer than the gap timeout as unrecovered (looked at every eighth of it).
-    pub(super) fn sweep(&mut self, now: u64) {
-        let limit = now.saturating_sub(self.cfg.idle_timeout_ns);
-        for slot in 0..self.last_seen.len() {
-            if self.last_seen[slot] < limit {
-                self.expire(slot as u32);
-            }
-        }
-        if now >= self.next_gap_check {
-            self.next_gap_check = now.saturating_add(self.cfg.gap_timeout_ns / 8);
-            for slot in 0..self.last_seen.len() {
-                if let Some(f) = self.slots[slot].as_mut() {
-                    super::gaps::age(f, now, &mut self.log);
-                }
-            }
-        }
-        self.prune_connections();
-    }
-
-    /// Retires a flow whose last frame is older than the idle timeout.
-    fn expire(&mut self, slot: u32) {
-        if self.slots[slot as usize].is_some() {
-            self.sums.flows_expired += 1;
-            self.retire(slot);
-        }
-    }
-
-    /// Whether the flow in `slot` is over, seen from a frame at `ts`: idle for longer
-    /// than the idle timeout (expired), or, for a request, with a PSN no live connection
-    /// could have sent next (`Some(true)`: its QP number was reused).
-    #[inline]
-    fn is_over(&self, slot: u32, d: &Decoded, r: &Roce, ts: u64) -> Option<bool> {
-        if ts.saturating_sub(self.last_seen[slot as usize]) > self.cfg.idle_timeout_ns {
-            return Some(false);
-        }
-        let request = r
-            .operation
-            .is_some_and(|op| op != dissectors::Operation::Cnp && !op.is_response())
-            && r.transport() != dissectors::Transport::Ud
-            && d.stop.kind != dissectors::StopKind::Malformed;
-        if !request {
-            return None;
-        }
-        let f = self.slots[slot as usize].as_ref()?;
-        (f.req.started && psn_far(r.bth.psn, f.req.next)).then_some(true)
-    }
-
-    /// Ends the flow in `slot` for a frame that starts a new one with the same key (see
-    /// [`Analyzer::is_over`]); a reused QP number ends the other direction too.
-    #[cold]
-    fn begin_again(&mut self, slot: u32, reused: bool) {
-        if !reused {
-            self.expire(slot);
-            return;
-        }
-        self.sums.flows_restarted += 1;
-        let peer = self.slots[slot as usize].as_ref().and_then(|f| f.peer);
-        self.retire(slot);
-        if let Some(p) = peer {
-            self.retire(p);
-        }
-    }
-
     /// Forgets the connections whose flows are no longer all known (retired without a
     /// kept summary, beyond `max_flow_summaries`) once such entries could make up most of
     /// the list, counting them in the totals: the list stays bounded by the live and kept
     /// flows, whatever the number of connections over time (a node agent runs for days).
-    fn prune_connections(&mut self) {
+    pub(super) fn prune_connections(&mut self) {
         let live = self.slots.len() - self.free.len();
         if self.connections.len() <= 2 * (live + self.done.len()) + 1024 {
             return;

@@ -3,7 +3,7 @@
 //! the snaplen.
 
 use super::*;
-use crate::analysis::table::{psn_far, PSN_FAR};
+use crate::analysis::expire::{psn_far, PSN_FAR};
 
 const S: u64 = 1_000_000_000;
 
