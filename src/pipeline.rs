@@ -199,10 +199,9 @@ impl Pipeline {
         &self.an
     }
 
-    /// For a live source, on a clock's tick: the wall clock reads `wall_ns` (see
-    /// [`Analyzer::advance`]: idle flows expire and old gaps count also when no frame comes).
-    pub fn advance(&mut self, wall_ns: u64) {
-        self.an.advance(wall_ns);
+    /// The analyzer, to change its settings while running.
+    pub fn analyzer_mut(&mut self) -> &mut Analyzer {
+        &mut self.an
     }
 
     /// Frames fed so far.

@@ -369,7 +369,9 @@ impl<'c> Loop<'c> {
         let wall = std::time::UNIX_EPOCH
             .elapsed()
             .map_or(0, |d| d.as_nanos() as u64);
-        self.pipes.iter_mut().for_each(|p| p.advance(wall));
+        self.pipes
+            .iter_mut()
+            .for_each(|p| p.analyzer_mut().advance(wall));
         let mut states = Vec::with_capacity(self.pipes.len());
         let mut vals = Vec::new();
         for (i, p) in self.pipes.iter().enumerate() {

@@ -3,7 +3,8 @@
 //! or their QP number reused by a new connection (a request PSN no live connection could
 //! send next); and the look at open gaps for the gap timeout that goes with the sweep.
 
-use super::Analyzer;
+use super::table::Packed;
+use super::{Analyzer, Hint};
 use dissectors::{Decoded, Psn, Roce};
 
 /// How far a request's PSN may be from the one its flow expects next, either way, and
@@ -54,11 +55,32 @@ impl Analyzer {
         }
     }
 
+    /// The slot of the flow a frame at `ts` belongs to, given the one its key found:
+    /// that one, or a new flow when the old one is over ([`Analyzer::is_over`]).
+    #[inline]
+    pub(super) fn renewed(
+        &mut self,
+        slot: u32,
+        packed: Packed,
+        hint: &Hint,
+        d: &Decoded,
+        r: &Roce,
+        ts: u64,
+    ) -> u32 {
+        let Some(reused) = self.is_over(slot, d, r, ts) else {
+            return slot;
+        };
+        self.begin_again(slot, reused);
+        let s = self.new_flow(packed, hint.hash_of(&packed), d, r, ts);
+        self.cache[packed.way()] = (packed, s);
+        s
+    }
+
     /// Whether the flow in `slot` is over, seen from a frame at `ts`: idle for longer
     /// than the idle timeout (expired), or, for a request, with a PSN no live connection
     /// could have sent next (`Some(true)`: its QP number was reused).
     #[inline]
-    pub(super) fn is_over(&self, slot: u32, d: &Decoded, r: &Roce, ts: u64) -> Option<bool> {
+    fn is_over(&self, slot: u32, d: &Decoded, r: &Roce, ts: u64) -> Option<bool> {
         if ts.saturating_sub(self.last_seen[slot as usize]) > self.cfg.idle_timeout_ns {
             return Some(false);
         }
@@ -77,7 +99,7 @@ impl Analyzer {
     /// Ends the flow in `slot` for a frame that starts a new one with the same key (see
     /// [`Analyzer::is_over`]); a reused QP number ends the other direction too.
     #[cold]
-    pub(super) fn begin_again(&mut self, slot: u32, reused: bool) {
+    fn begin_again(&mut self, slot: u32, reused: bool) {
         if !reused {
             self.expire(slot);
             return;

@@ -57,6 +57,11 @@ pub(crate) use warm::Hint;
 pub struct Config {
     /// A flow with no packet for this long (capture time) is summarised and forgotten.
     pub idle_timeout_ns: u64,
+    /// A PSN gap still open this long after it opened (capture time) is counted as
+    /// unrecovered then, while its flow lives; filled later, it also counts in
+    /// `gaps_filled_late`. Longer than any transport retry: 7 retries at the timeout
+    /// rdma_cm sets for RoCE (exponent 18, 1.07 s) take 8.6 s.
+    pub gap_timeout_ns: u64,
     /// Events kept for the report; later ones are counted, not stored.
     pub max_events: usize,
     /// Link speed used to turn PFC pause quanta (512 bit times) into time.
@@ -67,22 +72,17 @@ pub struct Config {
     /// Summaries of finished flows kept for the report; beyond it a flow only counts in
     /// the totals, so memory stays bounded whatever the number of QPs over time.
     pub max_flow_summaries: usize,
-    /// A PSN gap still open this long after it opened (capture time) is counted as
-    /// unrecovered then, while its flow lives; filled later, it also counts in
-    /// `gaps_filled_late`. Longer than any transport retry: 7 retries at the timeout
-    /// rdma_cm sets for RoCE (exponent 18, 1.07 s) take 8.6 s.
-    pub gap_timeout_ns: u64,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             idle_timeout_ns: 60_000_000_000,
+            gap_timeout_ns: 30_000_000_000,
             max_events: 100_000,
             link_bps: 100_000_000_000,
             arp_prefix_len: 24,
             max_flow_summaries: 20_000,
-            gap_timeout_ns: 30_000_000_000,
         }
     }
 }
@@ -177,15 +177,15 @@ pub struct Analyzer {
     capture: Global,
     net: net::Net,
     frames_since_sweep: u64,
-    /// Inputs cut short, with the complete frames read from each.
-    cut_short: Vec<(String, u64)>,
-    /// Connection setups from the CM MADs.
-    cm: cm::CmTracker,
     /// Capture time from which open gaps are next looked at for the gap timeout.
     next_gap_check: u64,
     /// For [`Analyzer::advance`]: the latest capture time and the wall time at which a
     /// call first saw it.
     clock: Option<(u64, u64)>,
+    /// Inputs cut short, with the complete frames read from each.
+    cut_short: Vec<(String, u64)>,
+    /// Connection setups from the CM MADs.
+    cm: cm::CmTracker,
 }
 
 impl Analyzer {
@@ -220,10 +220,10 @@ impl Analyzer {
             capture: Global::default(),
             net: net::Net::new(cfg),
             frames_since_sweep: 0,
-            cut_short: Vec::new(),
-            cm: cm::CmTracker::default(),
             next_gap_check: 0,
             clock: None,
+            cut_short: Vec::new(),
+            cm: cm::CmTracker::default(),
         }
     }
 
@@ -236,6 +236,29 @@ impl Analyzer {
     /// frames: a warning finding and `totals.input_cut_short`.
     pub fn input_cut_short(&mut self, file: &str, frames: u64) {
         self.cut_short.push((file.to_string(), frames));
+    }
+
+    /// Tells a live analyzer that the wall clock reads `wall_ns` (any epoch): flows idle
+    /// longer than [`Config::idle_timeout_ns`] are retired and gaps open longer than
+    /// [`Config::gap_timeout_ns`] counted as unrecovered, also when no frame comes. The
+    /// analyzer keeps no clock: capture time is taken to have moved on by as much wall
+    /// time as passed since the call that first saw the latest frame (so a clock or
+    /// timestamp source with another epoch does no harm; late by one call at most).
+    /// Allocates nothing; meant for a once-a-second tick, not per packet.
+    pub fn advance(&mut self, wall_ns: u64) {
+        let last = self.capture.last_ts;
+        if self.capture.first_ts.is_none() {
+            return;
+        }
+        let (seen, at) = match self.clock {
+            Some((seen, at)) if seen == last => (seen, at),
+            _ => {
+                self.clock = Some((last, wall_ns));
+                (last, wall_ns)
+            }
+        };
+        let now = seen.saturating_add(wall_ns.saturating_sub(at));
+        self.sweep(now);
     }
 
     /// Feeds one frame. `iface` is the capture interface (pcapng interface id); an SLL2
@@ -316,6 +339,8 @@ impl Analyzer {
         } else {
             None
         };
+        // A flow idle past the timeout, or a QP number a new connection reuses: a new flow.
+        let slot = self.renewed(slot, packed, hint, d, r, ts);
         let f = self.slots[slot as usize]
             .as_mut()
             .expect("slot of a live flow");
@@ -537,29 +562,6 @@ impl Analyzer {
             net,
             &self.cut_short,
         )
-    }
-
-    /// Tells a live analyzer that the wall clock reads `wall_ns` (any epoch): flows idle
-    /// longer than [`Config::idle_timeout_ns`] are retired and gaps open longer than
-    /// [`Config::gap_timeout_ns`] counted as unrecovered, also when no frame comes. The
-    /// analyzer keeps no clock: capture time is taken to have moved on by as much wall
-    /// time as passed since the call that first saw the latest frame (so a clock or
-    /// timestamp source with another epoch does no harm; late by one call at most).
-    /// Allocates nothing; meant for a once-a-second tick, not per packet.
-    pub fn advance(&mut self, wall_ns: u64) {
-        let last = self.capture.last_ts;
-        if self.capture.first_ts.is_none() {
-            return;
-        }
-        let (seen, at) = match self.clock {
-            Some((seen, at)) if seen == last => (seen, at),
-            _ => {
-                self.clock = Some((last, wall_ns));
-                (last, wall_ns)
-            }
-        };
-        let now = seen.saturating_add(wall_ns.saturating_sub(at));
-        self.sweep(now);
     }
 
     /// Flows (one per direction and QP) held live now, not yet retired.

@@ -340,10 +340,7 @@ impl Analyzer {
         let way = packed.way();
         let (k, s) = self.cache[way];
         if s != NO_SLOT && k == packed {
-            match self.is_over(s, d, r, ts) {
-                None => return s,
-                Some(reused) => self.begin_again(s, reused),
-            }
+            return s;
         }
         // Hashed only past the cache (a hint's hash when the frame was warmed).
         let hash = hint.hash_of(&packed);
@@ -353,12 +350,8 @@ impl Analyzer {
                 .as_ref()
                 .is_some_and(|f| f.packed == packed)
         });
-        let s = match found.map(|s| (s, self.is_over(s, d, r, ts))) {
-            Some((s, None)) => s,
-            Some((s, Some(reused))) => {
-                self.begin_again(s, reused);
-                self.new_flow(packed, hash, d, r, ts)
-            }
+        let s = match found {
+            Some(s) => s,
             None => self.new_flow(packed, hash, d, r, ts),
         };
         self.cache[way] = (packed, s);

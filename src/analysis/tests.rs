@@ -12,6 +12,9 @@ use flow::{Flow, FlowKey};
 use report::Severity;
 use std::net::{IpAddr, Ipv4Addr};
 
+/// Issue 39: counts over days.
+mod days;
+
 const A: [u8; 4] = [198, 18, 0, 1];
 const B: [u8; 4] = [198, 18, 0, 2];
 /// QP numbers: A's QP 0x11 talks to B's QP 0x22.
@@ -1667,5 +1670,4 @@ fn a_run_of_resent_responses_cut_short_before_new_responses_is_a_read_gap() {
     assert_eq!(x.read_responses_resent, 3);
 }
 
-mod days;
 mod story;
