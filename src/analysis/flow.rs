@@ -299,6 +299,8 @@ pub struct FlowCounters {
     /// Of the unrecovered gaps, those no NAK named or that the responder acknowledged
     /// anyway: most likely packets the capture missed.
     pub capture_loss_gap_events: u64,
+    /// Of the unrecovered gaps, those filled after all, later than the gap timeout.
+    pub gaps_filled_late: u64,
     /// Packets sent again, whatever the trigger (the sum of the five `*_retransmissions`
     /// below).
     pub retransmitted_packets: u64,
@@ -387,8 +389,6 @@ pub struct FlowCounters {
     /// UD: times the sender's PSN jumped past the next one (a datagram lost before the
     /// tap, or sent to a destination this flow is not).
     pub ud_psn_jumps: u64,
-    /// Of the unrecovered gaps, those filled after all, later than the gap timeout.
-    pub gaps_filled_late: u64,
 }
 
 /// All zero: what a flow that never counted anything reports.
@@ -398,6 +398,7 @@ const NO_COUNTS: FlowCounters = FlowCounters {
     recovered_gap_events: 0,
     unrecovered_gap_events: 0,
     capture_loss_gap_events: 0,
+    gaps_filled_late: 0,
     retransmitted_packets: 0,
     retransmission_episodes: 0,
     nak_retransmission_episodes: 0,
@@ -436,7 +437,6 @@ const NO_COUNTS: FlowCounters = FlowCounters {
     retry_exhausted: 0,
     stalled: 0,
     ud_psn_jumps: 0,
-    gaps_filled_late: 0,
 };
 
 /// A flow's [`FlowCounters`], allocated with its first count: clean traffic never

@@ -19,6 +19,7 @@ impl FlowCounters {
             recovered_gap_events,
             unrecovered_gap_events,
             capture_loss_gap_events,
+            gaps_filled_late,
             retransmitted_packets,
             retransmission_episodes,
             nak_retransmission_episodes,
@@ -57,7 +58,6 @@ impl FlowCounters {
             retry_exhausted,
             stalled,
             ud_psn_jumps,
-            gaps_filled_late,
         } = *self;
         [
             ("psn_gap_events", psn_gap_events),
@@ -65,6 +65,7 @@ impl FlowCounters {
             ("recovered_gap_events", recovered_gap_events),
             ("unrecovered_gap_events", unrecovered_gap_events),
             ("capture_loss_gap_events", capture_loss_gap_events),
+            ("gaps_filled_late", gaps_filled_late),
             ("retransmitted_packets", retransmitted_packets),
             ("retransmission_episodes", retransmission_episodes),
             ("nak_retransmission_episodes", nak_retransmission_episodes),
@@ -106,7 +107,6 @@ impl FlowCounters {
             ("retry_exhausted", retry_exhausted),
             ("stalled", stalled),
             ("ud_psn_jumps", ud_psn_jumps),
-            ("gaps_filled_late", gaps_filled_late),
         ]
     }
 }

@@ -157,6 +157,7 @@ fn add_counts(t: &mut Totals, c: &FlowCounters, icrc: [u64; 3], cnp_other_dscp: 
     t.recovered_gap_events += c.recovered_gap_events;
     t.unrecovered_gap_events += c.unrecovered_gap_events;
     t.capture_loss_gap_events += c.capture_loss_gap_events;
+    t.gaps_filled_late += c.gaps_filled_late;
     t.retransmitted_packets += c.retransmitted_packets;
     t.retransmission_episodes += c.retransmission_episodes;
     t.nak_retransmission_episodes += c.nak_retransmission_episodes;
@@ -187,6 +188,5 @@ fn add_counts(t: &mut Totals, c: &FlowCounters, icrc: [u64; 3], cnp_other_dscp: 
     t.retry_exhausted += c.retry_exhausted;
     t.stalled_connections += c.stalled;
     t.ud_psn_jumps += c.ud_psn_jumps;
-    t.gaps_filled_late += c.gaps_filled_late;
     t.cnp_other_dscp += u64::from(cnp_other_dscp);
 }

@@ -558,6 +558,7 @@ mod tests {
             recovered_gap_events: n,
             unrecovered_gap_events: n,
             capture_loss_gap_events: n,
+            gaps_filled_late: n,
             retransmitted_packets: n,
             retransmission_episodes: n,
             nak_retransmission_episodes: n,
@@ -596,7 +597,6 @@ mod tests {
             retry_exhausted: n,
             stalled: n,
             ud_psn_jumps: n,
-            gaps_filled_late: n,
         };
         assert!(
             every(1).named().iter().all(|&(_, v)| v == 1),
