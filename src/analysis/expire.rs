@@ -3,9 +3,10 @@
 //! or their QP number reused by a new connection (a request PSN no live connection could
 //! send next); and the look at open gaps for the gap timeout that goes with the sweep.
 
+use super::flow::Flow;
 use super::table::Packed;
 use super::{Analyzer, Hint};
-use dissectors::{Decoded, Psn, Roce};
+use dissectors::{Decoded, Operation, Psn, Roce, StopKind, Transport};
 
 /// How far a request's PSN may be from the one its flow expects next, either way, and
 /// still belong to the same connection: 2^22, a quarter of the PSN space. IBTA lets a
@@ -56,7 +57,7 @@ impl Analyzer {
     }
 
     /// The slot of the flow a frame at `ts` belongs to, given the one its key found:
-    /// that one, or a new flow when the old one is over ([`Analyzer::is_over`]).
+    /// that one, or a new flow when the old one is over ([`over`]).
     #[inline]
     pub(super) fn renewed(
         &mut self,
@@ -67,7 +68,10 @@ impl Analyzer {
         r: &Roce,
         ts: u64,
     ) -> u32 {
-        let Some(reused) = self.is_over(slot, d, r, ts) else {
+        let f = self.slots[slot as usize]
+            .as_ref()
+            .expect("slot of a live flow");
+        let Some(reused) = over(f, d, r, ts, self.cfg.idle_timeout_ns) else {
             return slot;
         };
         self.begin_again(slot, reused);
@@ -76,28 +80,8 @@ impl Analyzer {
         s
     }
 
-    /// Whether the flow in `slot` is over, seen from a frame at `ts`: idle for longer
-    /// than the idle timeout (expired), or, for a request, with a PSN no live connection
-    /// could have sent next (`Some(true)`: its QP number was reused).
-    #[inline]
-    fn is_over(&self, slot: u32, d: &Decoded, r: &Roce, ts: u64) -> Option<bool> {
-        if ts.saturating_sub(self.last_seen[slot as usize]) > self.cfg.idle_timeout_ns {
-            return Some(false);
-        }
-        let request = r
-            .operation
-            .is_some_and(|op| op != dissectors::Operation::Cnp && !op.is_response())
-            && r.transport() != dissectors::Transport::Ud
-            && d.stop.kind != dissectors::StopKind::Malformed;
-        if !request {
-            return None;
-        }
-        let f = self.slots[slot as usize].as_ref()?;
-        (f.req.started && psn_far(r.bth.psn, f.req.next)).then_some(true)
-    }
-
     /// Ends the flow in `slot` for a frame that starts a new one with the same key (see
-    /// [`Analyzer::is_over`]); a reused QP number ends the other direction too.
+    /// [`over`]); a reused QP number ends the other direction too.
     #[cold]
     fn begin_again(&mut self, slot: u32, reused: bool) {
         if !reused {
@@ -111,4 +95,24 @@ impl Analyzer {
             self.retire(p);
         }
     }
+}
+
+/// Whether flow `f` is over, seen from a frame at `ts`: idle for longer than `idle_ns`
+/// (`Some(false)`: expired), or, for a request, with a PSN no live connection could have
+/// sent next (`Some(true)`: its QP number was reused). Reads only the flow's own lines,
+/// which the frame's accounting reads next anyway.
+#[inline]
+fn over(f: &Flow, d: &Decoded, r: &Roce, ts: u64, idle_ns: u64) -> Option<bool> {
+    if ts.saturating_sub(f.last_ts) > idle_ns {
+        return Some(false);
+    }
+    if !f.req.started || !psn_far(r.bth.psn, f.req.next) {
+        return None;
+    }
+    let request = r
+        .operation
+        .is_some_and(|op| op != Operation::Cnp && !op.is_response())
+        && r.transport() != Transport::Ud
+        && d.stop.kind != StopKind::Malformed;
+    request.then_some(true)
 }
