@@ -16,6 +16,7 @@ pub mod http;
 pub mod log;
 pub mod metrics;
 pub mod netns;
+pub mod private;
 pub mod recorder;
 pub mod state;
 pub mod topn;
@@ -84,6 +85,9 @@ pub struct Config {
     pub log_format: log::LogFormat,
     /// Stop after this long (tests, one-shot runs); `None`: until SIGTERM.
     pub duration: Option<Duration>,
+    /// Mask RETH VA/rkey and AtomicETH operands in what the flight recorder keeps (hence
+    /// in dumps and `/report`); see [`private`].
+    pub redact: bool,
 }
 
 impl Config {
@@ -127,6 +131,7 @@ impl Config {
             dump_keep: 20,
             log_format: log::LogFormat::Text,
             duration: None,
+            redact: true,
         }
     }
 }

@@ -6,6 +6,7 @@
 use super::dump::{self, Analysis, Recorded};
 use super::http::{self, ReportRequest};
 use super::log::Log;
+use super::private::Privacy;
 use super::recorder::Recorder;
 use super::side;
 use super::state::{Published, SourceState};
@@ -17,7 +18,7 @@ use crate::capture::live::{LiveSource, SourceInfo, SourceStats};
 use crate::capture::merge::Merger;
 use crate::capture::{rdma, session};
 use crate::error::{exit, Failure};
-use crate::pipeline::{NoSink, Pipeline};
+use crate::pipeline::Pipeline;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -219,6 +220,26 @@ struct Loop<'c> {
     dropping: bool,
     holding: bool,
     last_rule_dump: Option<Instant>,
+    privacy: Privacy,
+}
+
+/// Records each frame the pipeline decoded, as [`Privacy`] keeps it.
+struct Recording<'a> {
+    rec: &'a mut Recorder,
+    privacy: &'a Privacy,
+}
+
+impl crate::pipeline::Sink for Recording<'_> {
+    #[inline]
+    fn after(
+        &mut self,
+        f: &crate::capture::Frame<'_>,
+        d: Option<&dissectors::Decoded>,
+        _: &Analyzer,
+    ) -> std::ops::ControlFlow<()> {
+        self.rec.record(f, d, self.privacy);
+        std::ops::ControlFlow::Continue(())
+    }
 }
 
 impl<'c> Loop<'c> {
@@ -258,15 +279,22 @@ impl<'c> Loop<'c> {
             dropping: false,
             holding: false,
             last_rule_dump: None,
+            privacy: Privacy::new(cfg.redact),
         }
     }
 
     fn drain(&mut self, all: bool) {
-        let (pipes, recs) = (&mut self.pipes, &mut self.recs);
+        let (pipes, recs, privacy) = (&mut self.pipes, &mut self.recs, &self.privacy);
         let _ = self.merger.drain(all, |f| {
             let s = f.source as usize;
-            recs[s].push(f);
-            pipes[s].feed(f, &mut NoSink)
+            // Recorded once decoded: the decoder says where the headers end.
+            pipes[s].feed(
+                f,
+                &mut Recording {
+                    rec: &mut recs[s],
+                    privacy,
+                },
+            )
         });
     }
 

@@ -489,6 +489,10 @@ pub struct AgentArgs {
     /// Flight recorder age limit in seconds [default: 120].
     #[arg(long, value_name = "SECONDS")]
     pub recorder_seconds: Option<u64>,
+    /// Mask RDMA addresses, rkeys and atomic operands in the flight recorder, dumps and
+    /// /report: `on` or `off` [default: on].
+    #[arg(long, value_name = "on|off")]
+    pub redact: Option<String>,
     /// The sliding window rules and the event log judge by [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub window: Option<String>,

@@ -45,6 +45,7 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
         "recorder_seconds",
         a.recorder_seconds.map(|x| x.to_string()),
     );
+    one("redact", a.redact.clone());
     one("window", a.window.clone());
     one("log_format", a.log_format.clone());
     one("top_flows", a.top_flows.map(|x| x.to_string()));
@@ -197,6 +198,13 @@ fn apply(
             cfg.recorder_bytes = b;
         }
         "recorder_seconds" => cfg.recorder_seconds = positive(num(first)?)?,
+        "redact" => {
+            cfg.redact = match first {
+                "on" => true,
+                "off" => false,
+                _ => return Err(format!("'{first}': use on or off")),
+            }
+        }
         "window" => {
             let d = file::parse_duration(first)?;
             if d.as_secs() < 1 {
