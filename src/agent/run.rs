@@ -152,9 +152,9 @@ fn prepare_dir(d: &Path) -> Result<(), Failure> {
         Failure::new(format!("agent: dump directory {}: {e}", d.display()))
             .hint("--dump-dir must be a writable directory")
     };
-    std::fs::create_dir_all(d).map_err(fail)?;
+    dump::private_dir(d).map_err(fail)?;
     let probe = d.join(format!(".rocetap-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(fail)?;
+    dump::private_file(&probe).map_err(fail)?;
     let _ = std::fs::remove_file(&probe);
     dump::clean_parts(d);
     Ok(())
