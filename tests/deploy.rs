@@ -733,13 +733,7 @@ fn daemonset_runs_the_agent_as_documented() {
     assert_eq!(caps("drop"), ["ALL"]);
     assert_eq!(
         caps("add"),
-        [
-            "NET_RAW",
-            "NET_ADMIN",
-            "SYS_ADMIN",
-            "IPC_LOCK",
-            "SYS_PTRACE"
-        ]
+        ["NET_RAW", "SYS_ADMIN", "IPC_LOCK", "SYS_PTRACE"]
     );
 }
 

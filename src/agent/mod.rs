@@ -17,6 +17,7 @@ pub mod log;
 pub mod metrics;
 pub mod netns;
 pub mod private;
+pub mod privileges;
 pub mod recorder;
 pub mod state;
 pub mod topn;

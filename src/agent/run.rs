@@ -7,6 +7,7 @@ use super::dump::{self, Analysis, Recorded};
 use super::http::{self, ReportRequest};
 use super::log::Log;
 use super::private::Privacy;
+use super::privileges;
 use super::recorder::Recorder;
 use super::side;
 use super::state::{Published, SourceState};
@@ -55,10 +56,24 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     let opened = LiveSource::open(&devices, cfg.live.clone())
         .map_err(|e| session::explain(e, &cfg.sysfs_root))?;
     let infos = opened.sources();
-    let server = tiny_http::Server::http(cfg.listen).map_err(|e| {
+    let listen_failed = |e: &dyn std::fmt::Display| {
         Failure::new(format!("agent: listening on {}: {e}", cfg.listen))
             .hint("choose a free address with --listen ADDR:PORT")
-    })?;
+    };
+    let listener = std::net::TcpListener::bind(cfg.listen).map_err(|e| listen_failed(&e))?;
+    // Sources open, listener bound, no thread started yet: give up what is not needed.
+    let sysfs = crate::config::sysfs_dir(&cfg.sysfs_root);
+    let needs = privileges::Needs::of(cfg.netcheck_interval.is_some(), &devices, &sysfs);
+    let kept = privileges::restrict(needs)
+        .map_err(|e| Failure::new(format!("agent: dropping privileges: {e}")))?;
+    log.event(
+        "privileges",
+        &[
+            ("capabilities", privileges::names(&kept.kept)),
+            ("no_new_privs", "1".into()),
+        ],
+    );
+    let server = tiny_http::Server::from_listener(listener, None).map_err(|e| listen_failed(&e))?;
     let names: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
     let shared = Arc::new(Mutex::new(Published::new(cfg.node.clone(), &names)));
     let stop = Arc::new(AtomicBool::new(false));
