@@ -192,6 +192,27 @@ fn every_thread_keeps_only_what_it_uses_and_dumps_are_private() {
     });
     // The threads started since (netcheck's namespace threads) inherited the same.
     assert_caps(pid, NET_RAW | SYS_PTRACE | SYS_ADMIN);
+    // /report re-analyzes the recorder: what it kept counts as the sample does.
+    let (s, body) = get(port, "/report").unwrap();
+    assert_eq!(s, 200);
+    let rep: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let file = analyze_json(&sample_path);
+    for k in [
+        "roce_packets",
+        "reads",
+        "read_rerequests",
+        "read_responses_resent",
+        "read_missing_responses",
+        "nak_psn_seq",
+        "psn_gap_events",
+        "missing_psns",
+        "retransmitted_packets",
+        "retransmission_episodes",
+        "duplicate_packets",
+        "malformed",
+    ] {
+        assert_eq!(rep["totals"][k], file["totals"][k], "/report {k}");
+    }
 
     // A dump under umask 000: private, headers only, redacted, analyzed the same.
     signal(&agent, "USR1");

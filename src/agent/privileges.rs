@@ -86,6 +86,9 @@ pub fn names(caps: &[Capability]) -> String {
 pub struct Restricted {
     /// The capabilities still effective (those of [`kept`] the process had).
     pub kept: Vec<Capability>,
+    /// Threads that were running already (a library's): they keep what they had, since
+    /// capabilities are per thread. 0 in the agent; the log line says so otherwise.
+    pub other_threads: usize,
 }
 
 /// Keeps only the capabilities of `needs` in this thread (see the module documentation)
@@ -115,7 +118,13 @@ pub fn restrict(needs: Needs) -> Result<Restricted, String> {
     rustix::thread::set_no_new_privs(true).map_err(|e| format!("setting no_new_privs: {e}"))?;
     let mut kept: Vec<Capability> = keep.into_iter().collect();
     kept.sort_by_key(|c| c.index());
-    Ok(Restricted { kept })
+    let other_threads = std::fs::read_dir("/proc/self/task")
+        .map(|d| d.count().saturating_sub(1))
+        .unwrap_or(0);
+    Ok(Restricted {
+        kept,
+        other_threads,
+    })
 }
 
 #[cfg(test)]

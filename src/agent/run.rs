@@ -66,13 +66,14 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     let needs = privileges::Needs::of(cfg.netcheck_interval.is_some(), &devices, &sysfs);
     let kept = privileges::restrict(needs)
         .map_err(|e| Failure::new(format!("agent: dropping privileges: {e}")))?;
-    log.event(
-        "privileges",
-        &[
-            ("capabilities", privileges::names(&kept.kept)),
-            ("no_new_privs", "1".into()),
-        ],
-    );
+    let mut said = vec![
+        ("capabilities", privileges::names(&kept.kept)),
+        ("no_new_privs", "1".into()),
+    ];
+    if kept.other_threads > 0 {
+        said.push(("threads_not_restricted", kept.other_threads.to_string()));
+    }
+    log.event("privileges", &said);
     let server = tiny_http::Server::from_listener(listener, None).map_err(|e| listen_failed(&e))?;
     let names: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
     let shared = Arc::new(Mutex::new(Published::new(cfg.node.clone(), &names)));
