@@ -414,4 +414,18 @@ fn redact_takes_on_or_off() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--redact: 'maybe': use on or off"), "{err}");
+    // The same parser for the config file's key.
+    let tmp = TempDir::new("agent-priv-redact");
+    let cfg = tmp.path("agent.yaml");
+    std::fs::write(&cfg, "interface: [lo]\nredact: sometimes\n").unwrap();
+    let o = Command::new(bin())
+        .args(["agent", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("'redact': 'sometimes': use on or off"),
+        "{err}"
+    );
 }

@@ -7,8 +7,8 @@
 //! oldest dumps beyond `keep` are removed.
 //!
 //! Dumps are private: the directory is made 0700 (an existing one with wider permissions
-//! is tightened, and the agent refuses one it cannot tighten), and every file, `.part`
-//! files too, is created 0600 whatever the umask.
+//! is tightened; one of another user is refused at start), and every file, `.part` files
+//! too, is created 0600 whatever the umask.
 
 use super::recorder::Recorder;
 use crate::analysis::{self, Analyzer, Report};
@@ -284,9 +284,10 @@ pub fn private_file(path: &Path) -> io::Result<File> {
 
 /// Makes `dir` (and any missing parent) a directory only the agent reads: created 0700,
 /// or tightened to 0700 when it exists with wider permissions. An error when it is not a
-/// directory or cannot be tightened (owned by another user).
+/// directory or belongs to another user (once its privileges are dropped the agent could
+/// not write there).
 pub fn private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -294,6 +295,13 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
     let meta = std::fs::metadata(dir)?;
     if !meta.is_dir() {
         return Err(io::Error::other("not a directory"));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(io::Error::other(format!(
+            "owned by uid {}, not by the agent's uid {me}",
+            meta.uid()
+        )));
     }
     if meta.permissions().mode() & 0o777 != 0o700 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
@@ -343,6 +351,14 @@ mod tests {
         std::os::unix::fs::symlink(&f, &l).unwrap();
         assert!(private_file(&l).is_err());
         assert!(private_dir(&f).is_err());
+        // Another user's directory is refused (as root, which can make one).
+        if nix::unistd::geteuid().is_root() {
+            let o = base.join("theirs");
+            std::fs::create_dir(&o).unwrap();
+            std::os::unix::fs::chown(&o, Some(65534), Some(65534)).unwrap();
+            let e = private_dir(&o).unwrap_err().to_string();
+            assert!(e.contains("owned by uid 65534"), "{e}");
+        }
         std::fs::remove_dir_all(&base).unwrap();
     }
 }
