@@ -19,6 +19,7 @@ pub mod netns;
 pub mod recorder;
 pub mod state;
 pub mod topn;
+pub mod web;
 pub mod window;
 
 mod run;
@@ -84,6 +85,8 @@ pub struct Config {
     pub log_format: log::LogFormat,
     /// Stop after this long (tests, one-shot runs); `None`: until SIGTERM.
     pub duration: Option<Duration>,
+    /// The HTTP server: TLS and users (`--web-config-file`), connection limit, `/report`.
+    pub web: web::Options,
 }
 
 impl Config {
@@ -127,6 +130,7 @@ impl Config {
             dump_keep: 20,
             log_format: log::LogFormat::Text,
             duration: None,
+            web: web::Options::default(),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! source that fails is reported by `/healthz`, the log and its metrics.
 
 use super::dump::{self, Analysis, Recorded};
-use super::http::{self, ReportRequest};
+use super::http::ReportRequest;
 use super::log::Log;
 use super::recorder::Recorder;
 use super::side;
@@ -54,7 +54,7 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     let opened = LiveSource::open(&devices, cfg.live.clone())
         .map_err(|e| session::explain(e, &cfg.sysfs_root))?;
     let infos = opened.sources();
-    let server = tiny_http::Server::http(cfg.listen).map_err(|e| {
+    let server = super::web::bind(cfg.listen).map_err(|e| {
         Failure::new(format!("agent: listening on {}: {e}", cfg.listen))
             .hint("choose a free address with --listen ADDR:PORT")
     })?;
@@ -65,10 +65,7 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     signals(&stop, &usr1)?;
     let (rep_tx, rep_rx) = sync_channel::<ReportRequest>(4);
     let (join_tx, join_rx) = sync_channel::<SyncSender<Vec<Report>>>(2);
-    let http = {
-        let (shared, stop) = (shared.clone(), stop.clone());
-        std::thread::spawn(move || http::serve(server, shared, rep_tx, stop))
-    };
+    let http = super::web::spawn(server, &cfg.web, shared.clone(), rep_tx, stop.clone())?;
     let nc = cfg.netcheck_interval.map(|every| {
         let (shared, stop, cfg) = (shared.clone(), stop.clone(), cfg.clone());
         std::thread::spawn(move || side::netcheck_loop(&cfg, every, &shared, &stop, &join_tx, log))

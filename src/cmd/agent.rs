@@ -50,6 +50,12 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
     one("top_flows", a.top_flows.map(|x| x.to_string()));
     one("idle_timeout", a.idle_timeout.clone());
     one("link_speed", a.link_speed.map(|x| x.to_string()));
+    one(
+        "web_config_file",
+        a.web_config_file.as_ref().map(|p| p.display().to_string()),
+    );
+    one("max_connections", a.max_connections.map(|x| x.to_string()));
+    one("report", a.report.clone());
     for (k, list) in [
         ("interface", &a.interfaces),
         ("netcheck_netns", &a.netcheck_netns),
@@ -225,6 +231,25 @@ fn apply(
                 return Err(format!("{g}: give Gbit/s between 0 and 10000"));
             }
             cfg.analyzer.link_bps = (g * 1e9) as u64;
+        }
+        "web_config_file" => {
+            cfg.web.config = Some(std::sync::Arc::new(agent::web::WebConfig::load(
+                std::path::Path::new(first),
+            )?))
+        }
+        "max_connections" => {
+            let n: usize = num(first)?;
+            if !(1..=65_536).contains(&n) {
+                return Err(format!("{n}: give 1 to 65536"));
+            }
+            cfg.web.max_connections = n;
+        }
+        "report" => {
+            cfg.web.report = match first {
+                "on" => true,
+                "off" => false,
+                _ => return Err(format!("'{first}': use on or off")),
+            }
         }
         _ => return Err("not an agent setting".into()),
     }
