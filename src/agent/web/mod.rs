@@ -28,13 +28,14 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use timed::Timed;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 
 /// The most bytes of one request head (hyper's smallest buffer limit).
@@ -73,29 +74,49 @@ impl Default for Options {
     }
 }
 
-/// Binds the listening socket (before anything runs, so a taken port is a start-up error).
-pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let l = TcpListener::bind(addr)?;
-    l.set_nonblocking(true)?;
-    Ok(l)
+/// Connections the kernel completes before the server accepts them (std's is 128): a
+/// burst of clients is then accepted and answered, or refused with 503, rather than left
+/// retrying its SYN for a second.
+const BACKLOG: u32 = 1024;
+
+/// The server's runtime and its bound socket, not serving yet.
+pub struct Bound {
+    rt: tokio::runtime::Runtime,
+    listener: TcpListener,
 }
 
-/// Serves on `listener` from a thread of its own until `stop` is set.
-pub fn spawn(
-    listener: TcpListener,
-    opts: &Options,
-    shared: Arc<Mutex<Published>>,
-    reports: SyncSender<ReportRequest>,
-    stop: Arc<AtomicBool>,
-) -> Result<JoinHandle<()>, Failure> {
+/// Binds the listening socket (before anything runs, so a taken port is a start-up error).
+pub fn bind(addr: SocketAddr) -> std::io::Result<Bound> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         // bcrypt checks; a request waiting for one holds a connection slot
         .max_blocking_threads(2)
         .thread_name("rocetap-web")
-        .build()
-        .map_err(|e| Failure::new(format!("agent: starting the HTTP server: {e}")))?;
+        .build()?;
+    let listener = {
+        let _in = rt.enter();
+        let sock = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        sock.set_reuseaddr(true)?;
+        sock.bind(addr)?;
+        sock.listen(BACKLOG)?
+    };
+    Ok(Bound { rt, listener })
+}
+
+/// Serves on the bound socket from a thread of its own until `stop` is set.
+pub fn spawn(
+    bound: Bound,
+    opts: &Options,
+    shared: Arc<Mutex<Published>>,
+    reports: SyncSender<ReportRequest>,
+    stop: Arc<AtomicBool>,
+) -> Result<JoinHandle<()>, Failure> {
+    let Bound { rt, listener } = bound;
     let (users, headers, tls) = match &opts.config {
         Some(c) => (
             c.users.clone(),
@@ -139,9 +160,6 @@ async fn accept(
     max: usize,
     stop: Arc<AtomicBool>,
 ) {
-    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-        return;
-    };
     let slots = Arc::new(Semaphore::new(max));
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let mut h1 = http1::Builder::new();
@@ -184,5 +202,19 @@ async fn accept(
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_busy_answer_is_well_formed() {
+        let text = std::str::from_utf8(super::BUSY).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 503 "));
+        assert!(
+            head.contains(&format!("Content-Length: {}\r\n", body.len())),
+            "{head}"
+        );
     }
 }

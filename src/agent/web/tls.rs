@@ -192,3 +192,52 @@ pub fn server_config(t: &Tls) -> Result<ServerConfig, String> {
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(extra: impl FnOnce(&mut Tls)) -> Result<ServerConfig, String> {
+        let k = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let mut t = Tls {
+            cert: Some((k.cert.pem(), 2)),
+            key: Some((k.signing_key.serialize_pem(), 3)),
+            line: 1,
+            ..Tls::default()
+        };
+        extra(&mut t);
+        server_config(&t)
+    }
+
+    #[test]
+    fn versions_suites_and_curves() {
+        let c = with(|_| {}).unwrap();
+        assert_eq!(c.alpn_protocols, [b"http/1.1".to_vec()]);
+        with(|t| t.min_version = Some(("TLS13".into(), 4))).unwrap();
+        with(|t| t.min_version = Some(("TLS10".into(), 4))).unwrap();
+        let e = with(|t| t.max_version = Some(("TLS11".into(), 5))).unwrap_err();
+        assert!(
+            e.starts_with("line 5: ") && e.contains("TLS12 or TLS13"),
+            "{e}"
+        );
+        let e = with(|t| {
+            t.min_version = Some(("TLS13".into(), 4));
+            t.max_version = Some(("TLS12".into(), 5));
+        })
+        .unwrap_err();
+        assert!(e.contains("above max_version"), "{e}");
+        let c = with(|t| {
+            t.cipher_suites = Some((vec!["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384".into()], 6));
+            t.curves = Some((vec!["X25519".into(), "CurveP384".into()], 7));
+            t.prefer_server = true;
+        })
+        .unwrap();
+        assert!(c.ignore_client_order);
+        let e = with(|t| t.curves = Some((vec!["CurveP521".into()], 7))).unwrap_err();
+        assert!(e.starts_with("line 7: curve 'CurveP521'"), "{e}");
+        let e = with(|t| t.key = Some(("not a key".into(), 3))).unwrap_err();
+        assert!(e.starts_with("line 3: private key"), "{e}");
+        let e = with(|t| t.cert = None).unwrap_err();
+        assert!(e.contains("needs cert_file"), "{e}");
+    }
+}
