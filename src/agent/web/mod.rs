@@ -12,7 +12,7 @@
 //! - at most `max_connections` connections at once: one more is answered 503 (closed at
 //!   once under TLS) without being queued, and costs no task.
 //!
-//! What each request gets is in [`routes`].
+//! What each request gets is in `routes.rs`.
 
 mod auth;
 pub mod conf;
