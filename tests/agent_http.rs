@@ -1,5 +1,6 @@
 //! The agent's HTTP surface against hostile and legitimate clients: every limit of
-//! `src/agent/web` (a huge header, a slowloris, thousands of half-sent requests) with the
+//! `src/agent/web` (a huge header, a slowloris, thousands of half-sent requests, a client
+//! that stops reading) with the
 //! running agent's RSS and thread count read from `/proc/PID/status`; 405 with `Allow`,
 //! 404, `/report` off; `--web-config-file` errors (exit 2, one line); TLS with a client
 //! certificate required, basic auth (401 without or with wrong credentials, 200 with
@@ -232,6 +233,34 @@ fn hostile_clients_cost_bounded_memory_and_threads() {
     });
     eprintln!("a normal client served again after {:?}", t.elapsed());
     drop(conns);
+    assert_eq!(get(port, "/healthz").map(|x| x.0), Some(200));
+    stop_agent(agent);
+}
+
+#[test]
+fn a_client_that_stops_reading_is_cut_off() {
+    if !ready(&[]) {
+        return;
+    }
+    let tmp = TempDir::new("web-stall");
+    let port = free_port();
+    let agent = lo_agent(&tmp, port, &[]);
+    healthy(port);
+    // 2,000 pipelined scrapes, none of the answers read: the socket buffers fill, the
+    // agent's write stalls and the connection is cut after the 10 s write limit.
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let n = 2000;
+    let reqs = "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n".repeat(n);
+    c.write_all(reqs.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_secs(14));
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut buf = Vec::new();
+    let _ = c.read_to_end(&mut buf);
+    let answered = String::from_utf8_lossy(&buf)
+        .matches("HTTP/1.1 200 ")
+        .count();
+    eprintln!("a client reading nothing: cut off after {answered} of {n} answers");
+    assert!(answered > 0 && answered < n, "{answered} of {n} answered");
     assert_eq!(get(port, "/healthz").map(|x| x.0), Some(200));
     stop_agent(agent);
 }
