@@ -1,11 +1,11 @@
 //! The agent's HTTP surface against hostile and legitimate clients: every limit of
 //! `src/agent/web` (a huge header, a slowloris, thousands of half-sent requests, a client
-//! that stops reading) with the
-//! running agent's RSS and thread count read from `/proc/PID/status`; 405 with `Allow`,
-//! 404, `/report` off; `--web-config-file` errors (exit 2, one line); TLS with a client
-//! certificate required, basic auth (401 without or with wrong credentials, 200 with
-//! right ones); and a real Prometheus scraping the agent over TLS with a client
-//! certificate and basic auth, the test reading a sample's truth back through its API.
+//! that stops reading) with the running agent's RSS and thread count read from
+//! `/proc/PID/status`; 405 with `Allow`, 404, `/report` off; `--web-config-file` errors
+//! (exit 2, one line); TLS with a client certificate required, basic auth (401 without or
+//! with wrong credentials, 200 with right ones); and a real Prometheus scraping the agent
+//! over TLS with a client certificate and basic auth, the test reading a sample's truth
+//! back through its API.
 //! Certificates are made in the test (rcgen), hashes with the bcrypt crate.
 //!
 //! The live tests need root (the agent captures `lo` or a veth in a namespace of the
