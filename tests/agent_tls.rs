@@ -1,7 +1,9 @@
 //! The agent's `--web-config-file`: TLS with a client certificate required (none, or one
 //! of another CA, gets no HTTP), basic auth (401 with `WWW-Authenticate` without or with
 //! wrong credentials, on every path; 200 with right ones), a TCP connection that never
-//! says hello closed after the handshake limit; a real Prometheus scraping the agent with
+//! says hello closed after the handshake limit; `VerifyClientCertIfGiven` (no certificate
+//! or ours: served; another CA's: refused), an inline `cert`, `min_version: TLS13` (a
+//! TLS 1.2 client refused); a real Prometheus scraping the agent with
 //! deploy/prometheus/scrape-tls.yml's static job, the test reading a sample's truth back
 //! through its API; web config errors one line, exit 2. Certificates are made in the test
 //! (rcgen), hashes with the bcrypt crate.
@@ -165,6 +167,63 @@ fn prometheus_scrapes_over_tls_with_a_client_certificate_and_basic_auth() {
                 .cloned()
         },
     );
+    stop_agent(agent);
+}
+
+#[test]
+fn a_client_certificate_if_given_is_verified() {
+    if !ready(&["curl"]) {
+        return;
+    }
+    let tmp = TempDir::new("web-tls-optional");
+    let pki = pki(&tmp);
+    let web = tmp.path("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert: |\n{}  key_file: tls.key\n  client_ca_file: ca.crt\n  client_auth_type: VerifyClientCertIfGiven\n  min_version: TLS13\n",
+            std::fs::read_to_string(&pki.cert)
+                .unwrap()
+                .lines()
+                .map(|l| format!("    {l}\n"))
+                .collect::<String>()
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let args = [
+        "-i",
+        "lo",
+        "--listen",
+        &listen,
+        "--netcheck-interval",
+        "0",
+        "--web-config-file",
+        web.to_str().unwrap(),
+    ];
+    let agent = start_agent(&args, &tmp.path("agent.log"));
+    // TLS without users: no certificate is fine, ours is fine, another CA's is refused.
+    wait_for("the agent's /healthz over TLS", 30, || {
+        curl(&pki, port, "/healthz", &[]).0.filter(|s| *s == 200)
+    });
+    let (cc, ck) = (
+        pki.client_cert.to_str().unwrap(),
+        pki.client_key.to_str().unwrap(),
+    );
+    let (s, text) = curl(&pki, port, "/metrics", &["--cert", cc, "--key", ck]);
+    assert_eq!(s, Some(200), "{text}");
+    let stranger = [
+        "--cert",
+        pki.stranger_cert.to_str().unwrap(),
+        "--key",
+        pki.stranger_key.to_str().unwrap(),
+    ];
+    let (s, text) = curl(&pki, port, "/metrics", &stranger);
+    assert_eq!(s, None, "{text}");
+    // min_version TLS13: a TLS 1.2 client gets no HTTP.
+    let (s, text) = curl(&pki, port, "/metrics", &["--tls-max", "1.2"]);
+    assert_eq!(s, None, "{text}");
     stop_agent(agent);
 }
 
