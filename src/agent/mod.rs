@@ -21,6 +21,7 @@ pub mod privileges;
 pub mod recorder;
 pub mod state;
 pub mod topn;
+pub mod web;
 pub mod window;
 
 mod run;
@@ -89,6 +90,8 @@ pub struct Config {
     /// Mask RETH VA/rkey and AtomicETH operands in what the flight recorder keeps (hence
     /// in dumps and `/report`); see [`private`].
     pub redact: bool,
+    /// The HTTP server: TLS and users (`--web-config-file`), connection limit, `/report`.
+    pub web: web::Options,
 }
 
 impl Config {
@@ -133,6 +136,7 @@ impl Config {
             log_format: log::LogFormat::Text,
             duration: None,
             redact: true,
+            web: web::Options::default(),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! source that fails is reported by `/healthz`, the log and its metrics.
 
 use super::dump::{self, Analysis, Recorded};
-use super::http::{self, ReportRequest};
+use super::http::ReportRequest;
 use super::log::Log;
 use super::private::Privacy;
 use super::privileges;
@@ -56,11 +56,12 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     let opened = LiveSource::open(&devices, cfg.live.clone())
         .map_err(|e| session::explain(e, &cfg.sysfs_root))?;
     let infos = opened.sources();
-    let listen_failed = |e: &dyn std::fmt::Display| {
+    // Bound before the privileges go (a port below 1024 needs CAP_NET_BIND_SERVICE); the
+    // server's runtime starts no thread until `web::spawn`.
+    let server = super::web::bind(cfg.listen).map_err(|e| {
         Failure::new(format!("agent: listening on {}: {e}", cfg.listen))
             .hint("choose a free address with --listen ADDR:PORT")
-    };
-    let listener = std::net::TcpListener::bind(cfg.listen).map_err(|e| listen_failed(&e))?;
+    })?;
     // Sources open, listener bound, no thread started yet: give up what is not needed.
     let sysfs = crate::config::sysfs_dir(&cfg.sysfs_root);
     let needs = privileges::Needs::of(cfg.netcheck_interval.is_some(), &devices, &sysfs);
@@ -74,7 +75,6 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
         said.push(("threads_not_restricted", kept.other_threads.to_string()));
     }
     log.event("privileges", &said);
-    let server = tiny_http::Server::from_listener(listener, None).map_err(|e| listen_failed(&e))?;
     let names: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
     let shared = Arc::new(Mutex::new(Published::new(cfg.node.clone(), &names)));
     let stop = Arc::new(AtomicBool::new(false));
@@ -82,10 +82,7 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     signals(&stop, &usr1)?;
     let (rep_tx, rep_rx) = sync_channel::<ReportRequest>(4);
     let (join_tx, join_rx) = sync_channel::<SyncSender<Vec<Report>>>(2);
-    let http = {
-        let (shared, stop) = (shared.clone(), stop.clone());
-        std::thread::spawn(move || http::serve(server, shared, rep_tx, stop))
-    };
+    let http = super::web::spawn(server, &cfg.web, shared.clone(), rep_tx, stop.clone())?;
     let nc = cfg.netcheck_interval.map(|every| {
         let (shared, stop, cfg) = (shared.clone(), stop.clone(), cfg.clone());
         std::thread::spawn(move || side::netcheck_loop(&cfg, every, &shared, &stop, &join_tx, log))
