@@ -560,6 +560,7 @@ fn manifests_pass_strict_schema_validation() {
         deploy("kubernetes/daemonset.yaml"),
         deploy("kubernetes/podmonitor.yaml"),
         rule,
+        deploy("kubernetes/podmonitor-tls.yaml"),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(
@@ -572,6 +573,7 @@ fn manifests_pass_strict_schema_validation() {
             "ok DaemonSet/rocetap",
             "ok PodMonitor/rocetap",
             "ok PrometheusRule/rocetap",
+            "ok PodMonitor/rocetap",
         ]
     );
 }
@@ -679,14 +681,17 @@ fn daemonset_runs_the_agent_as_documented() {
         port["containerPort"].as_i64(),
     );
     assert_eq!(port_name, "metrics");
+    // the node's own address from the downward API, not 0.0.0.0
     assert_eq!(
         arg_after(args, "--listen"),
-        [format!("0.0.0.0:{}", port_no.unwrap())]
+        [format!("$(NODE_IP):{}", port_no.unwrap())]
     );
     assert_eq!(arg_after(args, "--node-name"), ["$(NODE_NAME)"]);
     let env = list(&c["env"], "env");
     assert!(env.iter().any(|e| e["name"].as_str() == Some("NODE_NAME")
         && e["valueFrom"]["fieldRef"]["fieldPath"].as_str() == Some("spec.nodeName")));
+    assert!(env.iter().any(|e| e["name"].as_str() == Some("NODE_IP")
+        && e["valueFrom"]["fieldRef"]["fieldPath"].as_str() == Some("status.hostIP")));
     assert_eq!(
         arg_after(args, "--dump-on"),
         ["nak_psn_seq > 10", "arp_cross_subnet_unanswered > 0"]
@@ -733,13 +738,7 @@ fn daemonset_runs_the_agent_as_documented() {
     assert_eq!(caps("drop"), ["ALL"]);
     assert_eq!(
         caps("add"),
-        [
-            "NET_RAW",
-            "NET_ADMIN",
-            "SYS_ADMIN",
-            "IPC_LOCK",
-            "SYS_PTRACE"
-        ]
+        ["NET_RAW", "SYS_ADMIN", "IPC_LOCK", "SYS_PTRACE"]
     );
 }
 

@@ -5,6 +5,10 @@
 //! A dump is written to `*.part` files first and renamed only once complete, so a full
 //! disk, a kill or SIGTERM never leaves a half-written dump under a dump's name; the
 //! oldest dumps beyond `keep` are removed.
+//!
+//! Dumps are private: the directory is made 0700 (an existing one with wider permissions
+//! is tightened; one of another user is refused at start), and every file, `.part` files
+//! too, is created 0600 whatever the umask.
 
 use super::recorder::Recorder;
 use crate::analysis::{self, Analyzer, Report};
@@ -206,7 +210,7 @@ fn write_parts(
         })
         .collect();
     let comment = format!("rocetap agent flight recorder, dumped on {reason}");
-    let file = BufWriter::new(File::create(part_p)?);
+    let file = BufWriter::new(private_file(part_p)?);
     let w = Writer::with_comment(file, Format::PcapNg, &ifaces, Some(&comment))?;
     let mut sink = Annotating {
         w,
@@ -221,7 +225,7 @@ fn write_parts(
     file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     let (report, input) = finish(p, srcs, qp);
     let frames = input.frames;
-    let mut j = File::create(part_j)?;
+    let mut j = private_file(part_j)?;
     j.write_all(&report_json(&report, &input))?;
     j.sync_all()?;
     Ok((frames, report.totals.naks()))
@@ -260,5 +264,101 @@ pub fn clean_parts(dir: &Path) {
                 let _ = std::fs::remove_file(e.path());
             }
         }
+    }
+}
+
+/// Creates (or truncates) `path` readable and writable by the agent alone (0600, set
+/// after creation, so the umask does not matter).
+pub fn private_file(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(f)
+}
+
+/// Makes `dir` (and any missing parent) a directory only the agent reads: created 0700,
+/// or tightened to 0700 when it exists with wider permissions. An error when it is not a
+/// directory or belongs to another user (once its privileges are dropped the agent could
+/// not write there).
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(io::Error::other("not a directory"));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(io::Error::other(format!(
+            "owned by uid {}, not by the agent's uid {me}",
+            meta.uid()
+        )));
+    }
+    if meta.permissions().mode() & 0o777 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
+            io::Error::other(format!(
+                "has mode {:o} and cannot be made 0700: {e}",
+                meta.permissions().mode() & 0o7777
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn dump_directories_and_files_are_private() {
+        let base = std::env::temp_dir().join(format!("rocetap-private-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        // Created 0700, parents too.
+        let d = base.join("a/dumps");
+        private_dir(&d).unwrap();
+        assert_eq!(mode(&d), 0o700);
+        assert_eq!(mode(&base.join("a")), 0o700);
+        // An existing, wider one is tightened.
+        let w = base.join("wide");
+        std::fs::create_dir(&w).unwrap();
+        std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(&w).unwrap();
+        assert_eq!(mode(&w), 0o700);
+        // Files: 0600 even when one was there with wider permissions.
+        let f = w.join("x.part");
+        std::fs::write(&f, b"old").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let mut h = private_file(&f).unwrap();
+        h.write_all(b"new").unwrap();
+        assert_eq!(mode(&f), 0o600);
+        assert_eq!(std::fs::read(&f).unwrap(), b"new");
+        // Not through a symbolic link, and not a file as the directory.
+        let l = w.join("link");
+        std::os::unix::fs::symlink(&f, &l).unwrap();
+        assert!(private_file(&l).is_err());
+        assert!(private_dir(&f).is_err());
+        // Another user's directory is refused (as root, which can make one).
+        if nix::unistd::geteuid().is_root() {
+            let o = base.join("theirs");
+            std::fs::create_dir(&o).unwrap();
+            std::os::unix::fs::chown(&o, Some(65534), Some(65534)).unwrap();
+            let e = private_dir(&o).unwrap_err().to_string();
+            assert!(e.contains("owned by uid 65534"), "{e}");
+        }
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The keys the file may hold, and whether each takes a list.
-pub const KEYS: [(&str, bool); 23] = [
+pub const KEYS: [(&str, bool); 27] = [
     ("interface", true),
     ("listen", false),
     ("node_name", false),
@@ -33,12 +33,16 @@ pub const KEYS: [(&str, bool); 23] = [
     ("dump_keep", false),
     ("recorder_bytes", false),
     ("recorder_seconds", false),
+    ("redact", false),
     ("window", false),
     ("log_format", false),
     ("top_flows", false),
     ("idle_timeout", false),
     ("gap_timeout", false),
     ("link_speed", false),
+    ("web_config_file", false),
+    ("max_connections", false),
+    ("report", false),
 ];
 
 /// The file's settings: each key with its values (one for a scalar), in file order.

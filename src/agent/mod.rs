@@ -16,9 +16,12 @@ pub mod http;
 pub mod log;
 pub mod metrics;
 pub mod netns;
+pub mod private;
+pub mod privileges;
 pub mod recorder;
 pub mod state;
 pub mod topn;
+pub mod web;
 pub mod window;
 
 mod run;
@@ -84,6 +87,11 @@ pub struct Config {
     pub log_format: log::LogFormat,
     /// Stop after this long (tests, one-shot runs); `None`: until SIGTERM.
     pub duration: Option<Duration>,
+    /// Mask RETH VA/rkey and AtomicETH operands in what the flight recorder keeps (hence
+    /// in dumps and `/report`); see [`private`].
+    pub redact: bool,
+    /// The HTTP server: TLS and users (`--web-config-file`), connection limit, `/report`.
+    pub web: web::Options,
 }
 
 impl Config {
@@ -127,6 +135,8 @@ impl Config {
             dump_keep: 20,
             log_format: log::LogFormat::Text,
             duration: None,
+            redact: true,
+            web: web::Options::default(),
         }
     }
 }

@@ -7,7 +7,9 @@
 //! minute or a week. The buffer is zeroed memory that the kernel maps in as it is first
 //! written, so a quiet source costs little.
 
+use super::private::Privacy;
 use crate::capture::Frame;
+use dissectors::Decoded;
 
 /// One recorded frame's place and metadata.
 #[derive(Clone, Copy, Debug, Default)]
@@ -80,6 +82,21 @@ impl Recorder {
     /// frame older than the age bound.
     #[inline]
     pub fn push(&mut self, f: &Frame<'_>) {
+        self.push_with(f, f.data.len(), |b| b.len());
+    }
+
+    /// Records what `privacy` keeps of a frame the decoder read as `d`: headers only,
+    /// redacted (see [`super::private`]).
+    #[inline]
+    pub fn record(&mut self, f: &Frame<'_>, d: Option<&Decoded>, privacy: &Privacy) {
+        let keep = privacy.keep(f.data.len(), d);
+        self.push_with(f, keep, |b| privacy.redact(b, d));
+    }
+
+    /// Copies the first `keep` bytes of `f` (at most a slot) into the next slot, lets
+    /// `fix` change them and say how many stay.
+    #[inline]
+    fn push_with(&mut self, f: &Frame<'_>, keep: usize, fix: impl FnOnce(&mut [u8]) -> usize) {
         let cap = self.meta.len();
         if self.len == cap {
             self.head = (self.head + 1) % cap;
@@ -87,8 +104,10 @@ impl Recorder {
             self.evicted += 1;
         }
         let i = (self.head + self.len) % cap;
-        let n = f.data.len().min(self.slot);
-        self.buf[i * self.slot..i * self.slot + n].copy_from_slice(&f.data[..n]);
+        let n = keep.min(f.data.len()).min(self.slot);
+        let slot = &mut self.buf[i * self.slot..i * self.slot + n];
+        slot.copy_from_slice(&f.data[..n]);
+        let n = fix(slot).min(n);
         self.meta[i] = Meta {
             ts_ns: f.ts_ns,
             caplen: n as u32,

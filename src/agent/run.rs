@@ -4,8 +4,10 @@
 //! source that fails is reported by `/healthz`, the log and its metrics.
 
 use super::dump::{self, Analysis, Recorded};
-use super::http::{self, ReportRequest};
+use super::http::ReportRequest;
 use super::log::Log;
+use super::private::Privacy;
+use super::privileges;
 use super::recorder::Recorder;
 use super::side;
 use super::state::{Published, SourceState};
@@ -17,7 +19,7 @@ use crate::capture::live::{LiveSource, SourceInfo, SourceStats};
 use crate::capture::merge::Merger;
 use crate::capture::{rdma, session};
 use crate::error::{exit, Failure};
-use crate::pipeline::{NoSink, Pipeline};
+use crate::pipeline::Pipeline;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,10 +56,25 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     let opened = LiveSource::open(&devices, cfg.live.clone())
         .map_err(|e| session::explain(e, &cfg.sysfs_root))?;
     let infos = opened.sources();
-    let server = tiny_http::Server::http(cfg.listen).map_err(|e| {
+    // Bound before the privileges go (a port below 1024 needs CAP_NET_BIND_SERVICE); the
+    // server's runtime starts no thread until `web::spawn`.
+    let server = super::web::bind(cfg.listen).map_err(|e| {
         Failure::new(format!("agent: listening on {}: {e}", cfg.listen))
             .hint("choose a free address with --listen ADDR:PORT")
     })?;
+    // Sources open, listener bound, no thread started yet: give up what is not needed.
+    let sysfs = crate::config::sysfs_dir(&cfg.sysfs_root);
+    let needs = privileges::Needs::of(cfg.netcheck_interval.is_some(), &devices, &sysfs);
+    let kept = privileges::restrict(needs)
+        .map_err(|e| Failure::new(format!("agent: dropping privileges: {e}")))?;
+    let mut said = vec![
+        ("capabilities", privileges::names(&kept.kept)),
+        ("no_new_privs", "1".into()),
+    ];
+    if kept.other_threads > 0 {
+        said.push(("threads_not_restricted", kept.other_threads.to_string()));
+    }
+    log.event("privileges", &said);
     let names: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
     let shared = Arc::new(Mutex::new(Published::new(cfg.node.clone(), &names)));
     let stop = Arc::new(AtomicBool::new(false));
@@ -65,10 +82,7 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     signals(&stop, &usr1)?;
     let (rep_tx, rep_rx) = sync_channel::<ReportRequest>(4);
     let (join_tx, join_rx) = sync_channel::<SyncSender<Vec<Report>>>(2);
-    let http = {
-        let (shared, stop) = (shared.clone(), stop.clone());
-        std::thread::spawn(move || http::serve(server, shared, rep_tx, stop))
-    };
+    let http = super::web::spawn(server, &cfg.web, shared.clone(), rep_tx, stop.clone())?;
     let nc = cfg.netcheck_interval.map(|every| {
         let (shared, stop, cfg) = (shared.clone(), stop.clone(), cfg.clone());
         std::thread::spawn(move || side::netcheck_loop(&cfg, every, &shared, &stop, &join_tx, log))
@@ -151,9 +165,9 @@ fn prepare_dir(d: &Path) -> Result<(), Failure> {
         Failure::new(format!("agent: dump directory {}: {e}", d.display()))
             .hint("--dump-dir must be a writable directory")
     };
-    std::fs::create_dir_all(d).map_err(fail)?;
+    dump::private_dir(d).map_err(fail)?;
     let probe = d.join(format!(".rocetap-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(fail)?;
+    dump::private_file(&probe).map_err(fail)?;
     let _ = std::fs::remove_file(&probe);
     dump::clean_parts(d);
     Ok(())
@@ -219,6 +233,26 @@ struct Loop<'c> {
     dropping: bool,
     holding: bool,
     last_rule_dump: Option<Instant>,
+    privacy: Privacy,
+}
+
+/// Records each frame the pipeline decoded, as [`Privacy`] keeps it.
+struct Recording<'a> {
+    rec: &'a mut Recorder,
+    privacy: &'a Privacy,
+}
+
+impl crate::pipeline::Sink for Recording<'_> {
+    #[inline]
+    fn after(
+        &mut self,
+        f: &crate::capture::Frame<'_>,
+        d: Option<&dissectors::Decoded>,
+        _: &Analyzer,
+    ) -> std::ops::ControlFlow<()> {
+        self.rec.record(f, d, self.privacy);
+        std::ops::ControlFlow::Continue(())
+    }
 }
 
 impl<'c> Loop<'c> {
@@ -258,15 +292,22 @@ impl<'c> Loop<'c> {
             dropping: false,
             holding: false,
             last_rule_dump: None,
+            privacy: Privacy::new(cfg.redact),
         }
     }
 
     fn drain(&mut self, all: bool) {
-        let (pipes, recs) = (&mut self.pipes, &mut self.recs);
+        let (pipes, recs, privacy) = (&mut self.pipes, &mut self.recs, &self.privacy);
         let _ = self.merger.drain(all, |f| {
             let s = f.source as usize;
-            recs[s].push(f);
-            pipes[s].feed(f, &mut NoSink)
+            // Recorded once decoded: the decoder says where the headers end.
+            pipes[s].feed(
+                f,
+                &mut Recording {
+                    rec: &mut recs[s],
+                    privacy,
+                },
+            )
         });
     }
 

@@ -489,6 +489,10 @@ pub struct AgentArgs {
     /// Flight recorder age limit in seconds [default: 120].
     #[arg(long, value_name = "SECONDS")]
     pub recorder_seconds: Option<u64>,
+    /// Mask RDMA addresses, rkeys and atomic operands in the flight recorder, dumps and
+    /// /report: `on` or `off` [default: on].
+    #[arg(long, value_name = "on|off")]
+    pub redact: Option<String>,
     /// The sliding window rules and the event log judge by [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub window: Option<String>,
@@ -511,6 +515,17 @@ pub struct AgentArgs {
     /// Stop after this long (default: run until SIGTERM).
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
+    /// TLS and basic auth for the HTTP endpoints: a YAML file in the Prometheus exporter
+    /// toolkit's format (`tls_server_config`, `basic_auth_users`), as node_exporter takes.
+    #[arg(long, value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
+    /// HTTP connections served at once; more are refused at once [default: 64].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Serve /report (every flow's addresses, QPNs and PSNs): `on` or `off` (then 404)
+    /// [default: on].
+    #[arg(long, value_name = "on|off")]
+    pub report: Option<String>,
     /// Root of sysfs, where RDMA devices are looked up.
     #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT, hide = true)]
     pub sysfs_root: PathBuf,

@@ -45,12 +45,19 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
         "recorder_seconds",
         a.recorder_seconds.map(|x| x.to_string()),
     );
+    one("redact", a.redact.clone());
     one("window", a.window.clone());
     one("log_format", a.log_format.clone());
     one("top_flows", a.top_flows.map(|x| x.to_string()));
     one("idle_timeout", a.idle_timeout.clone());
     one("gap_timeout", a.gap_timeout.clone());
     one("link_speed", a.link_speed.map(|x| x.to_string()));
+    one(
+        "web_config_file",
+        a.web_config_file.as_ref().map(|p| p.display().to_string()),
+    );
+    one("max_connections", a.max_connections.map(|x| x.to_string()));
+    one("report", a.report.clone());
     for (k, list) in [
         ("interface", &a.interfaces),
         ("netcheck_netns", &a.netcheck_netns),
@@ -143,11 +150,7 @@ fn apply(
     let first = v.first().map(String::as_str).unwrap_or("");
     match key {
         "interface" => cfg.interfaces = v.to_vec(),
-        "listen" => {
-            cfg.listen = first
-                .parse::<SocketAddr>()
-                .map_err(|_| format!("'{first}' is not ADDR:PORT (e.g. 0.0.0.0:9470)"))?
-        }
+        "listen" => cfg.listen = listen_addr(first)?,
         "node_name" => {
             if first.is_empty() || first.len() > 253 {
                 return Err("give a name of 1 to 253 characters".into());
@@ -198,6 +201,13 @@ fn apply(
             cfg.recorder_bytes = b;
         }
         "recorder_seconds" => cfg.recorder_seconds = positive(num(first)?)?,
+        "redact" => {
+            cfg.redact = match first {
+                "on" => true,
+                "off" => false,
+                _ => return Err(format!("'{first}': use on or off")),
+            }
+        }
         "window" => {
             let d = file::parse_duration(first)?;
             if d.as_secs() < 1 {
@@ -234,6 +244,25 @@ fn apply(
             }
             cfg.analyzer.link_bps = (g * 1e9) as u64;
         }
+        "web_config_file" => {
+            cfg.web.config = Some(std::sync::Arc::new(agent::web::WebConfig::load(
+                std::path::Path::new(first),
+            )?))
+        }
+        "max_connections" => {
+            let n: usize = num(first)?;
+            if !(1..=65_536).contains(&n) {
+                return Err(format!("{n}: give 1 to 65536"));
+            }
+            cfg.web.max_connections = n;
+        }
+        "report" => {
+            cfg.web.report = match first {
+                "on" => true,
+                "off" => false,
+                _ => return Err(format!("'{first}': use on or off")),
+            }
+        }
         _ => return Err("not an agent setting".into()),
     }
     Ok(())
@@ -244,5 +273,38 @@ fn positive(n: u64) -> Result<u64, String> {
         Err("give a positive number".into())
     } else {
         Ok(n)
+    }
+}
+
+/// `ADDR:PORT`, `[V6]:PORT`, or `V6:PORT` unbracketed: what `--listen $(NODE_IP):9470`
+/// gives on a node whose address (the downward API's `status.hostIP`) is IPv6.
+fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    let bad = || format!("'{s}' is not ADDR:PORT (e.g. 0.0.0.0:9470)");
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let (ip, port) = s.rsplit_once(':').ok_or_else(bad)?;
+    let ip: std::net::Ipv6Addr = ip.parse().map_err(|_| bad())?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    Ok(SocketAddr::from((ip, port)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn listen_takes_an_unbracketed_ipv6_address_from_the_downward_api() {
+        let a = |s: &str| super::listen_addr(s).map(|a| a.to_string());
+        assert_eq!(a("192.0.2.10:9470").unwrap(), "192.0.2.10:9470");
+        assert_eq!(a("[2001:db8::1]:9470").unwrap(), "[2001:db8::1]:9470");
+        assert_eq!(a("2001:db8::1:9470").unwrap(), "[2001:db8::1]:9470");
+        for bad in [
+            "localhost",
+            "2001:db8::1",
+            "192.0.2.10",
+            "2001:db8::1:99999",
+            ":9470",
+        ] {
+            assert!(a(bad).unwrap_err().contains("is not ADDR:PORT"), "{bad}");
+        }
     }
 }

@@ -101,6 +101,13 @@ pub const YAML_MAX_ALIAS_VALUES: usize = 100_000;
 /// The largest agent `--config` file (1 MiB): it holds a few dozen options.
 pub const AGENT_CONFIG_MAX_BYTES: u64 = 1 << 20;
 
+/// The largest `--web-config-file` (1 MiB): a TLS section and a few hundred users.
+pub const WEB_CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// The largest PEM file a web config names (certificate, key, client CA; 1 MiB): a chain
+/// is a few KiB, a CA bundle of every public root about 200 KiB.
+pub const WEB_PEM_MAX_BYTES: u64 = 1 << 20;
+
 // ---- captures (pcap, pcapng) ----
 
 /// Bytes of one capture record (a pcap record or a pcapng block, headers included): a

@@ -143,6 +143,29 @@ pub fn stored(b: &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 
+/// The ICRC of a packet whose bytes `old` (covered by the ICRC, not a masked field) were
+/// replaced by `new`, from the ICRC it had: `stored` stays right (or wrong) exactly as it
+/// was. `after` is how many covered bytes follow the changed ones, up to the ICRC. The
+/// CRC is affine, so only the difference is hashed: no other byte of the packet is read.
+/// `None` when the lengths differ or `after` is over 64 bytes.
+pub fn patched(stored: u32, old: &[u8], new: &[u8], after: usize) -> Option<u32> {
+    const ZEROS: [u8; 64] = [0; 64];
+    if old.len() != new.len() || old.len() > ZEROS.len() || after > ZEROS.len() {
+        return None;
+    }
+    let mut d = [0u8; 64];
+    for (i, (a, b)) in old.iter().zip(new).enumerate() {
+        d[i] = a ^ b;
+    }
+    let mut h = hasher();
+    h.update(&d[..old.len()]);
+    h.update(&ZEROS[..after]);
+    let mut z = hasher();
+    z.update(&ZEROS[..old.len()]);
+    z.update(&ZEROS[..after]);
+    Some(stored ^ h.finalize() ^ z.finalize())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +205,25 @@ mod tests {
                 let _ = roce_v2(ip, &udp_to_pad[..n]);
             }
         }
+    }
+
+    /// Patching the ICRC for changed bytes gives the ICRC of the changed packet, and a
+    /// wrong ICRC stays wrong by the same bits.
+    #[test]
+    fn patched_equals_the_recomputed_icrc() {
+        let ip: Vec<u8> = (0..20u8).map(|i| i.wrapping_mul(13)).collect();
+        let mut ip = ip;
+        ip[0] = 0x45;
+        let u: Vec<u8> = (0..48u8).map(|i| i.wrapping_mul(71)).collect();
+        let before = roce_v2(&ip, &u);
+        let mut v = u.clone();
+        v[20..36].copy_from_slice(&[0x5a; 16]);
+        let after = roce_v2(&ip, &v);
+        assert_eq!(patched(before, &u[20..36], &v[20..36], 12), Some(after));
+        assert_eq!(
+            patched(before ^ 1, &u[20..36], &v[20..36], 12),
+            Some(after ^ 1)
+        );
+        assert_eq!(patched(before, &u[20..36], &v[20..35], 12), None);
     }
 }
