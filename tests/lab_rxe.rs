@@ -166,9 +166,10 @@ fn read_pcap(path: &Path) -> Vec<Pkt> {
 /// How A's RC request stream ends on the wire: its last request's opcode, and whether
 /// that is a First or Middle packet of a SEND or WRITE (the message never ended).
 fn wire_end(pkts: &[Pkt]) -> lab_story::WireEnd {
-    let Some(last) = pkts.iter().rev().find(|p| p.a_to_b() && p.is_rc_request()) else {
+    let Some(at) = pkts.iter().rposition(|p| p.a_to_b() && p.is_rc_request()) else {
         return lab_story::WireEnd::default();
     };
+    let last = &pkts[at];
     let name = match last.op {
         0x00 => "SEND First",
         0x01 => "SEND Middle",
@@ -178,9 +179,22 @@ fn wire_end(pkts: &[Pkt]) -> lab_story::WireEnd {
         0x08..=0x0B => "WRITE Last/Only",
         _ => "another request",
     };
+    // B's ACK of it (an ACK, not a NAK, for its PSN or a later one) came after it
+    let acked = pkts[at..]
+        .iter()
+        .any(|p| p.b_to_a() && p.op == 0x11 && p.nak_kind().is_none() && psn_le(last.psn, p.psn));
     lab_story::WireEnd {
         mid_message: Some(matches!(last.op, 0x00 | 0x01 | 0x06 | 0x07)),
-        last_op: format!("{name} (0x{:02x}) PSN {}", last.op, last.psn),
+        last_op: format!(
+            "{name} (0x{:02x}) PSN {}, {}",
+            last.op,
+            last.psn,
+            if acked {
+                "acknowledged"
+            } else {
+                "not acknowledged"
+            }
+        ),
     }
 }
 

@@ -292,7 +292,7 @@ pub fn rows(
                 "stopped between messages behind a dead link: no stall or give-up claimed",
                 tv("retry_exhausted") == 0 && tv("stalled_connections") == 0,
                 format!(
-                    "last request on the wire {} (acknowledged); rocetap stalled {}, retry_exhausted {}",
+                    "last request on the wire {}; rocetap stalled {}, retry_exhausted {}",
                     end.last_op,
                     tv("stalled_connections"),
                     tv("retry_exhausted")
