@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# usage: lab/rxe/story-table.sh OUTDIR            (the recordings of run.sh: NAME.pcap + NAME.truth.json)
-#        ROCETAP_BIN=path lab/rxe/story-table.sh OUTDIR
+# usage: lab/rxe/story-table.sh DIR...        (run.sh's NAME.pcap + NAME.truth.json, or the
+#                                               samples' rxe-NAME.pcap + rxe-NAME.pcap.truth.json)
+#        ROCETAP_BIN=path lab/rxe/story-table.sh DIR...
 # Prints, as markdown, one row per recorded scenario: where its faults sit relative to the
 # tap, what the kernel's and netem's counters imply, and what rocetap's report says — the
 # first finding, each loss finding's `cause`/`location`, and the QPs it says gave up,
@@ -8,12 +9,12 @@
 # tests/lab_story holds rocetap to them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -eq 1 ] && [ -d "$1" ] || { sed -n '2,3p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] && [ -d "$1" ] || { sed -n '2,4p' "$0" >&2; exit 2; }
 bin=${ROCETAP_BIN:-$here/../../target/debug/rocetap}
 [ -x "$bin" ] || { echo "story-table: no rocetap at $bin (cargo build, or set ROCETAP_BIN)" >&2; exit 2; }
-exec python3 - "$1" "$bin" "$here" <<'PY'
+exec python3 - "$bin" "$here" "$@" <<'PY'
 import json, os, subprocess, sys
-out, binary, here = sys.argv[1], sys.argv[2], sys.argv[3]
+binary, here, dirs = sys.argv[1], sys.argv[2], sys.argv[3:]
 sys.path.insert(0, here)
 import scenarios  # noqa: E402  (the order of the table)
 
@@ -75,15 +76,25 @@ def said(r):
 
 
 names = [s.name for s in scenarios.SCENARIOS]
-present = sorted({n[:-11] for n in os.listdir(out) if n.endswith(".truth.json")},
-                 key=lambda n: (names.index(n) if n in names else len(names), n))
+# scenario -> (pcap, truth): the first directory that has it wins
+found = {}
+for out in dirs:
+    for n in sorted(os.listdir(out)):
+        if not n.endswith(".truth.json"):
+            continue
+        truth = os.path.join(out, n)
+        pcap = truth[:-11] if n.endswith(".pcap.truth.json") else truth[:-11] + ".pcap"
+        t = json.load(open(truth)) if os.path.exists(pcap) else {}
+        if "hw_counters_delta" in t and "tap" in t:  # the lab's (not a synthetic sample's)
+            found.setdefault(t.get("scenario", n), (pcap, truth))
+present = sorted(found, key=lambda n: (names.index(n) if n in names else len(names), n))
 print("| scenario | fault's place | the counters imply | rocetap: first finding | cause/location of each loss finding | QPs gave up / stalled / failed |")
 print("|---|---|---|---|---|---|")
 for n in present:
-    pcap = os.path.join(out, n + ".pcap")
-    if not os.path.exists(pcap):
-        continue
-    t = json.load(open(os.path.join(out, n + ".truth.json")))
+    pcap, truth = found[n]
+    t = json.load(open(truth))
+    if os.path.basename(pcap) != n + ".pcap":
+        n += f" ({os.path.basename(pcap)})"
     p = subprocess.run([binary, "analyze", "--format", "json", pcap], capture_output=True, text=True)
     if p.returncode != 0:
         print(f"| {n} | {place(t)} | {implied(t)} | rocetap failed: {p.stderr.strip()[:80]} | | |")
