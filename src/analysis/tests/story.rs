@@ -277,3 +277,33 @@ fn naks_that_reordering_explains_are_not_loss() {
     let f = finding(&r, "nak_psn_seq").expect("loss finding");
     assert_eq!(f.cause(), Some((Cause::NetworkLoss, Location::BeforeTap)));
 }
+
+#[test]
+fn a_gap_on_a_qp_that_gave_up_is_network_loss_not_capture_loss() {
+    // SENDs 1..=3, 2 lost before the tap every time; the requester's timer resends from 1
+    // seven times (no ACK ever) and falls silent: the gap was never filled because the QP
+    // gave up, not because the capture missed it.
+    let mut frames = Vec::new();
+    let mut id = 1u16;
+    for round in 0..=7u64 {
+        for p in [1u32, 3] {
+            let t = 1_000_000 + round * 10_000_000 + u64::from(p) * 1_000;
+            frames.push((t, req_id(SEND_ONLY, p, id)));
+            id += 2;
+        }
+    }
+    let r = run_at(&frames);
+    let t = r.totals;
+    assert_eq!(t.retry_exhausted, 1, "{:?}", r.findings);
+    assert_eq!(
+        (t.unrecovered_gap_events, t.capture_loss_gap_events),
+        (1, 0)
+    );
+    assert!(finding(&r, "capture_loss").is_none(), "{:?}", r.findings);
+    let gaps = finding(&r, "unrecovered_gaps").expect("unrecovered gaps");
+    assert_eq!(
+        gaps.cause(),
+        Some((Cause::NetworkLoss, Location::BeforeTap))
+    );
+    assert_eq!(r.findings[0].code(), "retry_exhausted");
+}
