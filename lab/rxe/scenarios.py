@@ -161,7 +161,9 @@ SCENARIOS = [
              "ib_write_bw", 20000, faults=[egress("A", "loss 0%", later="loss 100%", after_s=4.0)],
              client_fails=True, cap_packets=200000, client_timeout=45,
              # where the stream stops between messages, all acknowledged, one tap cannot tell
-             # a dead link from a finished job (1 of 2 runs): its stall check needs that told
+             # a dead link from a finished job: the story check reads the wire's last request
+             # (mid-message: a stall; between messages: no claim). Both seen (of 3 runs, the
+             # last stopped after an acknowledged WRITE Last). Extended for its 90-111 s.
              extended=True),
     # A requester that gives up. perftest sets retry_cnt 7, which rxe treats as "retry
     # forever"; librdmacm's ucmatose connects with retry_count 5 (cmatose.c), so rxe's
