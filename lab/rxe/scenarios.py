@@ -192,6 +192,11 @@ SCENARIOS = [
              "ucmatose", 20, size=1024, flags="-a 14",
              faults=[ingress("B", "loss 100%", spare_qp1=True)],
              client_fails=None, client_timeout=20),
+    Scenario("dead-rc-two-qps", "as dead-rc-at-once with two connections (-c 2): both requester QPs give up "
+             "(retry_exceeded_err 2), so retry_exhausted must count two",
+             "ucmatose", 20, size=1024, flags="-a 14 -c 2",
+             faults=[ingress("B", "loss 100%", spare_qp1=True)],
+             client_fails=None, client_timeout=20, extended=True),
 ]
 
 BY_NAME = {s.name: s for s in SCENARIOS}
