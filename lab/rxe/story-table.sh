@@ -50,7 +50,7 @@ def implied(t):
     if ex:
         before = any(f["direction"] == "A->B" and f["relative_to_tap"] == "before"
                      and "100%" in (f.get("netem", "") + f.get("later", "")) for f in t.get("faults", []))
-        parts.append(f"{ex} QP gave up ({'behind the dead link: a stall at the tap' if before else 'retries seen at the tap'})")
+        parts.append(f"{ex} {'QP' if ex == 1 else 'QPs'} gave up ({'behind the dead link: a stall at the tap' if before else 'retries seen at the tap'})")
     elif t["perftest"].get("client_rc") == 124:
         parts.append(f"no give-up, {d(t, 'A', 'completer_retry_err')} retries without end")
     if not parts:
