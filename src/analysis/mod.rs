@@ -410,6 +410,7 @@ impl Analyzer {
             return;
         };
         let (resp_flow, req_flow) = self.slots.two(slot, peer);
+        stop::settle_reorder_naks(resp_flow, req_flow);
         let log = &mut self.log;
         if let Some(a) = r.aeth {
             let lat = &mut self.capture.latency.ack;
@@ -445,8 +446,12 @@ impl Analyzer {
                             in_gap = true;
                         }
                     }
-                    if !after_rnr && (in_gap || stop::skipped(req_flow, p)) {
+                    if after_rnr {
+                    } else if !in_gap && stop::passed_ahead_of_late(req_flow, p) {
+                        resp_flow.counters.nak_psn_seq_reorder += 1;
+                    } else if in_gap || stop::skipped(req_flow, p) {
                         resp_flow.counters.nak_psn_seq_gap_at_tap += 1;
+                        stop::note_gap_nak(req_flow, p);
                     }
                     requester::push_pending(
                         req_flow,
