@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The keys the file may hold, and whether each takes a list.
-pub const KEYS: [(&str, bool); 22] = [
+pub const KEYS: [(&str, bool); 23] = [
     ("interface", true),
     ("listen", false),
     ("node_name", false),
@@ -33,6 +33,7 @@ pub const KEYS: [(&str, bool); 22] = [
     ("dump_keep", false),
     ("recorder_bytes", false),
     ("recorder_seconds", false),
+    ("memory_limit", false),
     ("window", false),
     ("log_format", false),
     ("top_flows", false),

@@ -10,6 +10,7 @@
 //! (`http`) and the netcheck pass (`netns`). They share only the published values
 //! ([`state::Published`]) and a channel for `/report`.
 
+pub mod budget;
 pub mod dump;
 pub mod file;
 pub mod http;
@@ -84,6 +85,9 @@ pub struct Config {
     pub log_format: log::LogFormat,
     /// Stop after this long (tests, one-shot runs); `None`: until SIGTERM.
     pub duration: Option<Duration>,
+    /// The memory budget of the whole agent (`budget`): recorders, analyzers, `/report`
+    /// and the capture buffers of every source share it.
+    pub memory_limit: u64,
 }
 
 impl Config {
@@ -127,6 +131,7 @@ impl Config {
             dump_keep: 20,
             log_format: log::LogFormat::Text,
             duration: None,
+            memory_limit: budget::DEFAULT_LIMIT,
         }
     }
 }

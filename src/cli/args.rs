@@ -489,6 +489,10 @@ pub struct AgentArgs {
     /// Flight recorder age limit in seconds [default: 120].
     #[arg(long, value_name = "SECONDS")]
     pub recorder_seconds: Option<u64>,
+    /// Memory for the whole agent, shared by every source's recorder, analyzer and
+    /// capture buffers; a full part drops (and counts) instead of growing [default: 192M].
+    #[arg(long, value_name = "SIZE")]
+    pub memory_limit: Option<String>,
     /// The sliding window rules and the event log judge by [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub window: Option<String>,
