@@ -178,8 +178,14 @@ fn eight_sources_within(limit: &str, bytes: u64, in_file: bool, tmp: &TempDir, m
         std::thread::sleep(Duration::from_millis(200));
     }
     // /report re-analyzes the recorders: its transient memory is in the budget too.
-    let (status, _) = get(port, "/report").unwrap();
+    let (status, report) = get(port, "/report").unwrap();
     assert_eq!(status, 200);
+    // Its analysis holds fewer flows than came: a warning finding says so.
+    assert!(
+        report.contains("\"flows_not_followed\""),
+        "{}",
+        &report[..report.len().min(2000)]
+    );
     std::thread::sleep(Duration::from_secs(2));
     let m = metrics(port);
     let (rss, hwm) = resident(pid);

@@ -710,7 +710,10 @@ fn daemonset_runs_the_agent_as_documented() {
         Some("/var/lib/rocetap/dumps")
     );
     // Liveness: the process answers; readiness: /healthz (503 while a source is down).
-    for (probe, path) in [("livenessProbe", "/metrics"), ("readinessProbe", "/healthz")] {
+    for (probe, path) in [
+        ("livenessProbe", "/metrics"),
+        ("readinessProbe", "/healthz"),
+    ] {
         assert_eq!(c[probe]["httpGet"]["path"].as_str(), Some(path), "{probe}");
         assert_eq!(
             c[probe]["httpGet"]["port"].as_str(),

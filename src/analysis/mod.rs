@@ -504,7 +504,7 @@ impl Analyzer {
         };
         // Unanswered ARP requests become events only at the end of the run.
         let net = self.net.clone().finish(&mut EventLog::default());
-        report::build(
+        let mut r = report::build(
             self.capture,
             sums,
             flows,
@@ -512,7 +512,17 @@ impl Analyzer {
             log,
             net,
             &self.cut_short,
-        )
+        );
+        self.note_not_followed(&mut r);
+        r
+    }
+
+    /// Packets of flows beyond `max_flows` are a warning finding: nothing is lost silently.
+    fn note_not_followed(&self, r: &mut Report) {
+        if self.untracked > 0 {
+            r.findings
+                .push(report::not_followed(self.untracked, self.cfg.max_flows));
+        }
     }
 
     /// Flows (one per direction and QP) held live now, not yet retired.
@@ -549,6 +559,10 @@ impl Analyzer {
             net,
             &self.cut_short,
         );
+        if self.untracked > 0 {
+            r.findings
+                .push(report::not_followed(self.untracked, self.cfg.max_flows));
+        }
         self.cm.finish(&mut r);
         r
     }

@@ -9,7 +9,7 @@
 mod build;
 mod kind;
 
-pub(in crate::analysis) use build::{cut_short, findings};
+pub(in crate::analysis) use build::{cut_short, findings, not_followed};
 pub use kind::{Cause, Congestion, FindingKind, Location, NakError, RateChange, RnrWait};
 
 use super::FlowSummary;
@@ -109,6 +109,7 @@ impl Finding {
             FindingKind::Malformed { .. } => "malformed",
             FindingKind::Truncated { .. } => "truncated",
             FindingKind::InputCutShort { .. } => "input_cut_short",
+            FindingKind::FlowsNotFollowed { .. } => "flows_not_followed",
             FindingKind::Qos(q) => q.code(),
             FindingKind::CmRejected { .. } => "cm_rejected",
             FindingKind::CmUnanswered { .. } => "cm_unanswered",

@@ -22,9 +22,20 @@ fn flows_beyond_the_cap_are_counted_not_followed() {
         2,
         "both packets of QP 12 are counted"
     );
+    let snap = a.snapshot(0);
     let r = a.finish();
     assert_eq!(r.totals.flows, 2);
     assert_eq!(r.totals.frames, 5, "every frame still counts as a frame");
+    // Said in the report, live and at the end.
+    for rep in [&snap, &r] {
+        let f = rep
+            .findings
+            .iter()
+            .find(|f| f.code() == "flows_not_followed")
+            .expect("a finding");
+        assert_eq!(f.count, 2);
+        assert_eq!(f.severity, Severity::Warning);
+    }
 }
 
 #[test]
