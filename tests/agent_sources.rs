@@ -269,7 +269,7 @@ fn too_small_a_budget_is_a_one_line_error() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("--memory-limit 40M is too small for 8 sources: give at least 72M"),
+        err.contains("--memory-limit 40M is too small for 8 sources: give at least 80M"),
         "{err}"
     );
     assert!(err.trim().lines().count() <= 2, "{err}");

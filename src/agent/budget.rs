@@ -9,8 +9,8 @@
 //! | `report`   | 15 %                              | one `/report` or dump re-analysis at a time |
 //! | `capture`  | 20 %: half kernel rings, half queue | libpcap's rings (per source) and the batch queue |
 //!
-//! `BASE` is the program, its threads, the HTTP server and netcheck (measured: ~12 MiB
-//! idle, see docs/perf.md). A part that is full degrades instead of growing: rings evict
+//! `BASE` is the program, its threads, the HTTP server and netcheck (measured: 26 MB of
+//! mapped code and libraries in a release build, see docs/perf.md). A part that is full degrades instead of growing: rings evict
 //! their oldest frames, an analyzer stops following new flows (their packets are
 //! counted), events and summaries beyond their caps are counted, the queue and the
 //! kernel drop frames (counted). The costs below are upper estimates per item, checked
@@ -21,8 +21,9 @@ use std::fmt::Write as _;
 /// The default budget: the DaemonSet's memory limit (256Mi) with a quarter of headroom
 /// for the allocator and the kernel's share.
 pub const DEFAULT_LIMIT: u64 = 192 << 20;
-/// The program, its threads, HTTP and netcheck.
-pub const BASE: u64 = 24 << 20;
+/// The program (its mapped code and libraries: 26 MB of a release build), its threads,
+/// HTTP and netcheck.
+pub const BASE: u64 = 32 << 20;
 /// A live flow: its slot (`size_of::<Flow>()`), parts allocated on first use, its index
 /// and pair entries, and its summary in the once-a-second snapshot.
 pub const FLOW_COST: u64 = 3 << 10;
@@ -32,6 +33,9 @@ pub const EVENT_COST: u64 = 512;
 pub const SUMMARY_COST: u64 = 4 << 10;
 /// A recorder slot's metadata next to its `snaplen` bytes.
 pub const SLOT_META: u64 = 24;
+/// A recorded frame's entry in the time-ordered index a `/report` or dump re-analysis
+/// builds (transient, but there for every frame recorded).
+pub const REPLAY_ENTRY: u64 = 48;
 /// Bytes each frame of a queued batch reserves (buffer and metadata).
 pub const BATCH_FRAME_COST: u64 = 256 + 40;
 
@@ -105,7 +109,8 @@ pub fn plan(w: &Wanted) -> Result<Plan, String> {
     // Recorder: slot data plus its metadata fit the source's share.
     let slot = u64::from(w.snaplen.max(1));
     let per_source = rec / n;
-    let recorder_bytes = (per_source / (slot + SLOT_META) * slot).min(w.recorder_bytes);
+    let recorder_bytes =
+        (per_source / (slot + SLOT_META + REPLAY_ENTRY) * slot).min(w.recorder_bytes);
     // Capture: half kernel rings, half the queue.
     let pcap_buffer = (cap / 2 / n).min(u64::from(w.pcap_buffer)) as u32;
     let batch = w.batch_frames.max(1) as u64 * BATCH_FRAME_COST;
@@ -198,7 +203,7 @@ mod tests {
     fn most(p: &Plan, w: &Wanted) -> u64 {
         let n = w.sources as u64;
         let slot = u64::from(w.snaplen);
-        let rec = n * (p.recorder_bytes / slot) * (slot + SLOT_META);
+        let rec = n * (p.recorder_bytes / slot) * (slot + SLOT_META + REPLAY_ENTRY);
         let cap = n * u64::from(p.pcap_buffer)
             + p.queue_batches as u64 * w.batch_frames as u64 * BATCH_FRAME_COST;
         let ana = p.flows as u64 * FLOW_COST
@@ -229,21 +234,21 @@ mod tests {
     #[test]
     fn defaults_for_eight_sources_and_for_one() {
         let p = plan(&wanted(DEFAULT_LIMIT, 8)).unwrap();
-        // 168 MiB after the base: 58.8 MiB of rings over 8 sources.
-        assert_eq!(p.recorder_bytes >> 20, 6);
-        assert_eq!(p.pcap_buffer >> 10, 2150);
+        // 160 MiB after the base: 56 MiB of rings (and their index) over 8 sources.
+        assert_eq!(p.recorder_bytes >> 20, 4);
+        assert_eq!(p.pcap_buffer >> 10, 2048);
         assert!(p.flows > 12_000, "{}", p.flows);
         let p = plan(&wanted(DEFAULT_LIMIT, 1)).unwrap();
         // One source: what was asked for, not more.
         assert_eq!(p.recorder_bytes, 32 << 20);
         assert_eq!(p.pcap_buffer, 8 << 20);
-        assert_eq!((p.events, p.summaries), (10_000, 1_024));
+        assert_eq!((p.events, p.summaries), (9_830, 1_024));
     }
 
     #[test]
     fn too_small_a_budget_says_how_much() {
         let e = plan(&wanted(40 << 20, 8)).unwrap_err();
-        assert_eq!(e, "40M is too small for 8 sources: give at least 72M");
+        assert_eq!(e, "40M is too small for 8 sources: give at least 80M");
     }
 
     #[test]

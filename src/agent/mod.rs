@@ -10,6 +10,7 @@
 //! (`http`) and the netcheck pass (`netns`). They share only the published values
 //! ([`state::Published`]) and a channel for `/report`.
 
+mod arena;
 pub mod budget;
 pub mod dump;
 pub mod file;

@@ -113,6 +113,8 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
             ("summaries_per_source", plan.summaries.to_string()),
         ],
     );
+    // Before the capture threads start: they then share the one arena.
+    let _ = super::arena::one_arena();
     let live = opened.start();
     let mut lp = Loop::new(cfg, &infos, log, tables, plan);
     let reason = lp.run(&live, &stop, &usr1, (&rep_rx, &join_rx), &shared);
