@@ -199,6 +199,11 @@ impl Pipeline {
         &self.an
     }
 
+    /// The analyzer, to change its settings while running.
+    pub fn analyzer_mut(&mut self) -> &mut Analyzer {
+        &mut self.an
+    }
+
     /// Frames fed so far.
     pub fn frames(&self) -> u64 {
         self.frames

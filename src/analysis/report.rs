@@ -22,6 +22,7 @@ pub use super::net::{
 };
 pub use super::qos::{DscpShare, Qos, SplitConnection};
 pub use counters::N_COUNTERS;
+pub(in crate::analysis) use finding::not_followed;
 pub use finding::{
     AfterStop, Cause, Congestion, Finding, FindingKind, Location, NakError, Severity, Worst,
 };

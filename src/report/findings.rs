@@ -140,6 +140,9 @@ pub fn message(f: &Finding, r: &Report) -> String {
         | FindingKind::CmNotSetUp { .. }
         | FindingKind::CmTrafficClass { .. }
         | FindingKind::CmSetup { .. }) => cm::message(k, &w, &at).unwrap_or_default(),
+        FindingKind::FlowsNotFollowed { packets, max_flows } => format!(
+            "{packets} RoCE packets belong to flows that were not followed: {max_flows} flows were live already (the memory bound); they count as frames only"
+        ),
         FindingKind::InputCutShort { file, frames } => format!(
             "{file} was cut short: it ends in the middle of a record after {frames} complete frames (a capture killed mid-write, a full disk or a partial copy); every complete frame was analyzed, what came after the cut is unknown"
         ),

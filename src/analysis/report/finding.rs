@@ -11,7 +11,7 @@ mod cause;
 mod kind;
 mod stops;
 
-pub(in crate::analysis) use build::{cut_short, findings};
+pub(in crate::analysis) use build::{cut_short, findings, not_followed};
 pub use cause::{AfterStop, Cause, Location};
 pub use kind::{Congestion, FindingKind, NakError, RateChange, RnrWait};
 
@@ -113,6 +113,7 @@ impl Finding {
             FindingKind::Malformed { .. } => "malformed",
             FindingKind::Truncated { .. } => "truncated",
             FindingKind::InputCutShort { .. } => "input_cut_short",
+            FindingKind::FlowsNotFollowed { .. } => "flows_not_followed",
             FindingKind::Qos(q) => q.code(),
             FindingKind::CmRejected { .. } => "cm_rejected",
             FindingKind::CmUnanswered { .. } => "cm_unanswered",

@@ -361,6 +361,20 @@ fn congestion_and_frames(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
     }
 }
 
+/// A finding for the packets of flows beyond `max_flows`.
+pub(in crate::analysis) fn not_followed(packets: u64, max_flows: usize) -> Finding {
+    Finding {
+        severity: Severity::Warning,
+        kind: FindingKind::FlowsNotFollowed {
+            packets,
+            max_flows: max_flows as u64,
+        },
+        count: packets,
+        t_ns: None,
+        worst: Worst::default(),
+    }
+}
+
 /// A finding for an input that ends in the middle of a record.
 pub(in crate::analysis) fn cut_short(file: &str, frames: u64) -> Finding {
     Finding {

@@ -294,6 +294,14 @@ pub enum FindingKind {
     },
     /// QoS marking the packets carry (`crate::analysis::qos`).
     Qos(crate::analysis::report::Qos),
+    /// RoCE packets of flows not followed because `max_flows` flows were live (a memory
+    /// bound, e.g. the agent's budget).
+    FlowsNotFollowed {
+        /// How many packets.
+        packets: u64,
+        /// The cap.
+        max_flows: u64,
+    },
     /// An input that ends in the middle of a record after `frames` complete frames.
     InputCutShort {
         /// The input's name as given on the command line.
