@@ -714,18 +714,33 @@ fn daemonset_runs_the_agent_as_documented() {
         vol["hostPath"]["path"].as_str(),
         Some("/var/lib/rocetap/dumps")
     );
-    for probe in ["livenessProbe", "readinessProbe"] {
-        assert_eq!(
-            c[probe]["httpGet"]["path"].as_str(),
-            Some("/healthz"),
-            "{probe}"
-        );
+    // Liveness: the process answers; readiness: /healthz (503 while a source is down).
+    for (probe, path) in [
+        ("livenessProbe", "/metrics"),
+        ("readinessProbe", "/healthz"),
+    ] {
+        assert_eq!(c[probe]["httpGet"]["path"].as_str(), Some(path), "{probe}");
         assert_eq!(
             c[probe]["httpGet"]["port"].as_str(),
             Some(port_name),
             "{probe}"
         );
     }
+    // The agent's memory budget fits the container's limit with a quarter of headroom.
+    let mi = |v: &Yaml| -> u64 {
+        let t = v.as_str().expect("a quantity");
+        t.strip_suffix("Mi").expect("in Mi").parse::<u64>().unwrap() << 20
+    };
+    let limit = mi(&c["resources"]["limits"]["memory"]);
+    let budget = arg_after(args, "--memory-limit")
+        .first()
+        .map_or(rocetap::agent::budget::DEFAULT_LIMIT, |b| {
+            rocetap::agent::file::parse_bytes(b).unwrap()
+        });
+    assert!(
+        budget <= limit / 4 * 3 && budget >= mi(&c["resources"]["requests"]["memory"]),
+        "--memory-limit {budget} against the container's {limit}"
+    );
     let sc = &c["securityContext"];
     assert_eq!(sc["privileged"].as_bool(), Some(false));
     assert_eq!(sc["readOnlyRootFilesystem"].as_bool(), Some(true));

@@ -163,6 +163,41 @@ fn read_pcap(path: &Path) -> Vec<Pkt> {
     out
 }
 
+/// How A's RC request stream ends on the wire: its last request's opcode, and whether
+/// that is a First or Middle packet of a SEND or WRITE (the message never ended).
+fn wire_end(pkts: &[Pkt]) -> lab_story::WireEnd {
+    let Some(at) = pkts.iter().rposition(|p| p.a_to_b() && p.is_rc_request()) else {
+        return lab_story::WireEnd::default();
+    };
+    let last = &pkts[at];
+    let name = match last.op {
+        0x00 => "SEND First",
+        0x01 => "SEND Middle",
+        0x06 => "WRITE First",
+        0x07 => "WRITE Middle",
+        0x02..=0x05 => "SEND Last/Only",
+        0x08..=0x0B => "WRITE Last/Only",
+        _ => "another request",
+    };
+    // B's ACK of it (an ACK, not a NAK, for its PSN or a later one) came after it
+    let acked = pkts[at..]
+        .iter()
+        .any(|p| p.b_to_a() && p.op == 0x11 && p.nak_kind().is_none() && psn_le(last.psn, p.psn));
+    lab_story::WireEnd {
+        mid_message: Some(matches!(last.op, 0x00 | 0x01 | 0x06 | 0x07)),
+        last_op: format!(
+            "{name} (0x{:02x}) PSN {}, {}",
+            last.op,
+            last.psn,
+            if acked {
+                "acknowledged"
+            } else {
+                "not acknowledged"
+            }
+        ),
+    }
+}
+
 /// a < b in 24-bit PSN space.
 fn psn_lt(a: u32, b: u32) -> bool {
     let d = b.wrapping_sub(a) & 0xFF_FFFF;
@@ -592,7 +627,9 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
     }
     let pmtu =
         get(truth, "pmtu").expect("truth.pmtu: lab.py records the scenario's path MTU") as u32;
-    let w = read_wire(&read_pcap(pcap), &qp_a_of_b, pmtu);
+    let pkts = read_pcap(pcap);
+    let w = read_wire(&pkts, &qp_a_of_b, pmtu);
+    let end = wire_end(&pkts);
     let dropped_by_kernel = get(truth, "capture.dropped_by_kernel").unwrap_or(-1);
 
     // ---- preconditions: the lab did what the truth says ----
@@ -1014,7 +1051,7 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
         t.info(&what, value, &why);
     }
     let mut story = Vec::new();
-    lab_story::rows(truth, &an, |what, ok, detail, why| {
+    lab_story::rows(truth, &an, &end, |what, ok, detail, why| {
         story.push((what.to_string(), ok, detail, why.to_string()))
     });
     for (what, ok, detail, why) in story {

@@ -33,25 +33,40 @@ ROCETAP = "/usr/local/bin/rocetap"   # put there by run.sh (not on the agent's P
 def later_command(f):
     """The background command that changes a fault's netem `after_s` s after the client starts
     (a link that dies mid-run); the netem qdisc keeps its handle and counters."""
-    dev = "eth0 parent 1:3" if f.where == "egress" else "ifb0 root"
+    dev = "eth0 parent 1:3" if f.where == "egress" else ("ifb0 parent 1:3" if f.spare_qp1 else "ifb0 root")
     return (f"nohup sh -c 'sleep {f.after_s:g}; tc qdisc change dev {dev} handle 30: netem {f.later}' "
             "> /tmp/fault-later.log 2>&1 &")
+
+
+# the BTH's destination QP is 1 (a CM MAD): u32 offsets count from the IP header, which rxe
+# sends without options (20 bytes), then UDP (8), then the BTH, whose bytes 5-7 are the QP
+QP1_MATCH = "match u32 0x00000001 0x00ffffff at 32"
 
 
 def fault_commands(f, dev="eth0"):
     if f.where == "egress":
         # prio qdisc: everything to band 2 (pfifo); RoCE v2 (UDP dport 4791) to band 3 = netem.
         # ARP, ICMP and perftest's TCP exchange pass untouched.
+        spare = [f"tc filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff "
+                 f"match ip dport 4791 0xffff {QP1_MATCH} flowid 1:2"] if f.spare_qp1 else []
         return [f"tc qdisc add dev {dev} root handle 1: prio bands 3 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1",
-                f"tc qdisc add dev {dev} parent 1:3 handle 30: netem {f.netem}",
-                f"tc filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff "
+                f"tc qdisc add dev {dev} parent 1:3 handle 30: netem {f.netem}", *spare,
+                f"tc filter add dev {dev} parent 1: protocol ip prio {2 if spare else 1} u32 match ip protocol 17 0xff "
                 f"match ip dport 4791 0xffff flowid 1:3"]
     # ingress -> mirred -> ifb0 -> netem: after the AF_PACKET tap of dev
+    # sparing QP1: ifb0 gets the same prio qdisc as an egress fault (the guest has no
+    # act_gact for an ingress `action ok`)
+    ifb = (["tc qdisc add dev ifb0 root handle 1: prio bands 3 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1",
+            "tc qdisc add dev ifb0 parent 1:3 handle 30: netem " + f.netem,
+            f"tc filter add dev ifb0 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff "
+            f"match ip dport 4791 0xffff {QP1_MATCH} flowid 1:2",
+            "tc filter add dev ifb0 parent 1: protocol ip prio 2 u32 match ip protocol 17 0xff "
+            "match ip dport 4791 0xffff flowid 1:3"]
+           if f.spare_qp1 else ["tc qdisc add dev ifb0 root handle 30: netem " + f.netem])
     return ["ip link set ifb0 up",
             f"tc qdisc add dev {dev} handle ffff: ingress",
             f"tc filter add dev {dev} parent ffff: protocol ip prio 1 u32 match ip protocol 17 0xff "
-            f"match ip dport 4791 0xffff action mirred egress redirect dev ifb0",
-            "tc qdisc add dev ifb0 root handle 30: netem " + f.netem]
+            f"match ip dport 4791 0xffff action mirred egress redirect dev ifb0", *ifb]
 
 
 SENT_RE = re.compile(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+) requeues (\d+)\)")
@@ -247,7 +262,8 @@ def netem_facts(sc, tc, dlt):
             out.append({"vm": f.vm, "where": f.where, "netem": f.netem, "error": "no netem statistics"})
             continue
         sender = "A" if f.direction() == "A->B" else "B"
-        offered = dlt[sender]["sent_pkts"] if f.where == "egress" else None
+        # sparing QP1, netem sees only the RC packets: no offered count, and it copies nothing
+        offered = dlt[sender]["sent_pkts"] if f.where == "egress" and not f.spare_qp1 else None
         rec = {"vm": f.vm, "where": f.where, "dev": dev, "netem": f.netem, "direction": f.direction(),
                "relative_to_tap": f.relative_to_tap(), "sent_pkts": q["sent_pkts"], "dropped": q["dropped"],
                "requeues": q["requeues"], "offered_pkts": offered,
@@ -283,9 +299,15 @@ def main_run(out_dir, name, iters=None, snaplen=None):
     signal.signal(signal.SIGHUP, on_term)
 
     test = sc.perftest(iters)
-    srv = f"timeout {SERVER_TIMEOUT} {test}"
     client_timeout = sc.client_timeout or CLIENT_TIMEOUT
-    cli = f"timeout {client_timeout} {test} {vmmod.B_IP}"
+    ucma = sc.tool == "ucmatose"
+    if ucma:
+        # A listens and SENDs first (the requester); B connects to it once it listens
+        srv = f"timeout {client_timeout + 10} {sc.peer(iters, vmmod.A_IP)}"
+        cli = f"timeout {client_timeout} {test}"
+    else:
+        srv = f"timeout {SERVER_TIMEOUT} {test}"
+        cli = f"timeout {client_timeout} {test} {vmmod.B_IP}"
     count = f"-c {sc.cap_packets} " if sc.cap_packets else ""
     tcpd = f"tcpdump -i eth0 -n -s {snap} -B 16384 {count}-w /tmp/cap.pcap udp port 4791"
     truth = {
@@ -346,11 +368,13 @@ def main_run(out_dir, name, iters=None, snaplen=None):
                "cat /tmp/tcpdump.log")
         for v in (a, b):
             v.sh(snap_loop(bool(sc.live_table)))
-        if sc.server:
+        if sc.server and not ucma:
             b.sh(f"nohup {srv} > /tmp/server.log 2>&1 & echo $! > /tmp/server.pid")
         # perftest's server is ready once it listens for the client's TCP exchange (port
         # 18515); with -R (rdma_cm) there is no TCP listener to see, so wait a fixed time
-        if " -R" in f" {test}" or not sc.server:
+        if ucma:
+            pass
+        elif " -R" in f" {test}" or not sc.server:
             time.sleep(3)
         else:
             b.sh("for i in $(seq 75); do ss -Hltn 'sport = :18515' | grep -q . && break; sleep 0.2; done")
@@ -359,6 +383,11 @@ def main_run(out_dir, name, iters=None, snaplen=None):
         for f in sc.faults:
             if f.later:
                 vms[f.vm].sh(later_command(f))
+        if ucma:
+            # ucmatose's listener (port 7471, rdma_cm's TCP port space) is up: B connects
+            # (its stdout is a file, so fully buffered: nothing to wait for but time)
+            time.sleep(2)
+            b.sh(f"nohup {srv} > /tmp/server.log 2>&1 & echo $! > /tmp/server.pid")
         deadline = t1 + client_timeout + 20
         while time.time() < deadline:
             if a.sh("test -f /tmp/client.rc")[0] == 0:
@@ -368,7 +397,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
         timing["perftest_s"] = round(t_cli, 1)
         rc_cli = a.sh("cat /tmp/client.rc 2>/dev/null || echo -1")[1].strip()
         out_cli = a.sh("cat /tmp/client.log")[1]
-        for _ in range(60):
+        for _ in range(4 if ucma else 60):
             if "done" in b.sh("kill -0 $(cat /tmp/server.pid) 2>/dev/null && echo run || echo done")[1]:
                 break
             time.sleep(0.5)
@@ -442,7 +471,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
           f"A sent {o['requester_sent_pkts']} retries {dlt['A'].get('completer_retry_err', 0)}; "
           f"B NAKs {o['nak_psn_seq']} RNR {o['rnr_nak']}; netem lost {o.get('netem_lost', 0)} "
           f"dup {o.get('duplicate_packets', 0)} CE {o.get('ce_marked', 0)}", flush=True)
-    if (truth["perftest"]["client_rc"] != 0) != sc.client_fails:
+    if sc.client_fails is not None and (truth["perftest"]["client_rc"] != 0) != sc.client_fails:
         raise SystemExit(f"{name}: perftest client rc {rc_cli}, expected "
                          f"{'a failure' if sc.client_fails else '0'}")
 

@@ -32,5 +32,6 @@ rdma-cm 200 320
 rdma-cm-no-server 10 0
 rnr-loss 60 128
 ud-loss 300 128
+dead-rc-at-once 20 320
 LIST
 ls -la "$dest"/rxe-*

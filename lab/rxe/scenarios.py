@@ -18,6 +18,9 @@ class Fault:
     netem: str       # netem arguments, e.g. "loss 2%"
     later: str = ""  # netem arguments the fault changes to `after_s` s after perftest's client starts
     after_s: float = 0.0
+    # RC only: CM MADs (BTH destination QP 1) pass untouched, so a connection set up and torn
+    # down through rdma_cm shows its DREQ/DREP even when the fault kills every RC packet
+    spare_qp1: bool = False
 
     def direction(self):
         """The traffic direction it touches: egress of A / ingress of B touch A->B."""
@@ -29,7 +32,8 @@ class Fault:
         return "before" if self.where == "egress" else "after"
 
     def describe(self):
-        return self.netem + (f", then {self.later} {self.after_s:g} s after the client starts" if self.later else "")
+        return (self.netem + (f", then {self.later} {self.after_s:g} s after the client starts" if self.later else "")
+                + (" (RC only: QP1 MADs pass)" if self.spare_qp1 else ""))
 
 
 @dataclass
@@ -50,27 +54,36 @@ class Scenario:
     # TCG; their stories are held by committed samples or by the shorter scenarios)
     extended: bool = False
     server: bool = True       # start perftest's server on B (False: nobody listens)
-    client_fails: bool = False  # the client is expected to fail (exit non-zero)
+    client_fails: bool = False  # the client is expected to fail (exit non-zero); None: either
     # compare `rocetap qp-table` (RDMA netlink) with `rdma res show qp` in both VMs while the
     # QPs exist: "steady" where perftest's QP lives for several samples (an RC QP must be
     # compared in full), "any" where they live about as long as one sample under TCG
     live_table: str = ""
 
     def perftest(self, iters=None):
+        """The command on A (the requester). For ucmatose that is its passive side, which
+        listens and then SENDs first (cmatose.c's run_server); `peer()` connects from B."""
         n = self.iters if iters is None else iters
+        if self.tool == "ucmatose":
+            return f"ucmatose -C {n} -S {self.size} {self.flags}".strip()
         size = f"-s {self.size}" if self.size else ""
         return " ".join(x for x in (self.tool, f"-n {n}", size, self.flags) if x)
+
+    def peer(self, iters=None, server_ip="198.18.0.1"):
+        """ucmatose's active side on B: connects to A, receives A's SENDs, then replies."""
+        n = self.iters if iters is None else iters
+        return f"ucmatose -s {server_ip} -C {n} -S {self.size} {self.flags}".strip()
 
     def pmtu(self):
         return max(m for m in (256, 512, 1024, 2048, 4096) if m + 100 <= self.mtu)
 
 
-def egress(vm, netem, later="", after_s=0.0):
-    return Fault(vm, "egress", netem, later, after_s)
+def egress(vm, netem, later="", after_s=0.0, spare_qp1=False):
+    return Fault(vm, "egress", netem, later, after_s, spare_qp1)
 
 
-def ingress(vm, netem, later="", after_s=0.0):
-    return Fault(vm, "ingress", netem, later, after_s)
+def ingress(vm, netem, later="", after_s=0.0, spare_qp1=False):
+    return Fault(vm, "ingress", netem, later, after_s, spare_qp1)
 
 
 SCENARIOS = [
@@ -148,8 +161,42 @@ SCENARIOS = [
              "ib_write_bw", 20000, faults=[egress("A", "loss 0%", later="loss 100%", after_s=4.0)],
              client_fails=True, cap_packets=200000, client_timeout=45,
              # where the stream stops between messages, all acknowledged, one tap cannot tell
-             # a dead link from a finished job (1 of 2 runs): its stall check needs that told
+             # a dead link from a finished job: the story check reads the wire's last request
+             # (mid-message: a stall; between messages: no claim). Both seen (of 3 runs, the
+             # last stopped after an acknowledged WRITE Last). Extended for its 90-111 s.
              extended=True),
+    # A requester that gives up. perftest sets retry_cnt 7, which rxe treats as "retry
+    # forever"; librdmacm's ucmatose connects with retry_count 5 (cmatose.c), so rxe's
+    # completer gives up after 5 timer retries (retry_exceeded_err) and flushes the QP.
+    # ucmatose's passive side SENDs first, so it runs on A (the requester) and B connects
+    # to it; -a 16 is the ACK timeout (4.096 us * 2^16 = 268 ms per retry). The faults drop
+    # RC packets only: the CM's MADs (QP1) pass, so the DREQ A sends after giving up shows.
+    # bookworm's ucmatose does not check completion statuses: it exits 0 once A's DREQ is
+    # answered or timed out, or is killed by its timeout; either is fine (client_fails None).
+    Scenario("dead-rc-after-tap", "ucmatose (retry_count 5): the RC traffic dies 5 s after A starts listening, "
+             "after the responder's tap (B ingress, RC only; CM MADs pass): the tap sees A's 5 retries of the "
+             "same PSNs, then A gives up (retry_exceeded_err) and sends a DREQ B's busy application never answers",
+             "ucmatose", 10000, size=4096, flags="-a 16",
+             faults=[ingress("B", "loss 0%", later="loss 100%", after_s=5.0, spare_qp1=True)],
+             client_fails=None, cap_packets=200000, client_timeout=25,
+             # 88-106 s under load; CI runs dead-rc-at-once (54 s) for the same story
+             extended=True),
+    Scenario("dead-rc-before-tap", "as dead-rc-after-tap, but the RC traffic dies before the responder's tap "
+             "(A egress, RC only): the tap sees A's SENDs stop mid-message and never resume, then A's DREQ",
+             "ucmatose", 10000, size=4096, flags="-a 16",
+             faults=[egress("A", "loss 0%", later="loss 100%", after_s=5.0, spare_qp1=True)],
+             client_fails=None, cap_packets=200000, client_timeout=25, extended=True),
+    Scenario("dead-rc-at-once", "ucmatose, every RC packet A sends lost after the responder's tap from the start "
+             "(B ingress, RC only; CM MADs pass): the connection is set up, A's first SENDs are retried 5 times "
+             "and A gives up; small (the sample rxe-retry-exhausted)",
+             "ucmatose", 20, size=1024, flags="-a 14",
+             faults=[ingress("B", "loss 100%", spare_qp1=True)],
+             client_fails=None, client_timeout=20),
+    Scenario("dead-rc-two-qps", "as dead-rc-at-once with two connections (-c 2): both requester QPs give up "
+             "(retry_exceeded_err 2), so retry_exhausted must count two",
+             "ucmatose", 20, size=1024, flags="-a 14 -c 2",
+             faults=[ingress("B", "loss 100%", spare_qp1=True)],
+             client_fails=None, client_timeout=20, extended=True),
 ]
 
 BY_NAME = {s.name: s for s in SCENARIOS}

@@ -53,6 +53,8 @@ fn replay<S: Sink>(srcs: &[Recorded<'_>], from_ns: u64, a: Analysis, sink: &mut 
     let mut p = Pipeline::new(a.decode, Analyzer::new(a.analyzer));
     p.name_sources(srcs.iter().map(|s| s.name.to_string()));
     let mut all: Vec<(u64, u32, super::recorder::Recorded<'_>)> = Vec::new();
+    // Room for exactly the frames: no doubling (the memory budget counts one entry each).
+    all.reserve_exact(srcs.iter().map(|s| s.rec.since(from_ns).count()).sum());
     for (i, s) in srcs.iter().enumerate() {
         all.extend(s.rec.since(from_ns).map(|r| (r.ts_ns, i as u32, r)));
     }

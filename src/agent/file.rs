@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The keys the file may hold, and whether each takes a list.
-pub const KEYS: [(&str, bool); 27] = [
+pub const KEYS: [(&str, bool); 28] = [
     ("interface", true),
     ("listen", false),
     ("node_name", false),
@@ -34,6 +34,7 @@ pub const KEYS: [(&str, bool); 27] = [
     ("recorder_bytes", false),
     ("recorder_seconds", false),
     ("redact", false),
+    ("memory_limit", false),
     ("window", false),
     ("log_format", false),
     ("top_flows", false),

@@ -227,6 +227,7 @@ pub fn render(p: &Published) -> String {
     capture(&mut f, p);
     connections(&mut f, p);
     agent(&mut f, p);
+    sources::sources_and_memory(&mut f, p);
     let families: Vec<MetricFamily> =
         f.0.into_iter()
             .map(|x| x.0)
@@ -491,3 +492,5 @@ fn agent(f: &mut Families, p: &Published) {
     )
     .add(&[("node", node)], failed as f64);
 }
+
+mod sources;

@@ -10,6 +10,8 @@
 //! (`http`) and the netcheck pass (`netns`). They share only the published values
 //! ([`state::Published`]) and a channel for `/report`.
 
+mod arena;
+pub mod budget;
 pub mod dump;
 pub mod file;
 pub mod http;
@@ -92,6 +94,9 @@ pub struct Config {
     pub redact: bool,
     /// The HTTP server: TLS and users (`--web-config-file`), connection limit, `/report`.
     pub web: web::Options,
+    /// The memory budget of the whole agent (`budget`): recorders, analyzers, `/report`
+    /// and the capture buffers of every source share it.
+    pub memory_limit: u64,
 }
 
 impl Config {
@@ -137,6 +142,7 @@ impl Config {
             duration: None,
             redact: true,
             web: web::Options::default(),
+            memory_limit: budget::DEFAULT_LIMIT,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! Every error before the loop starts is a one-line error (exit 2); once running, a
 //! source that fails is reported by `/healthz`, the log and its metrics.
 
+use super::budget::{self, Plan};
 use super::dump::{self, Analysis, Recorded};
 use super::http::ReportRequest;
 use super::log::Log;
@@ -53,8 +54,18 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     check(cfg)?;
     let tables = side::QpTables::load(&cfg.qp_table)?;
     let devices = resolve(cfg)?;
-    let opened = LiveSource::open(&devices, cfg.live.clone())
-        .map_err(|e| session::explain(e, &cfg.sysfs_root))?;
+    let plan = budget::plan(&wanted(cfg, devices.len())).map_err(|e| {
+        Failure::new(format!("agent: --memory-limit {e}"))
+            .hint("the recorders, analyzers and capture buffers of every source share it")
+    })?;
+    let live_opts = crate::capture::live::LiveOptions {
+        buffer_bytes: plan.pcap_buffer,
+        queue_batches: plan.queue_batches,
+        reopen: true,
+        ..cfg.live.clone()
+    };
+    let opened =
+        LiveSource::open(&devices, live_opts).map_err(|e| session::explain(e, &cfg.sysfs_root))?;
     let infos = opened.sources();
     // Bound before the privileges go (a port below 1024 needs CAP_NET_BIND_SERVICE); the
     // server's runtime starts no thread until `web::spawn`.
@@ -77,6 +88,11 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     log.event("privileges", &said);
     let names: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
     let shared = Arc::new(Mutex::new(Published::new(cfg.node.clone(), &names)));
+    {
+        let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+        p.memory.budget = plan.limit;
+        p.memory.shares = plan.shares.clone();
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let usr1 = Arc::new(AtomicBool::new(false));
     signals(&stop, &usr1)?;
@@ -96,8 +112,25 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
             ("snaplen", cfg.live.snaplen.to_string()),
         ],
     );
+    log.event(
+        "memory_budget",
+        &[
+            ("limit", budget::size(plan.limit)),
+            ("recorder_per_source", budget::size(plan.recorder_bytes)),
+            (
+                "pcap_buffer_per_source",
+                budget::size(plan.pcap_buffer.into()),
+            ),
+            ("queue_batches", plan.queue_batches.to_string()),
+            ("flows", plan.flows.to_string()),
+            ("events_per_source", plan.events.to_string()),
+            ("summaries_per_source", plan.summaries.to_string()),
+        ],
+    );
+    // Before the capture threads start: they then share the one arena.
+    let _ = super::arena::one_arena();
     let live = opened.start();
-    let mut lp = Loop::new(cfg, &infos, log, tables);
+    let mut lp = Loop::new(cfg, &infos, log, tables, plan);
     let reason = lp.run(&live, &stop, &usr1, (&rep_rx, &join_rx), &shared);
     let stats = live.stats().to_vec();
     let rest = live.finish();
@@ -131,6 +164,21 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
         )));
     }
     Ok(exit::OK)
+}
+
+/// What the budget is split for: the configuration's asks and the sources.
+fn wanted(cfg: &Config, sources: usize) -> budget::Wanted {
+    budget::Wanted {
+        limit: cfg.memory_limit,
+        sources,
+        snaplen: cfg.live.snaplen,
+        recorder_bytes: cfg.recorder_bytes,
+        pcap_buffer: cfg.live.buffer_bytes,
+        queue_batches: cfg.live.queue_batches,
+        batch_frames: cfg.live.batch_frames,
+        events: cfg.analyzer.max_events,
+        summaries: cfg.analyzer.max_flow_summaries,
+    }
 }
 
 /// Checks what can be checked before anything is opened.
@@ -234,6 +282,13 @@ struct Loop<'c> {
     holding: bool,
     last_rule_dump: Option<Instant>,
     privacy: Privacy,
+    plan: Plan,
+    /// Each source as the last tick saw it: (up, losses).
+    seen: Vec<(bool, u64)>,
+    /// Which limits each source has hit (logged once): flows, events, summaries.
+    limited: Vec<[bool; 3]>,
+    /// The last `/report` or dump re-analysis, in bytes (estimated).
+    report_bytes: u64,
 }
 
 /// Records each frame the pipeline decoded, as [`Privacy`] keeps it.
@@ -256,8 +311,20 @@ impl crate::pipeline::Sink for Recording<'_> {
 }
 
 impl<'c> Loop<'c> {
-    fn new(cfg: &'c Config, infos: &[SourceInfo], log: Log, tables: side::QpTables) -> Self {
+    fn new(
+        cfg: &'c Config,
+        infos: &[SourceInfo],
+        log: Log,
+        tables: side::QpTables,
+        plan: Plan,
+    ) -> Self {
         let n = infos.len();
+        let analyzer = crate::analysis::Config {
+            max_events: plan.events,
+            max_flow_summaries: plan.summaries,
+            max_flows: plan.flows / n.max(1),
+            ..cfg.analyzer
+        };
         Loop {
             tables,
             cfg,
@@ -265,13 +332,13 @@ impl<'c> Loop<'c> {
             infos: infos.to_vec(),
             merger: Merger::new(n),
             pipes: (0..n)
-                .map(|_| Pipeline::new(cfg.decode, Analyzer::new(cfg.analyzer)))
+                .map(|_| Pipeline::new(cfg.decode, Analyzer::new(analyzer)))
                 .collect(),
             recs: infos
                 .iter()
                 .map(|i| {
                     Recorder::new(
-                        cfg.recorder_bytes,
+                        plan.recorder_bytes,
                         i.snaplen,
                         cfg.recorder_seconds * 1_000_000_000,
                     )
@@ -293,6 +360,10 @@ impl<'c> Loop<'c> {
             holding: false,
             last_rule_dump: None,
             privacy: Privacy::new(cfg.redact),
+            plan,
+            seen: vec![(true, 0); n],
+            limited: vec![[false; 3]; n],
+            report_bytes: 0,
         }
     }
 
@@ -346,7 +417,9 @@ impl<'c> Loop<'c> {
                     self.analysis(),
                     qp.as_deref(),
                 );
-                let _ = tx.try_send(dump::report_json(&r, &input));
+                let json = dump::report_json(&r, &input);
+                self.report_bytes = tick::report_cost(&r) + json.len() as u64;
+                let _ = tx.try_send(json);
             }
             while let Ok(tx) = analyses.try_recv() {
                 let reps = self
@@ -384,8 +457,9 @@ impl<'c> Loop<'c> {
         Analysis {
             decode: self.cfg.decode,
             analyzer: crate::analysis::Config {
-                max_events: 100_000,
-                max_flow_summaries: 20_000,
+                max_flows: self.plan.report.0,
+                max_events: self.plan.report.1,
+                max_flow_summaries: self.plan.report.2,
                 ..self.cfg.analyzer
             },
         }
@@ -402,196 +476,6 @@ impl<'c> Loop<'c> {
             .unwrap_or(0);
         newest.saturating_sub(self.cfg.dump_seconds * 1_000_000_000)
     }
-
-    /// Publishes every source's state and feeds the window.
-    fn publish(&mut self, stats: &[Arc<SourceStats>], shared: &Mutex<Published>) {
-        let now = Instant::now();
-        // Capture time goes on without frames: idle flows expire, gaps age (issue 39).
-        let wall = std::time::UNIX_EPOCH
-            .elapsed()
-            .map_or(0, |d| d.as_nanos() as u64);
-        self.pipes
-            .iter_mut()
-            .for_each(|p| p.analyzer_mut().advance(wall));
-        let mut states = Vec::with_capacity(self.pipes.len());
-        let mut vals = Vec::new();
-        for (i, p) in self.pipes.iter().enumerate() {
-            let an = p.analyzer();
-            let snap = an.snapshot(an.events_recorded());
-            let mut s = SourceState {
-                name: self.infos[i].name.clone(),
-                totals: snap.totals,
-                latency: snap.latency,
-                tracked: an.live_flows() as u64,
-                ..SourceState::default()
-            };
-            for sender in &snap.pfc {
-                for pr in &sender.per_priority {
-                    let e = &mut s.pfc[usize::from(pr.priority & 7)];
-                    e.0 += pr.frames;
-                    e.1 += pr.pause_ns as f64 / 1e9;
-                }
-            }
-            if let Some(st) = stats.get(i) {
-                s.received = st.received.load(Ordering::Relaxed);
-                s.queue_dropped = st.queue_dropped.load(Ordering::Relaxed);
-                let pc = st
-                    .pcap
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .unwrap_or_default();
-                s.kernel_dropped = pc.kernel_dropped;
-                s.if_dropped = pc.if_dropped;
-                s.error = st.error.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            }
-            let (top, other) = self.tops[i].update(now, &snap.flows, topn::totals(&snap.totals));
-            s.top = top;
-            s.other = other;
-            vals.push(window::values(&snap.totals));
-            states.push(s);
-        }
-        let drops: u64 = states
-            .iter()
-            .map(|s| s.kernel_dropped + s.if_dropped + s.queue_dropped)
-            .sum();
-        self.window.push(now, window::sum(vals));
-        self.note_drops(now, drops);
-        let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
-        p.sources = states;
-        p.tick = now;
-    }
-
-    fn note_drops(&mut self, now: Instant, total: u64) {
-        self.drops.push_back((now, total));
-        while self.drops.len() > 2 && now.duration_since(self.drops[1].0) >= self.window.span() {
-            self.drops.pop_front();
-        }
-        let moved = self.drops.front().map_or(0, |f| total.saturating_sub(f.1));
-        if moved > 0 && !self.dropping {
-            self.log.event(
-                "started",
-                &[
-                    ("what", "capture_drops".into()),
-                    ("count", moved.to_string()),
-                    ("window_s", self.window.span().as_secs().to_string()),
-                ],
-            );
-        } else if moved == 0 && self.dropping {
-            self.log
-                .event("cleared", &[("what", "capture_drops".into())]);
-        }
-        self.dropping = moved > 0;
-    }
-
-    /// Logs counters starting and stopping in the window, and dumps when a rule holds.
-    fn judge(&mut self, shared: &Mutex<Published>) {
-        let span = self.window.span().as_secs().to_string();
-        for (i, key) in NOTABLE.iter().enumerate() {
-            let v = self.window.value(key).unwrap_or(0.0);
-            if v > 0.0 && !self.active[i] {
-                self.log.event(
-                    "started",
-                    &[
-                        ("what", (*key).into()),
-                        ("count", crate::report::analyze::num(v)),
-                        ("window_s", span.clone()),
-                    ],
-                );
-            } else if v == 0.0 && self.active[i] {
-                self.log.event(
-                    "cleared",
-                    &[("what", (*key).into()), ("window_s", span.clone())],
-                );
-            }
-            self.active[i] = v > 0.0;
-        }
-        let held = self
-            .cfg
-            .dump_on
-            .iter()
-            .find(|r| {
-                r.op.holds(self.window.value(&r.name).unwrap_or(0.0), r.value)
-            })
-            .cloned();
-        let rising = held.is_some() && !self.holding;
-        self.holding = held.is_some();
-        let Some(rule) = held else { return };
-        let limited = self
-            .last_rule_dump
-            .is_some_and(|t| t.elapsed() < self.cfg.dump_interval);
-        if limited {
-            if rising {
-                shared
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .dumps
-                    .suppressed += 1;
-                self.log.event(
-                    "dump_suppressed",
-                    &[
-                        ("rule", rule.to_string()),
-                        ("interval_s", self.cfg.dump_interval.as_secs().to_string()),
-                    ],
-                );
-            }
-            return;
-        }
-        self.last_rule_dump = Some(Instant::now());
-        self.dump("rule", Some(&rule), shared);
-    }
-
-    fn dump(
-        &mut self,
-        why: &str,
-        rule: Option<&crate::report::rules::Rule>,
-        shared: &Mutex<Published>,
-    ) {
-        let Some(dir) = &self.cfg.dump_dir else {
-            self.log.event(
-                "dump_skipped",
-                &[("reason", why.into()), ("why", "no --dump-dir".into())],
-            );
-            return;
-        };
-        let qp = self.tables.now();
-        let res = dump::write(
-            dir,
-            &self.recorded(),
-            self.window_start_ns(),
-            self.analysis(),
-            why,
-            self.cfg.dump_keep,
-            qp.as_deref(),
-        );
-        let mut fields = vec![("reason", why.to_string())];
-        if let Some(r) = rule {
-            fields.push(("rule", r.to_string()));
-            fields.push((
-                "actual",
-                crate::report::analyze::num(self.window.value(&r.name).unwrap_or(0.0)),
-            ));
-        }
-        let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
-        match res {
-            Ok(w) => {
-                if why == "signal" {
-                    p.dumps.signal += 1;
-                } else {
-                    p.dumps.rule += 1;
-                }
-                drop(p);
-                fields.push(("pcapng", w.pcapng.display().to_string()));
-                fields.push(("json", w.json.display().to_string()));
-                fields.push(("frames", w.frames.to_string()));
-                fields.push(("naks", w.naks.to_string()));
-                self.log.event("dump", &fields);
-            }
-            Err(e) => {
-                p.dumps.failed += 1;
-                drop(p);
-                fields.push(("error", e.to_string()));
-                self.log.event("dump_failed", &fields);
-            }
-        }
-    }
 }
+
+mod tick;

@@ -32,8 +32,18 @@ pub struct SourceState {
     pub top: Vec<Series>,
     /// Every other connection's counts summed.
     pub other: Counts,
-    /// The capture's error, if it stopped.
+    /// The capture's error, if it stopped; while it is down, why.
     pub error: Option<String>,
+    /// The device is open and capturing.
+    pub up: bool,
+    /// Times the device was lost.
+    pub losses: u64,
+    /// Times it was opened again after a loss.
+    pub reopens: u64,
+    /// RoCE packets of flows not followed: the analyzers' share of the budget was full.
+    pub untracked_packets: u64,
+    /// Frames the flight recorder holds now.
+    pub recorded_frames: u64,
 }
 
 /// A pod a network namespace belongs to, as far as the node can tell.
@@ -94,6 +104,19 @@ pub struct DumpCounts {
     pub failed: u64,
 }
 
+/// The memory budget and how much of each part is in use.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryState {
+    /// `--memory-limit`.
+    pub budget: u64,
+    /// Each part's share: (part, bytes).
+    pub shares: Vec<(&'static str, u64)>,
+    /// Each part's estimated use: (part, bytes).
+    pub used: Vec<(&'static str, u64)>,
+    /// The process' resident size and its peak, as the kernel counts them.
+    pub resident: Option<(u64, u64)>,
+}
+
 /// Everything `/metrics` and `/healthz` show.
 #[derive(Clone, Debug)]
 pub struct Published {
@@ -109,6 +132,8 @@ pub struct Published {
     pub tick: Instant,
     /// Why the agent is not healthy, if it is not.
     pub unhealthy: Option<String>,
+    /// The memory budget and its use.
+    pub memory: MemoryState,
 }
 
 impl Published {
@@ -120,6 +145,7 @@ impl Published {
                 .iter()
                 .map(|n| SourceState {
                     name: n.clone(),
+                    up: true,
                     ..SourceState::default()
                 })
                 .collect(),
@@ -127,6 +153,7 @@ impl Published {
             dumps: DumpCounts::default(),
             tick: Instant::now(),
             unhealthy: None,
+            memory: MemoryState::default(),
         }
     }
 }

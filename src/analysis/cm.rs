@@ -17,7 +17,7 @@ mod findings;
 use super::report::{Connection, FlowSummary, Report};
 use dissectors::cm::{CmMsg, ServiceId};
 use dissectors::{Addr, Decoded, Mad, Operation, Psn, Qpn};
-use findings::findings;
+use findings::{after_stops, findings};
 use rustc_hash::FxHashMap;
 use serde::{Serialize, Serializer};
 
@@ -86,6 +86,10 @@ pub struct CmSession {
     pub rej: Option<RejSeen>,
     /// Time of the first DREQ (ns).
     pub dreq_ns: Option<u64>,
+    /// Who sent the first DREQ.
+    pub dreq_from: Option<Addr>,
+    /// DREQs sent (the first and its retries).
+    pub dreqs: u32,
     /// Time of the first DREP (ns).
     pub drep_ns: Option<u64>,
     /// Filled at the end: the requester's and the responder's flow ids.
@@ -108,6 +112,8 @@ impl CmSession {
             rtu_ns: None,
             rej: None,
             dreq_ns: None,
+            dreq_from: None,
+            dreqs: 0,
             drep_ns: None,
             flows: [None; 2],
             missing_at_start: [None; 2],
@@ -220,7 +226,10 @@ impl CmTracker {
             }
             CmMsg::Dreq(x) => {
                 if let Some(i) = self.either(src, dst, x.ids.local, x.ids.remote) {
-                    self.sessions[i].dreq_ns.get_or_insert(ts);
+                    let s = &mut self.sessions[i];
+                    s.dreq_ns.get_or_insert(ts);
+                    s.dreq_from.get_or_insert(src);
+                    s.dreqs += 1;
                 }
             }
             CmMsg::Drep(x) => {
@@ -240,6 +249,7 @@ impl CmTracker {
         for s in &mut sessions {
             settle(s, r);
         }
+        after_stops(&sessions, r);
         let mut found = findings(&sessions, r);
         r.findings.append(&mut found);
         r.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));

@@ -389,6 +389,10 @@ pub struct FlowCounters {
     /// UD: times the sender's PSN jumped past the next one (a datagram lost before the
     /// tap, or sent to a destination this flow is not).
     pub ud_psn_jumps: u64,
+    /// Of `nak_psn_seq`, the NAKs reordering explains: naming a PSN whose late original
+    /// the tap then saw, or one that passed the tap ahead of a late original (the
+    /// responder, which sees the tap's order, dropped it as out of sequence).
+    pub nak_psn_seq_reorder: u64,
 }
 
 /// All zero: what a flow that never counted anything reports.
@@ -437,6 +441,7 @@ const NO_COUNTS: FlowCounters = FlowCounters {
     retry_exhausted: 0,
     stalled: 0,
     ud_psn_jumps: 0,
+    nak_psn_seq_reorder: 0,
 };
 
 /// A flow's [`FlowCounters`], allocated with its first count: clean traffic never

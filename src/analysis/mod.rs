@@ -74,6 +74,10 @@ pub struct Config {
     /// Summaries of finished flows kept for the report; beyond it a flow only counts in
     /// the totals, so memory stays bounded whatever the number of QPs over time.
     pub max_flow_summaries: usize,
+    /// Live flows held at most; a packet of a new flow beyond it is counted
+    /// ([`Analyzer::untracked_packets`]) and not followed, so memory stays bounded
+    /// whatever the number of live QPs (the agent's memory budget sets it).
+    pub max_flows: usize,
 }
 
 impl Default for Config {
@@ -85,6 +89,7 @@ impl Default for Config {
             link_bps: 100_000_000_000,
             arp_prefix_len: 24,
             max_flow_summaries: 20_000,
+            max_flows: usize::MAX,
         }
     }
 }
@@ -188,6 +193,8 @@ pub struct Analyzer {
     cut_short: Vec<(String, u64)>,
     /// Connection setups from the CM MADs.
     cm: cm::CmTracker,
+    /// RoCE packets of flows not followed: `max_flows` were live.
+    untracked: u64,
 }
 
 impl Analyzer {
@@ -226,6 +233,7 @@ impl Analyzer {
             clock: None,
             cut_short: Vec::new(),
             cm: cm::CmTracker::default(),
+            untracked: 0,
         }
     }
 
@@ -334,7 +342,10 @@ impl Analyzer {
         let Some(packed) = Packed::from_decoded(d, r.bth.dest_qp) else {
             return;
         };
-        let slot = self.flow_slot(packed, hint, d, r, ts);
+        let Some(slot) = self.flow_slot(packed, hint, d, r, ts) else {
+            self.untracked += 1;
+            return;
+        };
         // The priority only matters once a pause was seen (PCP, else DSCP's top bits).
         let stall = if self.net.pfc_frames > 0 {
             self.net.pause_started(d.pcp().or(d.dscp().map(|x| x >> 3)))
@@ -471,6 +482,7 @@ impl Analyzer {
             return;
         };
         let (resp_flow, req_flow) = self.slots.two(slot, peer);
+        stop::settle_reorder_naks(resp_flow, req_flow);
         let log = &mut self.log;
         if let Some(a) = r.aeth {
             let lat = &mut self.capture.latency.ack;
@@ -506,8 +518,12 @@ impl Analyzer {
                             in_gap = true;
                         }
                     }
-                    if !after_rnr && (in_gap || stop::skipped(req_flow, p)) {
+                    if after_rnr {
+                    } else if !in_gap && stop::passed_ahead_of_late(req_flow, p) {
+                        resp_flow.counters.nak_psn_seq_reorder += 1;
+                    } else if in_gap || stop::skipped(req_flow, p) {
                         resp_flow.counters.nak_psn_seq_gap_at_tap += 1;
+                        stop::note_gap_nak(req_flow, p);
                     }
                     requester::push_pending(
                         req_flow,
@@ -555,7 +571,7 @@ impl Analyzer {
         };
         // Unanswered ARP requests become events only at the end of the run.
         let net = self.net.clone().finish(&mut EventLog::default());
-        report::build(
+        let mut r = report::build(
             self.capture,
             sums,
             flows,
@@ -563,12 +579,33 @@ impl Analyzer {
             log,
             net,
             &self.cut_short,
-        )
+        );
+        self.note_not_followed(&mut r);
+        r
+    }
+
+    /// Packets of flows beyond `max_flows` are a warning finding: nothing is lost silently.
+    fn note_not_followed(&self, r: &mut Report) {
+        if self.untracked > 0 {
+            r.findings
+                .push(report::not_followed(self.untracked, self.cfg.max_flows));
+        }
     }
 
     /// Flows (one per direction and QP) held live now, not yet retired.
     pub fn live_flows(&self) -> usize {
         self.slots.len() - self.free.len()
+    }
+
+    /// RoCE packets not followed because `max_flows` flows were live when their flow
+    /// appeared.
+    pub fn untracked_packets(&self) -> u64 {
+        self.untracked
+    }
+
+    /// Changes [`Config::max_flows`] while running (flows already live stay).
+    pub fn set_max_flows(&mut self, n: usize) {
+        self.cfg.max_flows = n;
     }
 
     /// Events recorded so far (the index the next snapshot's events start from).
@@ -589,6 +626,10 @@ impl Analyzer {
             net,
             &self.cut_short,
         );
+        if self.untracked > 0 {
+            r.findings
+                .push(report::not_followed(self.untracked, self.cfg.max_flows));
+        }
         self.cm.finish(&mut r);
         r
     }

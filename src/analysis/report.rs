@@ -22,7 +22,10 @@ pub use super::net::{
 };
 pub use super::qos::{DscpShare, Qos, SplitConnection};
 pub use counters::N_COUNTERS;
-pub use finding::{Cause, Congestion, Finding, FindingKind, Location, NakError, Severity, Worst};
+pub(in crate::analysis) use finding::not_followed;
+pub use finding::{
+    AfterStop, Cause, Congestion, Finding, FindingKind, Location, NakError, Severity, Worst,
+};
 pub use opcodes::Opcodes;
 pub(super) use summary::{add_flow, add_live, summarize};
 
@@ -336,6 +339,12 @@ pub struct Totals {
     pub stalled_connections: u64,
     /// UD: times a flow's PSN jumped past the next one.
     pub ud_psn_jumps: u64,
+    /// QPs a fatal NAK ended (Invalid Request, Remote Access or Remote Operational
+    /// Error: the requester's QP goes to the error state), counted once per flow that
+    /// carried such a NAK.
+    pub qps_failed: u64,
+    /// Of `nak_psn_seq`, the NAKs reordering before the tap explains (not loss).
+    pub nak_psn_seq_reorder: u64,
 }
 
 /// Rates derived from the totals (usable in `--fail-on` rules).

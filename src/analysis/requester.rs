@@ -172,11 +172,14 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
             if never_passed(f, p, end) {
                 f.counters.reordered_packets += 1;
                 log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
+                super::stop::note_late(f, p);
                 fill_one(f, p, ts, log);
             } else if overtaken_by_its_resend(f, p, s.ident) {
                 f.counters.reordered_packets += 1;
                 log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
             } else {
+                // A resend overtaken by the next ones: the responder dropped those too.
+                super::stop::note_late(f, p);
                 let t = f
                     .req
                     .episode
@@ -387,6 +390,7 @@ pub(super) fn resolve(f: &mut Flow, s: Stray, next: Option<Psn>, log: &mut Event
         // overtaken on the way.
         f.counters.reordered_packets += 1;
         log.push(Event::new(s.t_ns, f.id, EventKind::Reordered).psn(s.psn));
+        super::stop::note_late(f, s.psn);
         let _ = fill_gaps(f, false, s.psn, s.t_ns, log);
         f.req.sent.push((s.psn, s.t_ns, s.ident, true));
         return;

@@ -34,6 +34,15 @@ pub(crate) struct Trouble {
     /// far, the oldest overwritten): resends lost before the tap.
     pub run_skips: [(Psn, u32); SKIP_SLOTS],
     pub skips: u32,
+    /// Late originals the tap saw (their PSN, and how many PSNs had passed ahead of them):
+    /// the responder, which sees the tap's order, dropped those as out of sequence.
+    pub late: [(Psn, u32); SKIP_SLOTS],
+    pub lates: u32,
+    /// NAKs that named a gap a late original then filled, not yet moved from the
+    /// responder's `nak_psn_seq_gap_at_tap` to its `nak_psn_seq_reorder`.
+    pub reorder_naks: u32,
+    /// The PSN the latest sequence NAK named while the tap saw it missing.
+    pub gap_nak: Option<Psn>,
     /// RNR NAKs by timer code.
     pub rnr_timers: [u32; 32],
     /// The RNR waits the RNR NAKs this side's requests met asked for, summed, µs.
@@ -159,4 +168,54 @@ pub(super) fn skipped(f: &Flow, p: Psn) -> bool {
             d >= 0 && (d as u32) < n
         })
     })
+}
+
+/// A late original of `p` passed the tap (reordering before it): the PSNs that passed
+/// ahead of it were dropped by the responder as out of sequence, and a NAK for one of them
+/// is reordering, not loss; so is a NAK that named `p` while it was missing.
+pub(super) fn note_late(f: &mut Flow, p: Psn) {
+    let ahead = f.req.next.diff(p) - 1;
+    let t = f.trouble_mut();
+    if ahead > 0 {
+        t.late[t.lates as usize % SKIP_SLOTS] = (p, ahead as u32);
+        t.lates = t.lates.wrapping_add(1);
+    }
+    if t.gap_nak == Some(p) {
+        t.gap_nak = None;
+        t.reorder_naks += 1;
+    }
+}
+
+/// A sequence NAK named `p`, missing at the tap (counted as lost before the tap until a
+/// late original of `p` shows otherwise).
+pub(super) fn note_gap_nak(f: &mut Flow, p: Psn) {
+    f.trouble_mut().gap_nak = Some(p);
+}
+
+/// Whether `p` passed the tap ahead of one of the latest late originals (the responder
+/// dropped it as out of sequence).
+pub(super) fn passed_ahead_of_late(f: &Flow, p: Psn) -> bool {
+    f.trouble.as_deref().is_some_and(|t| {
+        t.late.iter().any(|&(q, n)| {
+            let d = p.diff(q);
+            d > 0 && (d as u32) <= n
+        })
+    })
+}
+
+/// Moves the NAKs late originals explained from the responder flow's `gap_at_tap` to its
+/// `reorder` count (done when the next response of the pair passes the tap).
+pub(super) fn settle_reorder_naks(resp: &mut Flow, req: &mut Flow) {
+    let Some(n) = req
+        .trouble
+        .as_deref_mut()
+        .map(|t| std::mem::take(&mut t.reorder_naks))
+    else {
+        return;
+    };
+    let n = u64::from(n).min(resp.counters.nak_psn_seq_gap_at_tap);
+    if n > 0 {
+        resp.counters.nak_psn_seq_gap_at_tap -= n;
+        resp.counters.nak_psn_seq_reorder += n;
+    }
 }

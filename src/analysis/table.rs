@@ -336,11 +336,11 @@ impl Analyzer {
         d: &Decoded,
         r: &Roce,
         ts: u64,
-    ) -> u32 {
+    ) -> Option<u32> {
         let way = packed.way();
         let (k, s) = self.cache[way];
         if s != NO_SLOT && k == packed {
-            return s;
+            return Some(s);
         }
         // Hashed only past the cache (a hint's hash when the frame was warmed).
         let hash = hint.hash_of(&packed);
@@ -352,10 +352,11 @@ impl Analyzer {
         });
         let s = match found {
             Some(s) => s,
+            None if self.live_flows() >= self.cfg.max_flows => return None,
             None => self.new_flow(packed, hash, d, r, ts),
         };
         self.cache[way] = (packed, s);
-        s
+        Some(s)
     }
 
     #[cold]

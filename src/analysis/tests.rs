@@ -1670,4 +1670,5 @@ fn a_run_of_resent_responses_cut_short_before_new_responses_is_a_read_gap() {
     assert_eq!(x.read_responses_resent, 3);
 }
 
+mod flow_cap;
 mod story;

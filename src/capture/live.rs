@@ -18,16 +18,13 @@
 //! then drop privileges, then [`Opened::start`].
 
 use super::merge::Batch;
-use super::Frame;
 use dissectors::LinkType;
-use nix::poll::{poll, PollFd, PollFlags};
 use pcap::{Active, Capture, Precision};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A live source sends what it has at least this often (and a heartbeat when idle).
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(20);
@@ -56,7 +53,16 @@ pub struct LiveOptions {
     pub batch_frames: usize,
     /// Batches the channel holds before live sources start dropping.
     pub queue_batches: usize,
+    /// A device that fails (deleted, down, driver reset) is opened again with backoff
+    /// ([`REOPEN_FIRST`] doubling to [`REOPEN_MAX`]) instead of ending its source; the
+    /// source keeps sending heartbeats meanwhile, so the others are not held back.
+    pub reopen: bool,
 }
+
+/// The first wait before reopening a lost device.
+pub const REOPEN_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait between two attempts to reopen a lost device.
+pub const REOPEN_MAX: Duration = Duration::from_secs(30);
 
 impl Default for LiveOptions {
     fn default() -> Self {
@@ -68,6 +74,7 @@ impl Default for LiveOptions {
             filter: Filter::All,
             batch_frames: 256,
             queue_batches: 256,
+            reopen: false,
         }
     }
 }
@@ -144,8 +151,15 @@ pub struct SourceStats {
     pub queue_dropped: AtomicU64,
     /// The latest libpcap statistics (live sources only).
     pub pcap: Mutex<Option<PcapStats>>,
-    /// Why the source stopped early, if it did.
+    /// Why the source stopped early, if it did; with [`LiveOptions::reopen`], why it is
+    /// down now (cleared when it is back).
     pub error: Mutex<Option<String>>,
+    /// The device is open and capturing (set when the thread starts).
+    pub up: AtomicBool,
+    /// Times the device was lost (its capture failed).
+    pub losses: AtomicU64,
+    /// Times a lost device was opened again.
+    pub reopens: AtomicU64,
 }
 
 /// libpcap's counters for one device.
@@ -261,6 +275,7 @@ impl Opened {
         let mut threads = Vec::new();
         for (i, (info, cap)) in self.sources.into_iter().enumerate() {
             let st = Arc::new(SourceStats::default());
+            st.up.store(true, Ordering::Relaxed);
             let ctx = Ctx {
                 source: i as u32,
                 tx: tx.clone(),
@@ -268,15 +283,22 @@ impl Opened {
                 stats: st.clone(),
                 batch_frames: self.opts.batch_frames.max(1),
             };
-            let link = info.link;
             let margin = if self.opts.immediate {
                 FLUSH_INTERVAL
             } else {
                 FLUSH_INTERVAL + Duration::from_millis(READ_TIMEOUT_MS as u64)
             };
+            let dev = Device {
+                name: info.name.clone(),
+                opts: self.opts.clone(),
+                margin,
+            };
             let t = std::thread::Builder::new()
                 .name(format!("rocetap-src-{i}"))
-                .spawn(move || run_device(cap, link, margin, ctx))
+                .spawn({
+                    let link = info.link;
+                    move || run_device(cap, link, &dev, ctx)
+                })
                 .expect("spawn a capture thread");
             infos.push(info);
             stats.push(st);
@@ -380,105 +402,8 @@ impl Ctx {
     }
 }
 
-fn read_pcap_stats(cap: &mut Capture<Active>, st: &SourceStats) {
-    if let Ok(s) = cap.stats() {
-        let mut g = st.pcap.lock().unwrap_or_else(|e| e.into_inner());
-        *g = Some(PcapStats {
-            received: u64::from(s.received),
-            kernel_dropped: u64::from(s.dropped),
-            if_dropped: u64::from(s.if_dropped),
-        });
-    }
-}
-
-fn run_device(cap: Capture<Active>, link: LinkType, margin: Duration, ctx: Ctx) {
-    // Non-blocking reads plus poll(2): libpcap 1.10's blocking read does not return on
-    // its timeout in immediate mode, and an idle device must still send heartbeats.
-    let mut cap = match cap.setnonblock() {
-        Ok(c) => c,
-        Err(e) => {
-            *ctx.stats.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
-            let mut b = Batch::new(ctx.source, 0);
-            b.watermark_ns = u64::MAX;
-            b.last = true;
-            let _ = ctx.offer(b);
-            return;
-        }
-    };
-    let mut batch = Batch::new(ctx.source, ctx.batch_frames);
-    let mut last_send = Instant::now();
-    let mut last_stats = Instant::now();
-    let mut last_ts = 0u64;
-    let received = &ctx.stats.received;
-    let poll_ms = FLUSH_INTERVAL.as_millis() as u16;
-    loop {
-        if ctx.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let idle = match cap.next_packet() {
-            Ok(p) => {
-                let h = p.header;
-                // Nanosecond precision was asked for; Linux always grants it, so the
-                // "usec" field holds nanoseconds.
-                let ts_ns = (h.ts.tv_sec as u64)
-                    .wrapping_mul(1_000_000_000)
-                    .wrapping_add(h.ts.tv_usec as u64);
-                last_ts = last_ts.max(ts_ns);
-                batch.push(&Frame {
-                    ts_ns,
-                    link,
-                    data: p.data,
-                    orig_len: h.len,
-                    iface: 0,
-                    source: ctx.source,
-                });
-                received.fetch_add(1, Ordering::Relaxed);
-                false
-            }
-            Err(pcap::Error::TimeoutExpired | pcap::Error::NoMorePackets) => true,
-            Err(e) => {
-                *ctx.stats.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
-                break;
-            }
-        };
-        if batch.len() >= ctx.batch_frames || last_send.elapsed() >= FLUSH_INTERVAL || idle {
-            // Idle: libpcap had nothing ready, so anything later is stamped after now
-            // minus a margin for frames in a block the kernel has not handed over yet.
-            let wm = if idle {
-                now_ns()
-                    .saturating_sub(margin.as_nanos() as u64)
-                    .max(last_ts)
-            } else {
-                last_ts
-            };
-            if !batch.is_empty() || idle {
-                // An empty heartbeat allocates nothing; a filled batch is handed over.
-                let mut b = if batch.is_empty() {
-                    Batch::new(ctx.source, 0)
-                } else {
-                    std::mem::replace(&mut batch, Batch::new(ctx.source, ctx.batch_frames))
-                };
-                b.watermark_ns = wm;
-                if !ctx.offer(b) {
-                    return;
-                }
-            }
-            last_send = Instant::now();
-            if last_stats.elapsed() >= Duration::from_millis(500) {
-                read_pcap_stats(&mut cap, &ctx.stats);
-                last_stats = Instant::now();
-            }
-        }
-        if idle {
-            let mut fds = [PollFd::new(cap.as_fd(), PollFlags::POLLIN)];
-            let _ = poll(&mut fds, poll_ms);
-        }
-    }
-    read_pcap_stats(&mut cap, &ctx.stats);
-    batch.watermark_ns = u64::MAX;
-    batch.last = true;
-    let _ = ctx.offer(batch);
-}
+mod thread;
+use thread::{run_device, Device};
 
 #[cfg(test)]
 mod tests {

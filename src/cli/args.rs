@@ -493,6 +493,10 @@ pub struct AgentArgs {
     /// /report: `on` or `off` [default: on].
     #[arg(long, value_name = "on|off")]
     pub redact: Option<String>,
+    /// Memory for the whole agent, shared by every source's recorder, analyzer and
+    /// capture buffers; a full part drops (and counts) instead of growing [default: 192M].
+    #[arg(long, value_name = "SIZE")]
+    pub memory_limit: Option<String>,
     /// The sliding window rules and the event log judge by [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub window: Option<String>,

@@ -46,6 +46,7 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
         a.recorder_seconds.map(|x| x.to_string()),
     );
     one("redact", a.redact.clone());
+    one("memory_limit", a.memory_limit.clone());
     one("window", a.window.clone());
     one("log_format", a.log_format.clone());
     one("top_flows", a.top_flows.map(|x| x.to_string()));
@@ -207,6 +208,13 @@ fn apply(
                 "off" => false,
                 _ => return Err(format!("'{first}': use on or off")),
             }
+        }
+        "memory_limit" => {
+            let b = file::parse_bytes(first)?;
+            if !(32 << 20..=1 << 40).contains(&b) {
+                return Err(format!("{b} bytes: give 32M to 1024G"));
+            }
+            cfg.memory_limit = b;
         }
         "window" => {
             let d = file::parse_duration(first)?;

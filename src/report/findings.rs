@@ -76,6 +76,8 @@ pub fn message(f: &Finding, r: &Report) -> String {
         | FindingKind::UnrecoveredGaps { .. }
         | FindingKind::RetryExhausted { .. }
         | FindingKind::ConnectionStalled { .. }
+        | FindingKind::QpFailed { .. }
+        | FindingKind::ReorderedPackets { .. }
         | FindingKind::UdPsnJumps { .. }
         | FindingKind::RnrNak { .. }
         | FindingKind::ReadRerequests { .. } => loss::message(f, r, &w, &at).unwrap_or_default(),
@@ -105,9 +107,6 @@ pub fn message(f: &Finding, r: &Report) -> String {
         ),
         FindingKind::DuplicatePackets { packets } => format!(
             "{packets} request packets were seen twice although nothing asked for them again (same IPv4 identification, or within 8 µs): copies made by the network or the capture path, not retransmissions; on {w}"
-        ),
-        FindingKind::ReorderedPackets { packets } => format!(
-            "{packets} packets arrived after later PSNs and filled their gap with no resend: reordering on the path, not loss (the responder may still NAK and the requester resend); on {w}"
         ),
         FindingKind::PfcPause { frames, stalls } => pfc_message(r, *frames, *stalls, &w),
         FindingKind::Arp { kind, total } => arp_message(r, *kind, *total, &at),
@@ -143,6 +142,9 @@ pub fn message(f: &Finding, r: &Report) -> String {
         | FindingKind::CmNotSetUp { .. }
         | FindingKind::CmTrafficClass { .. }
         | FindingKind::CmSetup { .. }) => cm::message(k, &w, &at).unwrap_or_default(),
+        FindingKind::FlowsNotFollowed { packets, max_flows } => format!(
+            "{packets} RoCE packets belong to flows that were not followed: {max_flows} flows were live already (the memory bound); they count as frames only"
+        ),
         FindingKind::InputCutShort { file, frames } => format!(
             "{file} was cut short: it ends in the middle of a record after {frames} complete frames (a capture killed mid-write, a full disk or a partial copy); every complete frame was analyzed, what came after the cut is unknown"
         ),

@@ -81,12 +81,7 @@ pub fn waivers(truth: &Value) -> Vec<(&'static str, String)> {
                 .to_string(),
         ));
     }
-    let a_dead_before_tap = truth["faults"].as_array().into_iter().flatten().any(|f| {
-        f["direction"] == "A->B"
-            && f["relative_to_tap"] == "before"
-            && (f["netem"] == "loss 100%" || f["later"] == "loss 100%")
-    });
-    if a_dead_before_tap {
+    if a_dead_before_tap(truth) {
         let why = "A's link dies before the tap: its retries never reach the tap".to_string();
         for row in [
             "rewinds of A's PSNs on the wire",
@@ -132,8 +127,33 @@ fn capped(truth: &Value) -> Option<i64> {
         .then_some(n)
 }
 
-/// The story rows of one scenario: `an` is rocetap's JSON report of the capture.
-pub fn rows(truth: &Value, an: &Value, mut check: impl FnMut(&str, bool, String, &str)) {
+/// How the requester's stream ends on the wire (read by the test, not by rocetap).
+#[derive(Clone, Debug, Default)]
+pub struct WireEnd {
+    /// The last A->B RC request was a First or Middle packet (`None`: no request).
+    pub mid_message: Option<bool>,
+    /// Its opcode's name, for the table.
+    pub last_op: String,
+}
+
+/// A's RC traffic dies before the tap (its egress drops every packet, from the start or
+/// later): the tap never sees A's retries.
+fn a_dead_before_tap(truth: &Value) -> bool {
+    truth["faults"].as_array().into_iter().flatten().any(|f| {
+        f["direction"] == "A->B"
+            && f["relative_to_tap"] == "before"
+            && (f["netem"] == "loss 100%" || f["later"] == "loss 100%")
+    })
+}
+
+/// The story rows of one scenario: `an` is rocetap's JSON report of the capture, `end`
+/// how A's request stream ends on the wire.
+pub fn rows(
+    truth: &Value,
+    an: &Value,
+    end: &WireEnd,
+    mut check: impl FnMut(&str, bool, String, &str),
+) {
     let findings = an["findings"].as_array().cloned().unwrap_or_default();
     let tot = &an["totals"];
     let tv = |k: &str| tot[k].as_i64().unwrap_or(0);
@@ -191,11 +211,97 @@ pub fn rows(truth: &Value, an: &Value, mut check: impl FnMut(&str, bool, String,
         );
     }
     let exceeded = counter(truth, "A", "retry_exceeded_err");
-    let first = findings
-        .first()
-        .and_then(|f| f["kind"].as_str())
-        .unwrap_or("");
-    if exceeded == 0 && truth["perftest"]["client_rc"].as_i64() == Some(124) {
+    let first_f = findings.first().cloned().unwrap_or(Value::Null);
+    let first = first_f["kind"].as_str().unwrap_or("");
+    let dead_before = a_dead_before_tap(truth);
+    let rc = truth["perftest"]["client_rc"].as_i64();
+    if exceeded > 0 && !dead_before {
+        check(
+            "a requester that gave up opens the report with retry_exhausted",
+            first == "retry_exhausted"
+                && first_f["severity"] == "error"
+                && tv("retry_exhausted") == exceeded
+                && tv("stalled_connections") == 0,
+            format!(
+                "A retry_exceeded_err {exceeded}; rocetap retry_exhausted {}, stalled {}, first finding {first:?} ({})",
+                tv("retry_exhausted"),
+                tv("stalled_connections"),
+                first_f["severity"]
+            ),
+            "the tap sees the retries of the same PSNs, then silence: one QP that gave up per retry_exceeded_err",
+        );
+    } else if exceeded > 0 {
+        check(
+            "behind the dead link, the requester that gave up is a stall that opens the report",
+            first == "connection_stalled"
+                && first_f["location"] == "before_tap"
+                && tv("stalled_connections") == exceeded
+                && tv("retry_exhausted") == 0,
+            format!(
+                "A retry_exceeded_err {exceeded}; rocetap stalled {}, retry_exhausted {}, first finding {first:?} at {}",
+                tv("stalled_connections"),
+                tv("retry_exhausted"),
+                first_f["location"]
+            ),
+            "no retry reaches a tap behind the dead link: it sees the stream stop mid-message and never resume",
+        );
+    }
+    if exceeded > 0 {
+        let capture_loss = findings.iter().any(|f| f["kind"] == "capture_loss");
+        check(
+            "gaps of a QP that gave up are not capture loss",
+            tv("capture_loss_gap_events") == 0 && !capture_loss,
+            format!(
+                "capture_loss_gap_events {}, capture_loss finding {capture_loss}; tcpdump dropped {}",
+                tv("capture_loss_gap_events"),
+                truth["capture"]["dropped_by_kernel"]
+            ),
+            "the capture dropped nothing: a gap left open is the network's loss, never recovered because the QP died",
+        );
+        let disconnected = an["cm"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s["disconnected"] == true);
+        if disconnected {
+            let msg = first_f["message"].as_str().unwrap_or("");
+            check(
+                "what came after the stop: the requester's DREQ",
+                msg.contains("the requester closed the connection: a CM DREQ"),
+                msg.chars().take(160).collect::<String>() + "...",
+                "ucmatose disconnects (rdma_disconnect: a CM DREQ) once its QP failed",
+            );
+        }
+    }
+    if exceeded == 0 && rc == Some(124) && dead_before {
+        // The tap is behind the link that died: it never sees the retries. Where the
+        // stream stopped mid-message that is a stall; where it stopped between messages,
+        // everything acknowledged, the capture is the same as a transfer that finished.
+        match end.mid_message {
+            Some(true) => check(
+                "stopped mid-message behind a dead link: a stall opens the report",
+                tv("retry_exhausted") == 0 && first == "connection_stalled",
+                format!(
+                    "last request on the wire {}; rocetap stalled {}, first finding {first:?}",
+                    end.last_op,
+                    tv("stalled_connections")
+                ),
+                "a message the tap saw begin never ended: its requester's packets stopped reaching the tap",
+            ),
+            _ => check(
+                "stopped between messages behind a dead link: no stall or give-up claimed",
+                tv("retry_exhausted") == 0 && tv("stalled_connections") == 0,
+                format!(
+                    "last request on the wire {}; rocetap stalled {}, retry_exhausted {}",
+                    end.last_op,
+                    tv("stalled_connections"),
+                    tv("retry_exhausted")
+                ),
+                "one tap cannot tell a link that died at a message boundary from a transfer that finished; \
+                 a capture at the requester (its retries) or its retry_exceeded_err would",
+            ),
+        }
+    } else if exceeded == 0 && rc == Some(124) {
         // Soft-RoCE (6.1) under total ACK loss retries without end (dead-ack: 2,227
         // retries in 200 s, retry_exceeded_err 0): the client hangs until its timeout.
         check(
@@ -220,17 +326,46 @@ pub fn rows(truth: &Value, an: &Value, mut check: impl FnMut(&str, bool, String,
             ),
             "the kernel counted no exhausted retries",
         );
-    } else {
+    }
+    let netem_lost: i64 = truth["netem"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["lost"].as_i64())
+        .sum();
+    if netem_lost == 0 && link_lost(truth, "A", "B") <= 0 && link_lost(truth, "B", "A") <= 0 {
+        let loss: Vec<&str> = findings
+            .iter()
+            .filter(|f| f["cause"] == "network_loss" || f["cause"] == "tail_loss")
+            .filter_map(|f| f["kind"].as_str())
+            .collect();
         check(
-            "a requester that gave up opens the report",
-            (tv("retry_exhausted") >= 1 && first == "retry_exhausted")
-                || (tv("stalled_connections") >= 1 && first == "connection_stalled"),
+            "no loss told where nothing was lost",
+            loss.is_empty(),
+            format!("network_loss / tail_loss findings: {loss:?}"),
+            "netem dropped nothing and every packet sent was received",
+        );
+    }
+    let reorder = truth["faults"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|f| f["netem"].as_str().is_some_and(|n| n.contains("reorder")));
+    if reorder && netem_lost == 0 {
+        let f = findings.iter().find(|f| f["kind"] == "reordered_packets");
+        check(
+            "reordering, no loss: every sequence NAK is reordering's, placed before the tap",
+            tv("nak_psn_seq_reorder") == seq
+                && tv("nak_psn_seq") == seq
+                && f.is_some_and(|f| f["cause"] == "reorder" && f["location"] == "before_tap"),
             format!(
-                "A retry_exceeded_err {exceeded}; rocetap retry_exhausted {}, stalled {}, first finding {first:?}",
-                tv("retry_exhausted"),
-                tv("stalled_connections")
+                "B out_of_seq_request {seq}; rocetap nak_psn_seq {}, of them reordering's {}; reordering finding {:?}",
+                tv("nak_psn_seq"),
+                tv("nak_psn_seq_reorder"),
+                f.map(|f| (&f["cause"], &f["location"]))
             ),
-            "retries the tap sees end in retry_exhausted; behind a dead link the tap sees the traffic stop",
+            "netem delayed packets before the tap and dropped none: the responder NAKs a PSN that comes late, \
+             then the one after it, which it had dropped for passing ahead of the late one",
         );
     }
     if is_ud(truth) {

@@ -1,9 +1,10 @@
 //! The CM findings, from the settled sessions: failed setups (rejected, unanswered,
 //! without RTU or DREP), first packets missing, RC flows no setup covers, the traffic
-//! class asked for against the DSCP carried, and setup times.
+//! class asked for against the DSCP carried, and setup times; and what came after a
+//! connection stopped (its DREQ) for the findings that open the report.
 
 use super::CmSession;
-use crate::analysis::report::{Finding, FindingKind, Report, Severity, Worst};
+use crate::analysis::report::{AfterStop, Finding, FindingKind, Report, Severity, Worst};
 
 fn worst(v: impl Iterator<Item = (u32, u64)>) -> Worst {
     let mut v: Vec<(u32, u64)> = v.filter(|&(_, n)| n > 0).collect();
@@ -233,4 +234,35 @@ fn setup(out: &mut Vec<Finding>, sessions: &[CmSession]) {
         t,
         Worst::default(),
     );
+}
+
+/// Tells the findings of requesters that gave up or stalled what came after, from their
+/// connection's CM session: a DREQ (who sent it, when, answered or not), else nothing.
+pub(super) fn after_stops(sessions: &[CmSession], r: &mut Report) {
+    for i in 0..r.findings.len() {
+        let Some(id) = r.findings[i].flow() else {
+            continue;
+        };
+        let Some(flow) = r.flows.iter().find(|f| f.id == id) else {
+            continue;
+        };
+        let src = flow.src;
+        let Some(s) = sessions.iter().find(|s| s.flows.contains(&Some(id))) else {
+            continue;
+        };
+        let (Some(dreq), Some(from)) = (s.dreq_ns, s.dreq_from) else {
+            continue;
+        };
+        let (FindingKind::RetryExhausted { last_ns, after, .. }
+        | FindingKind::ConnectionStalled { last_ns, after, .. }) = &mut r.findings[i].kind
+        else {
+            continue;
+        };
+        *after = AfterStop::Dreq {
+            by_requester: from == src,
+            after_ns: dreq.saturating_sub(*last_ns),
+            dreqs: s.dreqs,
+            drep_after_ns: s.drep_ns.map(|d| d.saturating_sub(dreq)),
+        };
+    }
 }

@@ -7,7 +7,7 @@ use crate::analysis::flow::FlowCounters;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 /// How many counters a flow has.
-pub const N_COUNTERS: usize = 44;
+pub const N_COUNTERS: usize = 45;
 
 impl FlowCounters {
     /// Every counter with its report key, in report order. (A counter added to the
@@ -58,6 +58,7 @@ impl FlowCounters {
             retry_exhausted,
             stalled,
             ud_psn_jumps,
+            nak_psn_seq_reorder,
         } = *self;
         [
             ("psn_gap_events", psn_gap_events),
@@ -107,6 +108,7 @@ impl FlowCounters {
             ("retry_exhausted", retry_exhausted),
             ("stalled", stalled),
             ("ud_psn_jumps", ud_psn_jumps),
+            ("nak_psn_seq_reorder", nak_psn_seq_reorder),
         ]
     }
 }

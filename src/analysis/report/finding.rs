@@ -7,10 +7,13 @@
 //! states, `build.rs` how the findings of a run are made.
 
 mod build;
+mod cause;
 mod kind;
+mod stops;
 
-pub(in crate::analysis) use build::{cut_short, findings};
-pub use kind::{Cause, Congestion, FindingKind, Location, NakError, RateChange, RnrWait};
+pub(in crate::analysis) use build::{cut_short, findings, not_followed};
+pub use cause::{AfterStop, Cause, Location};
+pub use kind::{Congestion, FindingKind, NakError, RateChange, RnrWait};
 
 use super::FlowSummary;
 use serde::Serialize;
@@ -92,6 +95,7 @@ impl Finding {
             FindingKind::UnrecoveredGaps { .. } => "unrecovered_gaps",
             FindingKind::RetryExhausted { .. } => "retry_exhausted",
             FindingKind::ConnectionStalled { .. } => "connection_stalled",
+            FindingKind::QpFailed { .. } => "qp_failed",
             FindingKind::UdPsnJumps { .. } => "ud_psn_jumps",
             FindingKind::NakError { code, .. } => code.code(),
             FindingKind::IcrcNotPreserved { .. } => "icrc_not_preserved",
@@ -109,6 +113,7 @@ impl Finding {
             FindingKind::Malformed { .. } => "malformed",
             FindingKind::Truncated { .. } => "truncated",
             FindingKind::InputCutShort { .. } => "input_cut_short",
+            FindingKind::FlowsNotFollowed { .. } => "flows_not_followed",
             FindingKind::Qos(q) => q.code(),
             FindingKind::CmRejected { .. } => "cm_rejected",
             FindingKind::CmUnanswered { .. } => "cm_unanswered",

@@ -143,6 +143,12 @@ pub(in crate::analysis) fn add_live(t: &mut Totals, f: &Flow) {
     add_counts(t, &f.counters, f.icrc, f.mark_counts.cnp_other_dscp);
 }
 
+/// NAKs that end the requester's QP (IBTA 9.9.3.1.3: Invalid Request, Remote Access and
+/// Remote Operational Error are fatal; the QP goes to the error state).
+pub(in crate::analysis) fn fatal_naks(c: &FlowCounters) -> u64 {
+    c.nak_invalid_request + c.nak_remote_access + c.nak_remote_operational
+}
+
 fn add_counts(t: &mut Totals, c: &FlowCounters, icrc: [u64; 3], cnp_other_dscp: u32) {
     t.flows += 1;
     t.nak_psn_seq += c.nak_psn_seq;
@@ -188,5 +194,7 @@ fn add_counts(t: &mut Totals, c: &FlowCounters, icrc: [u64; 3], cnp_other_dscp: 
     t.retry_exhausted += c.retry_exhausted;
     t.stalled_connections += c.stalled;
     t.ud_psn_jumps += c.ud_psn_jumps;
+    t.qps_failed += u64::from(fatal_naks(c) > 0);
+    t.nak_psn_seq_reorder += c.nak_psn_seq_reorder;
     t.cnp_other_dscp += u64::from(cnp_other_dscp);
 }

@@ -173,3 +173,137 @@ fn rnr_naks_refusing_reads_are_the_responder_overloaded() {
     let f = finding(&r, "rnr_nak").expect("RNR finding");
     assert_eq!(f.cause().map(|c| c.0), Some(Cause::ResponderOverload));
 }
+
+#[test]
+fn a_fatal_nak_ends_the_qp_and_opens_the_report() {
+    // WRITE 2 met NAK Remote Access Error (syndrome 0x62): the requester's QP failed;
+    // nothing after it. A sequence NAK on the way is loss, told after the failure.
+    let r = run(&[
+        req(SEND_ONLY, 1),
+        req(SEND_ONLY, 3),
+        resp(ACK, 2, 0x60),
+        req(SEND_ONLY, 2),
+        req(SEND_ONLY, 3),
+        ack(3),
+        req(SEND_ONLY, 4),
+        resp(ACK, 4, 0x62),
+    ]);
+    assert_eq!((r.totals.nak_remote_access, r.totals.qps_failed), (1, 1));
+    let first = &r.findings[0];
+    assert_eq!(first.code(), "qp_failed");
+    assert_eq!(first.severity, Severity::Error);
+    assert_eq!(first.count, 1);
+    assert!(first.cause().is_none(), "not a loss: {:?}", first.cause());
+    let words = crate::report::findings::message(first, &r);
+    assert!(
+        words.contains("Remote Access Error")
+            && words.contains("for PSN 4")
+            && words.contains("status 10")
+            && words.contains("198.18.0.1 → 198.18.0.2"),
+        "{words}"
+    );
+    // Remote Operational Error too; a sequence NAK alone fails nothing.
+    let r = run(&[req(SEND_ONLY, 1), resp(ACK, 1, 0x63)]);
+    assert_eq!(r.totals.qps_failed, 1);
+    assert!(crate::report::findings::message(&r.findings[0], &r).contains("status 11"));
+    let r = run(&[
+        req(SEND_ONLY, 1),
+        resp(ACK, 1, 0x60),
+        req(SEND_ONLY, 1),
+        ack(1),
+    ]);
+    assert_eq!(r.totals.qps_failed, 0);
+    assert!(finding(&r, "qp_failed").is_none());
+}
+
+#[test]
+fn naks_that_reordering_explains_are_not_loss() {
+    // A sent 1..=5 in order (identifications 11..=15); 2 came late, after 3 and 4. The
+    // responder (which sees the tap's order) NAKed 2, took the late 2, had dropped 3 and 4
+    // as out of sequence and NAKed 3 at the next packet; A resent 3..=5. Nothing was lost.
+    let t = |i: u64| 1_000_000 + i * 1_000;
+    let r = run_at(&[
+        (t(1), req_id(SEND_ONLY, 1, 11)),
+        (t(2), req_id(SEND_ONLY, 3, 13)),
+        (t(3), req_id(SEND_ONLY, 4, 14)),
+        (t(4), resp(ACK, 2, 0x60)),
+        (t(5), req_id(SEND_ONLY, 2, 12)),
+        (t(6), req_id(SEND_ONLY, 5, 15)),
+        (t(7), resp(ACK, 3, 0x60)),
+        (t(8), req_id(SEND_ONLY, 3, 16)),
+        (t(9), req_id(SEND_ONLY, 4, 17)),
+        (t(10), req_id(SEND_ONLY, 5, 18)),
+        (t(11), ack(5)),
+    ]);
+    let tot = r.totals;
+    assert_eq!(
+        (
+            tot.nak_psn_seq,
+            tot.nak_psn_seq_reorder,
+            tot.nak_psn_seq_gap_at_tap
+        ),
+        (2, 2, 0),
+        "{:?}",
+        r.findings
+    );
+    assert_eq!(tot.reordered_packets, 1);
+    assert!(finding(&r, "nak_psn_seq").is_none(), "{:?}", r.findings);
+    let f = finding(&r, "reordered_packets").expect("reordering finding");
+    assert_eq!(f.cause(), Some((Cause::Reorder, Location::BeforeTap)));
+    assert_eq!(f.severity, Severity::Warning);
+    let words = crate::report::findings::message(f, &r);
+    assert!(
+        words.contains("2 NAKs") && words.contains("not of loss"),
+        "{words}"
+    );
+    // The same NAKs with 2 lost before the tap (its resend came, no late original): loss.
+    let r = run_at(&[
+        (t(1), req_id(SEND_ONLY, 1, 11)),
+        (t(2), req_id(SEND_ONLY, 3, 13)),
+        (t(3), req_id(SEND_ONLY, 4, 14)),
+        (t(4), resp(ACK, 2, 0x60)),
+        (t(5), req_id(SEND_ONLY, 2, 15)),
+        (t(6), req_id(SEND_ONLY, 3, 16)),
+        (t(7), req_id(SEND_ONLY, 4, 17)),
+        (t(8), ack(4)),
+    ]);
+    assert_eq!(
+        (
+            r.totals.nak_psn_seq_reorder,
+            r.totals.nak_psn_seq_gap_at_tap
+        ),
+        (0, 1)
+    );
+    let f = finding(&r, "nak_psn_seq").expect("loss finding");
+    assert_eq!(f.cause(), Some((Cause::NetworkLoss, Location::BeforeTap)));
+}
+
+#[test]
+fn a_gap_on_a_qp_that_gave_up_is_network_loss_not_capture_loss() {
+    // SENDs 1..=3, 2 lost before the tap every time; the requester's timer resends from 1
+    // seven times (no ACK ever) and falls silent: the gap was never filled because the QP
+    // gave up, not because the capture missed it.
+    let mut frames = Vec::new();
+    let mut id = 1u16;
+    for round in 0..=7u64 {
+        for p in [1u32, 3] {
+            let t = 1_000_000 + round * 10_000_000 + u64::from(p) * 1_000;
+            frames.push((t, req_id(SEND_ONLY, p, id)));
+            id += 2;
+        }
+    }
+    let r = run_at(&frames);
+    let t = r.totals;
+    assert_eq!(t.retry_exhausted, 1, "{:?}", r.findings);
+    assert_eq!(
+        (t.unrecovered_gap_events, t.capture_loss_gap_events),
+        (1, 0)
+    );
+    assert!(finding(&r, "capture_loss").is_none(), "{:?}", r.findings);
+    let gaps = finding(&r, "unrecovered_gaps").expect("unrecovered gaps");
+    assert_eq!(
+        gaps.cause(),
+        Some((Cause::NetworkLoss, Location::BeforeTap))
+    );
+    assert_eq!(r.findings[0].code(), "retry_exhausted");
+}

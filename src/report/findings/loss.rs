@@ -3,7 +3,7 @@
 //! where one tap cannot tell, that it cannot and what would.
 
 use super::duration;
-use crate::analysis::report::{Finding, FindingKind};
+use crate::analysis::report::{AfterStop, Finding, FindingKind, NakError};
 use crate::analysis::Report;
 
 /// `, first at 1.234567 s` of a time, from the report's first frame.
@@ -20,6 +20,44 @@ fn connections_word(n: u64) -> &'static str {
     }
 }
 
+/// `; ` and what came after a stop: the CM's disconnect, or nothing more of the
+/// connection in the capture (whose last frame may be anything else); empty when the
+/// stream's last packet is the capture's last frame.
+fn after_stop(r: &Report, a: AfterStop, last_ns: u64) -> String {
+    match a {
+        AfterStop::Nothing if r.last_ts_ns <= last_ns => String::new(),
+        AfterStop::Nothing => format!(
+            "; after it the capture holds nothing more of this connection's requests and no CM disconnect for it (its last frame came {} later)",
+            duration(r.last_ts_ns.saturating_sub(last_ns))
+        ),
+        AfterStop::Dreq {
+            by_requester,
+            after_ns,
+            dreqs,
+            drep_after_ns,
+        } => {
+            let who = if by_requester {
+                "the requester closed the connection"
+            } else {
+                "the other side closed the connection"
+            };
+            let sent = if dreqs > 1 {
+                format!(", sent {dreqs} times")
+            } else {
+                String::new()
+            };
+            let answer = match drep_after_ns {
+                Some(d) => format!("a DREP answered it {} later", duration(d)),
+                None => "no DREP answered it (the peer's application never closed its side)".to_string(),
+            };
+            format!(
+                "; then {who}: a CM DREQ {} after its last packet{sent}; {answer}",
+                duration(after_ns)
+            )
+        }
+    }
+}
+
 /// The sentence of a loss / retransmission / stop finding; `None` for the other kinds.
 /// `w` names the worst flows, `at` is `, first at ... s` or empty.
 pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<String> {
@@ -30,11 +68,13 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             retries,
             over_ns,
             last_ns,
+            after,
         } => format!(
-            "{qps} {} gave up: the requester retried PSN {psn} {retries} times over {} with no progress, then fell silent (last packet at {}) — retries exhausted, the QP went to the error state (IBV_WC_RETRY_EXC_ERR, status 12; NCCL's \"error 12\"); the traffic stopped{at}; on {w}",
+            "{qps} {} gave up: the requester retried PSN {psn} {retries} times over {} with no progress, then fell silent (last packet at {}) — retries exhausted, the QP went to the error state (IBV_WC_RETRY_EXC_ERR, status 12; NCCL's \"error 12\"); the traffic stopped{at}{}; on {w}",
             if *qps == 1 { "QP" } else { "QPs" },
             duration(*over_ns),
             at_time(r, *last_ns),
+            after_stop(r, *after, *last_ns),
         ),
         FindingKind::ConnectionStalled {
             connections,
@@ -42,26 +82,78 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             retries,
             over_ns,
             last_ns,
+            after,
         } if *retries > 0 => format!(
-            "{connections} {} made no progress: the requester retried PSN {psn} {retries} times over {} with no ACK past it and was still retrying when the capture ended (last packet at {}) — it had not given up by then; the requests passed the tap, so they were lost after it or their ACKs were lost — a capture at the other end would tell{at}; on {w}",
+            "{connections} {} made no progress: the requester retried PSN {psn} {retries} times over {} with no ACK past it and was still retrying when the capture ended (last packet at {}) — it had not given up by then; the requests passed the tap, so they were lost after it or their ACKs were lost — a capture at the other end would tell{at}{}; on {w}",
             connections_word(*connections),
             duration(*over_ns),
             at_time(r, *last_ns),
+            after_stop(r, *after, *last_ns),
         ),
         FindingKind::ConnectionStalled {
             connections,
             psn,
             last_ns,
+            after,
             ..
         } => format!(
-            "{connections} {} stopped in the middle of a message at {} (PSN {psn} never came) and never resumed, with no retry reaching the tap: the requester's packets stopped arriving before the tap (a link that died, a requester that gave up or crashed) — or the capture ended mid-transfer; a capture at the requester would show its retries; on {w}",
+            "{connections} {} stopped in the middle of a message at {} (PSN {psn} never came) and never resumed, with no retry reaching the tap: the requester's packets stopped arriving before the tap (a link that died, a requester that gave up or crashed){}; a capture at the requester would show its retries{}; on {w}",
             connections_word(*connections),
             at_time(r, *last_ns),
+            if *after == AfterStop::Nothing {
+                " — or the capture ended mid-transfer"
+            } else {
+                ""
+            },
+            after_stop(r, *after, *last_ns),
         ),
+        FindingKind::ReorderedPackets {
+            packets,
+            naks: 0,
+            ..
+        } => format!(
+            "{packets} packets arrived after later PSNs and filled their gap with no resend: reordering on the path, not loss (the responder may still NAK and the requester resend); on {w}"
+        ),
+        FindingKind::ReorderedPackets {
+            packets,
+            naks,
+            resent,
+        } => {
+            let resent = if *resent > 0 {
+                format!(" — {resent} packets resent after them")
+            } else {
+                String::new()
+            };
+            format!(
+                "{packets} packets arrived after later PSNs (reordering before the tap, which saw them late, in the order the responder got them), and {naks} NAKs (PSN sequence error) came of it, not of loss: a NAK for a PSN whose late original then arrived, or for one that passed the tap ahead of a late packet, which the responder dropped as out of sequence; the requester resent with go-back-N{resent}; on {w}"
+            )
+        }
+        FindingKind::QpFailed { qps, code, psn } => {
+            let (name, wc) = match code {
+                NakError::RemoteAccess => (
+                    "Remote Access Error (a bad R_Key, address or access right)",
+                    "IBV_WC_REM_ACCESS_ERR, status 10",
+                ),
+                NakError::RemoteOperational => (
+                    "Remote Operational Error (the responder could not complete it)",
+                    "IBV_WC_REM_OP_ERR, status 11",
+                ),
+                _ => (
+                    "Invalid Request (an operation or length the responder does not accept)",
+                    "IBV_WC_REM_INV_REQ_ERR, status 9",
+                ),
+            };
+            let psn = psn.map(|p| format!(" for PSN {p}")).unwrap_or_default();
+            format!(
+                "{qps} {} failed: the responder answered a request with a NAK {name}{psn} — a fatal NAK: the requester's QP went to the error state ({wc}) and every request after it was flushed; the connection must be set up again{at}; on {w}",
+                if *qps == 1 { "QP" } else { "QPs" },
+            )
+        }
         FindingKind::NakPsnSeq {
             naks,
             gap_at_tap,
             after_rnr,
+            reorder,
             retransmitted,
             nak_to_resend_ns,
         } => {
@@ -82,8 +174,13 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             } else {
                 String::new()
             };
+            let reorder = if *reorder > 0 {
+                format!(" ({reorder} more came of reordering: not loss, see the reordering finding)")
+            } else {
+                String::new()
+            };
             format!(
-                "{naks} NAKs (PSN sequence error): packets {place}, resent with go-back-N — {retransmitted} packets retransmitted after NAKs{lat}{rnr}{at}; on {w}"
+                "{naks} NAKs (PSN sequence error): packets {place}, resent with go-back-N — {retransmitted} packets retransmitted after NAKs{lat}{rnr}{reorder}{at}; on {w}"
             )
         }
         FindingKind::TimeoutRetransmissions {

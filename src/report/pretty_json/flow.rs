@@ -597,6 +597,7 @@ mod tests {
             retry_exhausted: n,
             stalled: n,
             ud_psn_jumps: n,
+            nak_psn_seq_reorder: n,
         };
         assert!(
             every(1).named().iter().all(|&(_, v)| v == 1),

@@ -5,9 +5,12 @@ use super::{Congestion, Finding, FindingKind, NakError, RateChange, RnrWait, Sev
 use crate::analysis::flow::Trigger;
 use crate::analysis::net::{ArpSymptomKind, NetSummary};
 use crate::analysis::report::{Event, EventKind, FlowSummary, Totals};
-use crate::analysis::stop::StopKind;
 
-fn first_event(events: &[Event], flow: Option<u32>, pred: impl Fn(&Event) -> bool) -> Option<u64> {
+pub(super) fn first_event(
+    events: &[Event],
+    flow: Option<u32>,
+    pred: impl Fn(&Event) -> bool,
+) -> Option<u64> {
     events
         .iter()
         .filter(|e| flow.is_none() || e.flow == flow)
@@ -21,10 +24,10 @@ fn max_median(flows: &[FlowSummary], of: impl Fn(&FlowSummary) -> Option<u64>) -
 }
 
 /// Collects findings in the order the report shows them within one severity.
-struct Out(Vec<Finding>);
+pub(super) struct Out(pub(super) Vec<Finding>);
 
 impl Out {
-    fn add(
+    pub(super) fn add(
         &mut self,
         severity: Severity,
         kind: FindingKind,
@@ -50,7 +53,7 @@ pub(in crate::analysis) fn findings(
     events: &[Event],
 ) -> Vec<Finding> {
     let mut out = Out(Vec::new());
-    stops(&mut out, t, flows);
+    super::stops::stops(&mut out, t, flows, events);
     retransmissions(&mut out, t, flows, events);
     nak_errors(&mut out, t, flows, events);
     icrc(&mut out, t, flows);
@@ -62,48 +65,11 @@ pub(in crate::analysis) fn findings(
     out
 }
 
-/// Requesters that gave up and streams that stalled: what opens the report.
-fn stops(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
-    let first = |k: StopKind| flows.iter().find_map(|f| f.stop.filter(|s| s.kind == k));
-    if let Some(s) = first(StopKind::RetryExhausted) {
-        let kind = FindingKind::RetryExhausted {
-            qps: t.retry_exhausted,
-            psn: s.psn.0,
-            retries: s.retries,
-            over_ns: s.last_ns.saturating_sub(s.first_ns),
-            last_ns: s.last_ns,
-        };
-        let worst = Worst::of(flows, |f| f.counters.retry_exhausted);
-        out.add(
-            Severity::Error,
-            kind,
-            t.retry_exhausted,
-            Some(s.first_ns),
-            worst,
-        );
-    }
-    if let Some(s) = first(StopKind::Stalled) {
-        let kind = FindingKind::ConnectionStalled {
-            connections: t.stalled_connections,
-            psn: s.psn.0,
-            retries: s.retries,
-            over_ns: if s.retries > 0 {
-                s.last_ns.saturating_sub(s.first_ns)
-            } else {
-                0
-            },
-            last_ns: s.last_ns,
-        };
-        let worst = Worst::of(flows, |f| f.counters.stalled);
-        let n = t.stalled_connections;
-        out.add(Severity::Error, kind, n, Some(s.last_ns), worst);
-    }
-}
-
 /// NAK (PSN sequence error) resends, timeouts, unrecovered gaps.
 fn retransmissions(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) {
     // Sequence NAKs an RNR drop explains are told with the RNR NAKs, not as loss.
-    let loss_naks = t.nak_psn_seq - t.nak_psn_seq_after_rnr;
+    // So are those reordering explains, with the reordering.
+    let loss_naks = t.nak_psn_seq - t.nak_psn_seq_after_rnr - t.nak_psn_seq_reorder;
     if loss_naks > 0 {
         let ts = first_event(events, None, |e| {
             e.kind == EventKind::Nak && e.code == Some(0)
@@ -112,11 +78,13 @@ fn retransmissions(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[E
             naks: loss_naks,
             gap_at_tap: t.nak_psn_seq_gap_at_tap,
             after_rnr: t.nak_psn_seq_after_rnr,
+            reorder: t.nak_psn_seq_reorder,
             retransmitted: t.nak_retransmissions,
             nak_to_resend_ns: max_median(flows, |f| f.nak_to_resend.median_ns),
         };
         let worst = Worst::of(flows, |f| {
-            f.counters.nak_psn_seq - f.counters.nak_psn_seq_after_rnr
+            let c = &f.counters;
+            c.nak_psn_seq - c.nak_psn_seq_after_rnr - c.nak_psn_seq_reorder
         });
         out.add(Severity::Error, kind, loss_naks, ts, worst);
     }
@@ -266,17 +234,30 @@ fn recovery(out: &mut Out, t: &Totals, flows: &[FlowSummary], events: &[Event]) 
             worst,
         );
     }
-    if t.reordered_packets > 0 {
+    if t.reordered_packets > 0 || t.nak_psn_seq_reorder > 0 {
         let n = t.reordered_packets;
+        let naks = t.nak_psn_seq_reorder;
         let ts = first(&|e| e.kind == EventKind::Reordered);
-        let worst = Worst::of(flows, |f| f.counters.reordered_packets);
-        out.add(
-            Severity::Info,
-            FindingKind::ReorderedPackets { packets: n },
-            n,
-            ts,
-            worst,
-        );
+        let worst = Worst::of(flows, |f| {
+            f.counters.reordered_packets + f.counters.nak_psn_seq_reorder
+        });
+        let loss_naks = t.nak_psn_seq - t.nak_psn_seq_after_rnr - naks;
+        let kind = FindingKind::ReorderedPackets {
+            packets: n,
+            naks,
+            resent: if loss_naks == 0 {
+                t.nak_retransmissions
+            } else {
+                0
+            },
+        };
+        // NAKs and resends for it cost the traffic: more than a note.
+        let sev = if naks > 0 {
+            Severity::Warning
+        } else {
+            Severity::Info
+        };
+        out.add(sev, kind, n, ts, worst);
     }
 }
 
@@ -379,6 +360,20 @@ fn congestion_and_frames(out: &mut Out, t: &Totals, flows: &[FlowSummary]) {
             snaplen: t.cut_at_bytes,
         };
         out.add(Severity::Info, kind, t.truncated, None, Worst::default());
+    }
+}
+
+/// A finding for the packets of flows beyond `max_flows`.
+pub(in crate::analysis) fn not_followed(packets: u64, max_flows: usize) -> Finding {
+    Finding {
+        severity: Severity::Warning,
+        kind: FindingKind::FlowsNotFollowed {
+            packets,
+            max_flows: max_flows as u64,
+        },
+        count: packets,
+        t_ns: None,
+        worst: Worst::default(),
     }
 }
 

@@ -1,85 +1,9 @@
 //! What each kind of finding states: the [`FindingKind`] variants with their numbers, and
 //! the values some of them carry (NAK error codes, RNR waits, congestion).
 
+use super::AfterStop;
 use crate::analysis::net::ArpSymptomKind;
 use crate::analysis::report::Totals;
-
-/// What a finding about loss or retransmission says caused it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cause {
-    /// Packets lost on the path.
-    NetworkLoss,
-    /// ACKs lost on their way back: the requests had arrived.
-    AckLoss,
-    /// The receiver had no receive buffer (RNR).
-    ReceiverNotReady,
-    /// Sequence NAKs after an RNR drop: the packets behind the one dropped.
-    RnrFollowup,
-    /// The tail of a burst lost: nothing behind it to cause a NAK, the timer fired.
-    TailLoss,
-    /// Copies made on the way.
-    Duplicate,
-    /// Packets overtaken on the way.
-    Reorder,
-    /// The responder could not keep up (RNR NAKs for READs).
-    ResponderOverload,
-    /// The requester gave up.
-    RetryExhausted,
-    /// One tap cannot tell.
-    Unknown,
-}
-
-impl Cause {
-    /// The JSON value: `network_loss`, ...
-    pub fn code(self) -> &'static str {
-        match self {
-            Cause::NetworkLoss => "network_loss",
-            Cause::AckLoss => "ack_loss",
-            Cause::ReceiverNotReady => "receiver_not_ready",
-            Cause::RnrFollowup => "rnr_followup",
-            Cause::TailLoss => "tail_loss",
-            Cause::Duplicate => "duplicate",
-            Cause::Reorder => "reorder",
-            Cause::ResponderOverload => "responder_overload",
-            Cause::RetryExhausted => "retry_exhausted",
-            Cause::Unknown => "unknown",
-        }
-    }
-}
-
-/// Where, relative to the tap, what a finding describes happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Location {
-    /// Between the sender and the tap.
-    BeforeTap,
-    /// Between the tap and the receiver.
-    AfterTap,
-    /// One tap cannot tell (a capture at the other end would).
-    Unknown,
-}
-
-impl Location {
-    /// The JSON value: `before_tap`, `after_tap`, `unknown`.
-    pub fn code(self) -> &'static str {
-        match self {
-            Location::BeforeTap => "before_tap",
-            Location::AfterTap => "after_tap",
-            Location::Unknown => "unknown",
-        }
-    }
-
-    /// `BeforeTap` when all `n` have the evidence, `AfterTap` when none has and
-    /// `after` says the rest is evidence of that, else `Unknown`.
-    pub(crate) fn of(n: u64, before: u64, after: bool) -> Location {
-        if n > 0 && before == n {
-            Location::BeforeTap
-        } else if before == 0 && after {
-            Location::AfterTap
-        } else {
-            Location::Unknown
-        }
-    }
-}
 
 /// A NAK code other than PSN sequence error: the QP goes to the error state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,6 +109,9 @@ pub enum FindingKind {
         gap_at_tap: u64,
         /// Sequence NAKs that followed an RNR NAK for the same PSN (not counted in `naks`).
         after_rnr: u64,
+        /// Sequence NAKs reordering explains ([`Totals::nak_psn_seq_reorder`], not
+        /// counted in `naks`).
+        reorder: u64,
         /// Packets resent after a NAK.
         retransmitted: u64,
         /// The largest per-flow median NAK -> resend delay, ns; `None` when none was
@@ -226,6 +153,8 @@ pub enum FindingKind {
         over_ns: u64,
         /// Its last packet, ns.
         last_ns: u64,
+        /// What came after (filled from the CM sessions at the end of a run).
+        after: AfterStop,
     },
     /// Request streams that made no progress to the end: stopped in the middle of a
     /// message with no retry at the tap (the requester's packets stopped reaching the
@@ -242,6 +171,19 @@ pub enum FindingKind {
         over_ns: u64,
         /// The first one's last packet, ns.
         last_ns: u64,
+        /// What came after (filled from the CM sessions at the end of a run).
+        after: AfterStop,
+    },
+    /// Requester QPs a fatal NAK ended: the responder answered a request with NAK
+    /// Invalid Request, Remote Access Error or Remote Operational Error, and the QP went to
+    /// the error state (every request after it flushed).
+    QpFailed {
+        /// QPs that failed ([`Totals::qps_failed`]).
+        qps: u64,
+        /// The first one's NAK code.
+        code: NakError,
+        /// The PSN that NAK named, when the event was kept.
+        psn: Option<u32>,
     },
     /// UD: the sender's PSN jumped past the next one.
     UdPsnJumps {
@@ -309,10 +251,15 @@ pub enum FindingKind {
         /// Request packets the network duplicated.
         packets: u64,
     },
-    /// Originals overtaken on the way.
+    /// Originals overtaken on the way, and the sequence NAKs that caused.
     ReorderedPackets {
         /// Originals that arrived after later PSNs.
         packets: u64,
+        /// Sequence NAKs reordering explains ([`Totals::nak_psn_seq_reorder`]).
+        naks: u64,
+        /// Packets resent after NAKs, when every NAK was reordering's (else 0: the loss
+        /// finding states them).
+        resent: u64,
     },
     /// PFC / PAUSE frames (per sender and priority: `Report::pfc`) and flow stalls.
     PfcPause {
@@ -351,6 +298,14 @@ pub enum FindingKind {
     },
     /// QoS marking the packets carry (`crate::analysis::qos`).
     Qos(crate::analysis::report::Qos),
+    /// RoCE packets of flows not followed because `max_flows` flows were live (a memory
+    /// bound, e.g. the agent's budget).
+    FlowsNotFollowed {
+        /// How many packets.
+        packets: u64,
+        /// The cap.
+        max_flows: u64,
+    },
     /// An input that ends in the middle of a record after `frames` complete frames.
     InputCutShort {
         /// The input's name as given on the command line.

@@ -1,0 +1,252 @@
+//! A live source's thread: reads its libpcap handle into batches and, when the handle
+//! fails and [`LiveOptions::reopen`] is on, reports the source down, keeps sending
+//! heartbeats and opens the device again with backoff.
+
+use super::{
+    now_ns, open_device, Ctx, LiveOptions, OpenError, PcapStats, SourceStats, FLUSH_INTERVAL,
+    REOPEN_FIRST, REOPEN_MAX,
+};
+use crate::capture::merge::Batch;
+use crate::capture::Frame;
+use dissectors::LinkType;
+use nix::poll::{poll, PollFd, PollFlags};
+use pcap::{Active, Capture};
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+fn read_pcap_stats(cap: &mut Capture<Active>, base: PcapStats, st: &SourceStats) {
+    if let Ok(s) = cap.stats() {
+        let mut g = st.pcap.lock().unwrap_or_else(|e| e.into_inner());
+        // Earlier handles' counts stay in: the counters never go back after a reopen.
+        *g = Some(PcapStats {
+            received: base.received + u64::from(s.received),
+            kernel_dropped: base.kernel_dropped + u64::from(s.dropped),
+            if_dropped: base.if_dropped + u64::from(s.if_dropped),
+        });
+    }
+}
+
+/// What a capture thread needs to open its device again.
+pub(super) struct Device {
+    pub(super) name: String,
+    pub(super) opts: LiveOptions,
+    /// How far behind now an idle source's watermark stays.
+    pub(super) margin: Duration,
+}
+
+fn cap_link(cap: &Capture<Active>) -> LinkType {
+    LinkType::from_linktype(cap.get_datalink().0 as u32)
+}
+
+/// The waits between attempts to reopen a lost device: [`REOPEN_FIRST`] doubling to
+/// [`REOPEN_MAX`]; back to the first once the device stayed up for [`REOPEN_MAX`].
+#[derive(Debug)]
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Self {
+        Backoff(REOPEN_FIRST)
+    }
+    /// The wait before the next attempt (and doubles the one after).
+    fn next(&mut self) -> Duration {
+        let d = self.0;
+        self.0 = (self.0 * 2).min(REOPEN_MAX);
+        d
+    }
+    /// The device was up this long before it failed again.
+    fn was_up(&mut self, d: Duration) {
+        if d >= REOPEN_MAX {
+            self.0 = REOPEN_FIRST;
+        }
+    }
+}
+
+/// The state of a capture thread that outlives one libpcap handle.
+struct Run {
+    batch: Batch,
+    last_ts: u64,
+    /// libpcap's counts of the handles closed before the current one.
+    base: PcapStats,
+}
+
+pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx: Ctx) {
+    let mut run = Run {
+        batch: Batch::new(ctx.source, ctx.batch_frames),
+        last_ts: 0,
+        base: PcapStats::default(),
+    };
+    let mut cap = Some((cap, link));
+    let mut backoff = Backoff::new();
+    while let Some((c, link)) = cap.take() {
+        let opened = Instant::now();
+        let res = capture(c, link, dev.margin, &ctx, &mut run);
+        let Err(why) = res else { break };
+        let set_error = |e: String| {
+            *ctx.stats.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        };
+        set_error(why);
+        if !dev.opts.reopen {
+            break;
+        }
+        ctx.stats.up.store(false, Ordering::SeqCst);
+        ctx.stats.losses.fetch_add(1, Ordering::SeqCst);
+        backoff.was_up(opened.elapsed());
+        // Down: wait, try again, and say meanwhile that nothing came.
+        loop {
+            if !idle_until(Instant::now() + backoff.next(), dev.margin, &ctx, &mut run) {
+                break;
+            }
+            match open_device(&dev.name, &dev.opts) {
+                Ok((_, c)) => {
+                    let l = cap_link(&c);
+                    cap = Some((c, l));
+                    *ctx.stats.error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    ctx.stats.reopens.fetch_add(1, Ordering::SeqCst);
+                    ctx.stats.up.store(true, Ordering::SeqCst);
+                    break;
+                }
+                Err(e) => set_error(open_error_text(&e)),
+            }
+        }
+    }
+    run.batch.watermark_ns = u64::MAX;
+    run.batch.last = true;
+    let _ = ctx.offer(std::mem::replace(&mut run.batch, Batch::new(ctx.source, 0)));
+}
+
+fn open_error_text(e: &OpenError) -> String {
+    match e {
+        OpenError::Device { message, .. } => message.clone(),
+        OpenError::Filter {
+            filter, message, ..
+        } => format!("filter '{filter}': {message}"),
+    }
+}
+
+/// Sends heartbeats until `until` (a lost device delivers nothing: the merger must not
+/// wait for it); false when asked to stop or the consumer is gone.
+fn idle_until(until: Instant, margin: Duration, ctx: &Ctx, run: &mut Run) -> bool {
+    while Instant::now() < until {
+        if ctx.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut b = Batch::new(ctx.source, 0);
+        b.watermark_ns = now_ns()
+            .saturating_sub(margin.as_nanos() as u64)
+            .max(run.last_ts);
+        if !ctx.offer(b) {
+            return false;
+        }
+        std::thread::sleep(FLUSH_INTERVAL);
+    }
+    !ctx.stop.load(Ordering::Relaxed)
+}
+
+/// Captures from one handle until asked to stop (`Ok`) or the handle fails (`Err`, with
+/// libpcap's words). The batch being filled stays in `run` across handles.
+fn capture(
+    cap: Capture<Active>,
+    link: LinkType,
+    margin: Duration,
+    ctx: &Ctx,
+    run: &mut Run,
+) -> Result<(), String> {
+    // Non-blocking reads plus poll(2): libpcap 1.10's blocking read does not return on
+    // its timeout in immediate mode, and an idle device must still send heartbeats.
+    let mut cap = cap.setnonblock().map_err(|e| e.to_string())?;
+    let mut last_send = Instant::now();
+    let mut last_stats = Instant::now();
+    let received = &ctx.stats.received;
+    let poll_ms = FLUSH_INTERVAL.as_millis() as u16;
+    let mut failed = None;
+    loop {
+        if ctx.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let idle = match cap.next_packet() {
+            Ok(p) => {
+                let h = p.header;
+                // Nanosecond precision was asked for; Linux always grants it, so the
+                // "usec" field holds nanoseconds.
+                let ts_ns = (h.ts.tv_sec as u64)
+                    .wrapping_mul(1_000_000_000)
+                    .wrapping_add(h.ts.tv_usec as u64);
+                run.last_ts = run.last_ts.max(ts_ns);
+                run.batch.push(&Frame {
+                    ts_ns,
+                    link,
+                    data: p.data,
+                    orig_len: h.len,
+                    iface: 0,
+                    source: ctx.source,
+                });
+                received.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            Err(pcap::Error::TimeoutExpired | pcap::Error::NoMorePackets) => true,
+            Err(e) => {
+                failed = Some(e.to_string());
+                // Whatever was read before the failure still goes out.
+                true
+            }
+        };
+        let batch = &mut run.batch;
+        if batch.len() >= ctx.batch_frames || last_send.elapsed() >= FLUSH_INTERVAL || idle {
+            // Idle: libpcap had nothing ready, so anything later is stamped after now
+            // minus a margin for frames in a block the kernel has not handed over yet.
+            let wm = if idle {
+                now_ns()
+                    .saturating_sub(margin.as_nanos() as u64)
+                    .max(run.last_ts)
+            } else {
+                run.last_ts
+            };
+            if !batch.is_empty() || idle {
+                // An empty heartbeat allocates nothing; a filled batch is handed over.
+                let mut b = if batch.is_empty() {
+                    Batch::new(ctx.source, 0)
+                } else {
+                    std::mem::replace(batch, Batch::new(ctx.source, ctx.batch_frames))
+                };
+                b.watermark_ns = wm;
+                if !ctx.offer(b) {
+                    return Ok(());
+                }
+            }
+            last_send = Instant::now();
+            if last_stats.elapsed() >= Duration::from_millis(500) {
+                read_pcap_stats(&mut cap, run.base, &ctx.stats);
+                last_stats = Instant::now();
+            }
+        }
+        if failed.is_some() {
+            break;
+        }
+        if idle {
+            let mut fds = [PollFd::new(cap.as_fd(), PollFlags::POLLIN)];
+            let _ = poll(&mut fds, poll_ms);
+        }
+    }
+    read_pcap_stats(&mut cap, run.base, &ctx.stats);
+    if let Some(p) = *ctx.stats.pcap.lock().unwrap_or_else(|e| e.into_inner()) {
+        run.base = p;
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_bound_and_restarts_after_a_long_run() {
+        let mut b = Backoff::new();
+        let got: Vec<u64> = (0..7).map(|_| b.next().as_secs()).collect();
+        assert_eq!(got, [1, 2, 4, 8, 16, 30, 30]);
+        b.was_up(Duration::from_secs(5));
+        assert_eq!(b.next().as_secs(), 30, "a short run keeps the long wait");
+        b.was_up(REOPEN_MAX);
+        assert_eq!(b.next().as_secs(), 1);
+    }
+}
