@@ -166,7 +166,10 @@ async fn accept(
     h1.timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
         .max_buf_size(HEAD_BYTES)
-        .max_headers(MAX_HEADERS);
+        .max_headers(MAX_HEADERS)
+        // A client may shut its write side once the request is sent (HTTP/1.0 style); the
+        // answer must still reach it, not race the EOF.
+        .half_close(true);
     while !stop.load(Ordering::SeqCst) {
         let tcp = match tokio::time::timeout(Duration::from_millis(200), listener.accept()).await {
             Err(_) => continue,
