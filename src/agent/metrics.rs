@@ -52,6 +52,13 @@ impl Family {
         )
     }
 
+    /// One series per source of `p`, labelled `node` and `source`, valued by `v`.
+    fn per_source(&mut self, p: &Published, v: impl Fn(&super::state::SourceState) -> f64) {
+        for s in &p.sources {
+            self.add(&[("node", &p.node), ("source", &s.name)], v(s));
+        }
+    }
+
     fn add(&mut self, labels: &[(&str, &str)], v: f64) {
         let mut m = Self::metric(labels);
         match self.0.get_field_type() {
@@ -344,13 +351,11 @@ fn key_values(t: &crate::analysis::Totals) -> Vec<(String, f64)> {
 
 fn capture(f: &mut Families, p: &Published) {
     let node = p.node.as_str();
-    let fam = f.counter(
+    f.counter(
         "rocetap_capture_received_packets_total",
         "Frames the capture delivered to the agent.",
-    );
-    for s in &p.sources {
-        fam.add(&[("node", node), ("source", &s.name)], s.received as f64);
-    }
+    )
+    .per_source(p, |s| s.received as f64);
     let fam = f.counter(
         "rocetap_capture_dropped_packets_total",
         "Frames lost before the analysis, by where they were dropped.",
@@ -367,13 +372,11 @@ fn capture(f: &mut Families, p: &Published) {
             );
         }
     }
-    let fam = f.gauge(
+    f.gauge(
         "rocetap_connections_tracked",
         "Live flows (one per direction and QP) the analyzer holds.",
-    );
-    for s in &p.sources {
-        fam.add(&[("node", node), ("source", &s.name)], s.tracked as f64);
-    }
+    )
+    .per_source(p, |s| s.tracked as f64);
 }
 
 /// The per-connection families: (metric, help, index in the top-N counts).

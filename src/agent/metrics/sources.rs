@@ -6,40 +6,26 @@ use super::{Families, Published};
 /// Whether each source is up, and the memory budget with its parts' use.
 pub(super) fn sources_and_memory(f: &mut Families, p: &Published) {
     let node = p.node.as_str();
-    let fam = f.gauge(
+    f.gauge(
         "rocetap_source_up",
         "1 while the source is open and capturing, 0 while it is lost and being reopened.",
-    );
-    for s in &p.sources {
-        fam.add(
-            &[("node", node), ("source", &s.name)],
-            f64::from(u8::from(s.up)),
-        );
-    }
-    let fam = f.counter(
+    )
+    .per_source(p, |s| f64::from(u8::from(s.up)));
+    f.counter(
         "rocetap_source_losses_total",
         "Times the source's capture failed (interface deleted or down).",
-    );
-    for s in &p.sources {
-        fam.add(&[("node", node), ("source", &s.name)], s.losses as f64);
-    }
-    let fam = f.counter(
+    )
+    .per_source(p, |s| s.losses as f64);
+    f.counter(
         "rocetap_source_reopens_total",
         "Times a lost source was opened again.",
-    );
-    for s in &p.sources {
-        fam.add(&[("node", node), ("source", &s.name)], s.reopens as f64);
-    }
-    let fam = f.gauge(
+    )
+    .per_source(p, |s| s.reopens as f64);
+    f.gauge(
         "rocetap_flight_recorder_frames",
         "Frames the source's flight recorder holds.",
-    );
-    for s in &p.sources {
-        fam.add(
-            &[("node", node), ("source", &s.name)],
-            s.recorded_frames as f64,
-        );
-    }
+    )
+    .per_source(p, |s| s.recorded_frames as f64);
     let fam = f.counter(
         "rocetap_memory_limited_total",
         "What was not kept because its part of the memory budget was full: packets of flows not followed, events, flow summaries.",
