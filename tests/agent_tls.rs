@@ -20,7 +20,7 @@ use agent_support::*;
 use common::{bin, TempDir};
 use std::io::Read;
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use web_support::*;
 
@@ -127,27 +127,9 @@ fn prometheus_scrapes_over_tls_with_a_client_certificate_and_basic_auth() {
 
     // Prometheus scrapes with the client certificate and the password; the truth of the
     // replayed sample comes back through its API.
-    let pport = free_port();
     let pw_file = tmp.path("password");
     std::fs::write(&pw_file, PASSWORD).unwrap();
-    let cfg = tmp.path("prometheus.yml");
-    std::fs::write(&cfg, scrape_tls_config(&pki, &pw_file, port)).unwrap();
-    let _prom = Proc(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                tmp.path("tsdb").display()
-            ))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(tmp.path("prometheus.log")).unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for("Prometheus to be ready", 60, || {
-        get(pport, "/-/ready").filter(|(s, _)| *s == 200)
-    });
+    let (_prom, pport) = start_prometheus_with(&tmp, &scrape_tls_config(&pki, &pw_file, port));
     wait_for("Prometheus to scrape the agent over TLS", 30, || {
         prom_query(pport, "up{job=\"rocetap\"}")
             .first()

@@ -228,15 +228,19 @@ pub fn prom_query(port: u16, q: &str) -> Vec<(Value, f64)> {
 }
 
 pub fn start_prometheus(tmp: &TempDir, target: u16) -> (Proc, u16) {
-    let port = free_port();
-    let cfg = tmp.path("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
+    start_prometheus_with(
+        tmp,
+        &format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: rocetap\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
         ),
     )
-    .unwrap();
+}
+
+/// Prometheus on a free loopback port with `config` as its prometheus.yml, ready.
+pub fn start_prometheus_with(tmp: &TempDir, config: &str) -> (Proc, u16) {
+    let port = free_port();
+    let cfg = tmp.path("prometheus.yml");
+    std::fs::write(&cfg, config).unwrap();
     let p = Proc(
         Command::new("prometheus")
             .arg(format!("--config.file={}", cfg.display()))
