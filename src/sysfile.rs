@@ -44,6 +44,11 @@ impl FileError {
     pub fn is_absent(&self) -> bool {
         matches!(self.kind, Kind::Missing | Kind::NoValue)
     }
+
+    /// True when the file was longer than the reader's bound.
+    pub fn too_long(&self) -> bool {
+        matches!(self.kind, Kind::TooLong(_))
+    }
 }
 
 impl fmt::Display for FileError {

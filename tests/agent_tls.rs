@@ -278,6 +278,40 @@ fn web_config_errors_are_one_line() {
             "{text}: {e}"
         );
     }
+    // Hostile files: too long, a FIFO (refused without blocking), a device as the
+    // certificate, a PEM cut in the middle, bytes that are not text.
+    std::fs::write(&f, "#".repeat((1 << 20) + 1)).unwrap();
+    let e = refused(&["-i", "lo", "--web-config-file", fs]);
+    assert!(e.contains("longer than 1048576 bytes"), "{e}");
+    let fifo = tmp.path("fifo.yml");
+    common::run_ok(&["mkfifo", fifo.to_str().unwrap()]);
+    let t = Instant::now();
+    let e = refused(&["-i", "lo", "--web-config-file", fifo.to_str().unwrap()]);
+    assert!(e.contains("not a regular file (a FIFO)"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    std::fs::write(
+        &f,
+        format!("tls_server_config:\n  cert_file: /dev/zero\n  key_file: {key}\n"),
+    )
+    .unwrap();
+    let e = refused(&["-i", "lo", "--web-config-file", fs]);
+    assert!(e.contains("/dev/zero: not a regular file"), "{e}");
+    let pem = std::fs::read_to_string(&pki.cert).unwrap();
+    let cut = tmp.path("cut.crt");
+    std::fs::write(&cut, &pem[..pem.len() / 2]).unwrap();
+    std::fs::write(
+        &f,
+        format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {key}\n",
+            cut.display()
+        ),
+    )
+    .unwrap();
+    let e = refused(&["-i", "lo", "--web-config-file", fs]);
+    assert!(e.contains("certificate"), "{e}");
+    std::fs::write(&f, b"basic_auth_users:\n  a: \xff\xfe\n").unwrap();
+    let e = refused(&["-i", "lo", "--web-config-file", fs]);
+    assert!(e.contains("not text"), "{e}");
     // The same parser through --config.
     std::fs::write(&f, "bogus: 1\n").unwrap();
     let cfg = tmp.path("agent.yml");

@@ -22,7 +22,6 @@ use super::auth::Users;
 use super::tls::{self, Tls};
 use crate::config::limits::{WEB_CONFIG_MAX_BYTES, WEB_PEM_MAX_BYTES};
 use crate::yaml::{self, Node, Pos, Value};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -58,32 +57,15 @@ const HEADERS: [&str; 5] = [
     "Content-Security-Policy",
 ];
 
-/// Reads `path` bounded by [`WEB_CONFIG_MAX_BYTES`]: its text, or why not.
+/// Reads `path` (at most `max` bytes of text) through the project's one bounded reader,
+/// [`crate::sysfile::read`]: a FIFO or device put in its place is refused without blocking.
 pub fn read_bounded(path: &Path, max: u64, what: &str) -> Result<String, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = f
-        .metadata()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
-    }
-    let mut buf = Vec::new();
-    f.take(max + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if buf.len() as u64 > max {
-        return Err(format!(
-            "{}: more than {} KiB; {what} is at most that",
-            path.display(),
-            max >> 10
-        ));
-    }
-    String::from_utf8(buf).map_err(|e| {
-        format!(
-            "{}: not UTF-8 text (invalid byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
+    crate::sysfile::read(path, usize::try_from(max).unwrap_or(usize::MAX)).map_err(|e| {
+        if e.too_long() {
+            format!("{e}; {what} is at most {} KiB", max >> 10)
+        } else {
+            e.to_string()
+        }
     })
 }
 
