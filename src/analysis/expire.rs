@@ -28,6 +28,29 @@ pub(super) fn psn_far(p: Psn, next: Psn) -> bool {
 }
 
 impl Analyzer {
+    /// Tells a live analyzer that the wall clock reads `wall_ns` (any epoch): flows idle
+    /// longer than [`super::Config::idle_timeout_ns`] are retired and gaps open longer than
+    /// [`super::Config::gap_timeout_ns`] counted as unrecovered, also when no frame comes. The
+    /// analyzer keeps no clock: capture time is taken to have moved on by as much wall
+    /// time as passed since the call that first saw the latest frame (so a clock or
+    /// timestamp source with another epoch does no harm; late by one call at most).
+    /// Allocates nothing; meant for a once-a-second tick, not per packet.
+    pub fn advance(&mut self, wall_ns: u64) {
+        let last = self.capture.last_ts;
+        if self.capture.first_ts.is_none() {
+            return;
+        }
+        let (seen, at) = match self.clock {
+            Some((seen, at)) if seen == last => (seen, at),
+            _ => {
+                self.clock = Some((last, wall_ns));
+                (last, wall_ns)
+            }
+        };
+        let now = seen.saturating_add(wall_ns.saturating_sub(at));
+        self.sweep(now);
+    }
+
     /// Summarises flows idle since before `now - idle_timeout`, and counts the gaps open
     /// longer than the gap timeout as unrecovered (looked at every eighth of it).
     pub(super) fn sweep(&mut self, now: u64) {

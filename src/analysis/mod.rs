@@ -248,29 +248,6 @@ impl Analyzer {
         self.cut_short.push((file.to_string(), frames));
     }
 
-    /// Tells a live analyzer that the wall clock reads `wall_ns` (any epoch): flows idle
-    /// longer than [`Config::idle_timeout_ns`] are retired and gaps open longer than
-    /// [`Config::gap_timeout_ns`] counted as unrecovered, also when no frame comes. The
-    /// analyzer keeps no clock: capture time is taken to have moved on by as much wall
-    /// time as passed since the call that first saw the latest frame (so a clock or
-    /// timestamp source with another epoch does no harm; late by one call at most).
-    /// Allocates nothing; meant for a once-a-second tick, not per packet.
-    pub fn advance(&mut self, wall_ns: u64) {
-        let last = self.capture.last_ts;
-        if self.capture.first_ts.is_none() {
-            return;
-        }
-        let (seen, at) = match self.clock {
-            Some((seen, at)) if seen == last => (seen, at),
-            _ => {
-                self.clock = Some((last, wall_ns));
-                (last, wall_ns)
-            }
-        };
-        let now = seen.saturating_add(wall_ns.saturating_sub(at));
-        self.sweep(now);
-    }
-
     /// Feeds one frame. `iface` is the capture interface (pcapng interface id); an SLL2
     /// header's ifindex takes precedence.
     pub fn ingest(&mut self, ts: u64, iface: u32, d: &Decoded) {
@@ -580,16 +557,8 @@ impl Analyzer {
             net,
             &self.cut_short,
         );
-        self.note_not_followed(&mut r);
+        note_not_followed(self.untracked, self.cfg.max_flows, &mut r);
         r
-    }
-
-    /// Packets of flows beyond `max_flows` are a warning finding: nothing is lost silently.
-    fn note_not_followed(&self, r: &mut Report) {
-        if self.untracked > 0 {
-            r.findings
-                .push(report::not_followed(self.untracked, self.cfg.max_flows));
-        }
     }
 
     /// Flows (one per direction and QP) held live now, not yet retired.
@@ -626,11 +595,15 @@ impl Analyzer {
             net,
             &self.cut_short,
         );
-        if self.untracked > 0 {
-            r.findings
-                .push(report::not_followed(self.untracked, self.cfg.max_flows));
-        }
+        note_not_followed(self.untracked, self.cfg.max_flows, &mut r);
         self.cm.finish(&mut r);
         r
+    }
+}
+
+/// Packets of flows beyond `max_flows` are a warning finding: nothing is lost silently.
+fn note_not_followed(untracked: u64, max_flows: usize, r: &mut Report) {
+    if untracked > 0 {
+        r.findings.push(report::not_followed(untracked, max_flows));
     }
 }
