@@ -95,6 +95,14 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
             open_gap(f, false, f.req.next, d as u32, ts, log);
         }
         if !sent_earlier {
+            // A go-back-N run resends everything up to the stream's head before anything
+            // new: a run that had not reached the head when a new packet passed skipped
+            // the rest at the tap (those resends were lost before it, or come late).
+            let tail = f.req.next.diff(f.req.cursor);
+            if f.req.episode.is_some() && (1..=RUN_SLACK).contains(&tail) {
+                let from = f.req.cursor;
+                note_skip(f, from, f.req.next);
+            }
             end_episode(&mut f.req.episode, log);
             f.req.cursor = end;
             f.req.mid_message = !op.ends_message();
@@ -177,6 +185,7 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
             } else if overtaken_by_its_resend(f, p, s.ident) {
                 f.counters.reordered_packets += 1;
                 log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
+                super::stop::note_late_nak(f, p);
             } else {
                 // A resend overtaken by the next ones: the responder dropped those too.
                 super::stop::note_late(f, p);

@@ -41,8 +41,10 @@ pub(crate) struct Trouble {
     /// NAKs that named a gap a late original then filled, not yet moved from the
     /// responder's `nak_psn_seq_gap_at_tap` to its `nak_psn_seq_reorder`.
     pub reorder_naks: u32,
-    /// The PSN the latest sequence NAK named while the tap saw it missing.
-    pub gap_nak: Option<Psn>,
+    /// PSNs the latest sequence NAKs named while the tap saw them missing (or saw their
+    /// resend skipped), until a late packet of one of them shows the NAK was reordering's.
+    pub gap_naks: [Option<Psn>; SKIP_SLOTS],
+    pub gap_nak_count: u32,
     /// RNR NAKs by timer code.
     pub rnr_timers: [u32; 32],
     /// The RNR waits the RNR NAKs this side's requests met asked for, summed, µs.
@@ -180,25 +182,43 @@ pub(super) fn note_late(f: &mut Flow, p: Psn) {
         t.late[t.lates as usize % SKIP_SLOTS] = (p, ahead as u32);
         t.lates = t.lates.wrapping_add(1);
     }
-    if t.gap_nak == Some(p) {
-        t.gap_nak = None;
+    late_nak(t, p);
+}
+
+/// A late packet of `p` passed the tap that dropped nothing at the responder (an original
+/// its own resend overtook): a NAK that named `p` while it was missing was still
+/// reordering's.
+pub(super) fn note_late_nak(f: &mut Flow, p: Psn) {
+    if let Some(t) = f.trouble.as_deref_mut() {
+        late_nak(t, p);
+    }
+}
+
+fn late_nak(t: &mut Trouble, p: Psn) {
+    if let Some(slot) = t.gap_naks.iter_mut().find(|q| **q == Some(p)) {
+        *slot = None;
         t.reorder_naks += 1;
     }
 }
 
 /// A sequence NAK named `p`, missing at the tap (counted as lost before the tap until a
-/// late original of `p` shows otherwise).
+/// late packet of `p` shows otherwise).
 pub(super) fn note_gap_nak(f: &mut Flow, p: Psn) {
-    f.trouble_mut().gap_nak = Some(p);
+    let t = f.trouble_mut();
+    t.gap_naks[t.gap_nak_count as usize % SKIP_SLOTS] = Some(p);
+    t.gap_nak_count = t.gap_nak_count.wrapping_add(1);
 }
 
-/// Whether `p` passed the tap ahead of one of the latest late originals (the responder
-/// dropped it as out of sequence).
+/// Whether a sequence NAK for `p` is one of the latest late originals' doing: `p` passed
+/// the tap ahead of one (the responder dropped it as out of sequence), or is that late
+/// original itself — the responder, which sees the tap's order, met a packet after `p`
+/// before `p`, and its NAK can leave after `p` has come in (Soft-RoCE's responder runs
+/// behind its receive queue by tens of packets).
 pub(super) fn passed_ahead_of_late(f: &Flow, p: Psn) -> bool {
     f.trouble.as_deref().is_some_and(|t| {
         t.late.iter().any(|&(q, n)| {
             let d = p.diff(q);
-            d > 0 && (d as u32) <= n
+            d >= 0 && (d as u32) <= n
         })
     })
 }

@@ -278,6 +278,129 @@ fn naks_that_reordering_explains_are_not_loss() {
     assert_eq!(f.cause(), Some((Cause::NetworkLoss, Location::BeforeTap)));
 }
 
+/// Ten SENDs in order (PSNs and identifications 1..=10), acknowledged, so that the
+/// identification is known to count up; then `rest`, given as (PSN, identification) for
+/// requests (identification 0: a response with that PSN and syndrome).
+fn after_ten_in_order(rest: &[(u32, u16, u8)]) -> Report {
+    let t = |i: u64| 1_000_000 + i * 1_000;
+    let mut v: Vec<(u64, Decoded)> = (1..=10u32)
+        .map(|i| (t(u64::from(i)), req_id(SEND_ONLY, i, i as u16)))
+        .collect();
+    v.push((t(11), ack(10)));
+    for (k, &(psn, id, syndrome)) in rest.iter().enumerate() {
+        let at = t(12 + k as u64);
+        v.push(if id == 0 {
+            (at, resp(ACK, psn, syndrome))
+        } else {
+            (at, req_id(SEND_ONLY, psn, id))
+        });
+    }
+    run_at(&v)
+}
+
+#[test]
+fn naks_for_resends_that_came_late_are_reordering() {
+    // After ten in order, A sent 11..=14 (identifications 11..=14); 12 came late, after 13
+    // and 14, and after its own resend: the responder NAKed 12, A rewound to 12 at once
+    // (resends 12 and 13 taken), the resend of 14 was itself delayed and the new 15
+    // passed ahead of it, so the responder NAKed 14 — a PSN the tap had seen, whose resend
+    // the run had not yet brought. Then the late original 12 and the late resend 14; A
+    // resent 14 and 15 after the NAK. Nothing was lost: both NAKs are reordering's
+    // (Soft-RoCE in the lab's reorder scenario, where a resend can beat a 2 ms delay).
+    const NAK: u8 = 0x60;
+    let r = after_ten_in_order(&[
+        (11, 11, 0),
+        (13, 13, 0),
+        (14, 14, 0),
+        (12, 0, NAK),
+        (12, 15, 0),
+        (13, 16, 0),
+        (15, 18, 0),
+        (14, 0, NAK),
+        (12, 12, 0),
+        (14, 17, 0),
+        (14, 19, 0),
+        (15, 20, 0),
+        (15, 0, 0x1f),
+    ]);
+    let tot = r.totals;
+    assert_eq!(
+        (
+            tot.nak_psn_seq,
+            tot.nak_psn_seq_reorder,
+            tot.nak_psn_seq_gap_at_tap
+        ),
+        (2, 2, 0),
+        "{:?}",
+        r.findings
+    );
+    assert!(finding(&r, "nak_psn_seq").is_none(), "{:?}", r.findings);
+    let f = finding(&r, "reordered_packets").expect("reordering finding");
+    assert_eq!(f.cause(), Some((Cause::Reorder, Location::BeforeTap)));
+    // The same, but the delayed resend of 14 never comes (lost before the tap): the NAK
+    // for 14 is loss before the tap, the NAK for 12 still reordering's.
+    let r = after_ten_in_order(&[
+        (11, 11, 0),
+        (13, 13, 0),
+        (14, 14, 0),
+        (12, 0, NAK),
+        (12, 15, 0),
+        (13, 16, 0),
+        (15, 18, 0),
+        (14, 0, NAK),
+        (12, 12, 0),
+        (14, 19, 0),
+        (15, 20, 0),
+        (15, 0, 0x1f),
+    ]);
+    let tot = r.totals;
+    assert_eq!(
+        (
+            tot.nak_psn_seq,
+            tot.nak_psn_seq_reorder,
+            tot.nak_psn_seq_gap_at_tap
+        ),
+        (2, 1, 1),
+        "{:?}",
+        r.findings
+    );
+    let f = finding(&r, "nak_psn_seq").expect("loss finding");
+    assert_eq!(f.cause(), Some((Cause::NetworkLoss, Location::BeforeTap)));
+}
+
+#[test]
+fn a_nak_that_leaves_after_its_late_original_is_reordering() {
+    // 12 came one packet late (after 13). The responder NAKed 12 when 13 came, took the
+    // late 12, dropped 13 and NAKed it when 14 came; both NAKs left after the late 12 had
+    // passed the tap (Soft-RoCE's responder runs behind its receive queue). A rewound to
+    // 12. Nothing was lost (the lab's reorder scenario, seen in 2 of 2 recordings).
+    const NAK: u8 = 0x60;
+    let r = after_ten_in_order(&[
+        (11, 11, 0),
+        (13, 13, 0),
+        (12, 12, 0),
+        (14, 14, 0),
+        (12, 0, NAK),
+        (13, 0, NAK),
+        (12, 15, 0),
+        (13, 16, 0),
+        (14, 17, 0),
+        (14, 0, 0x1f),
+    ]);
+    let tot = r.totals;
+    assert_eq!(
+        (
+            tot.nak_psn_seq,
+            tot.nak_psn_seq_reorder,
+            tot.nak_psn_seq_gap_at_tap
+        ),
+        (2, 2, 0),
+        "{:?}",
+        r.findings
+    );
+    assert!(finding(&r, "nak_psn_seq").is_none(), "{:?}", r.findings);
+}
+
 #[test]
 fn a_gap_on_a_qp_that_gave_up_is_network_loss_not_capture_loss() {
     // SENDs 1..=3, 2 lost before the tap every time; the requester's timer resends from 1
