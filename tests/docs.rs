@@ -224,7 +224,7 @@ fn architecture_names_every_source_file() {
     assert!(
         missing.is_empty(),
         "ARCHITECTURE.md does not name these files (add each as `path` to its directory's \
-         table in \"Files\"):\n  {}",
+         table in \"Files\", with the first sentence of its `//!` docs):\n  {}",
         missing.join("\n  ")
     );
 }
