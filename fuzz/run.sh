@@ -14,7 +14,14 @@ if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | grep -v '^rocetap-fuzz$')
 fi
 export RUSTC_BOOTSTRAP=1
+# Targets that need a feature of rocetap's (`required-features` in fuzz/Cargo.toml) are
+# built and run with it; the others link the engine alone.
+features_of() {
+    awk -v t="$1" '/^\[\[bin\]\]/{n=""} /^name = /{n=$3} /^required-features/ && n=="\""t"\"" {
+        gsub(/.*\[|\].*|"| /, ""); print "--features=" $0 }' fuzz/Cargo.toml
+}
 cargo fuzz build -O
+cargo fuzz build -O --features=agent agent_config
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t"
     echo "fuzz: $t for ${secs}s"
@@ -25,7 +32,8 @@ for t in "${targets[@]}"; do
     # YAML values) is reachable.
     set +e
     mkdir -p "fuzz/seeds/$t"
-    cargo fuzz run -O "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- -max_total_time="$secs" \
+    # shellcheck disable=SC2046
+    cargo fuzz run -O $(features_of "$t") "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- -max_total_time="$secs" \
         -rss_limit_mb="${FUZZ_RSS_MB:-640}" -malloc_limit_mb="${FUZZ_MALLOC_MB:-256}" \
         -max_len="${FUZZ_MAX_LEN:-262144}" -print_final_stats=1 > "fuzz/$t.log" 2>&1
     rc=$?

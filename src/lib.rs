@@ -7,9 +7,38 @@
 //!
 //! Nothing here parses a command line: each command (in the binary's `cmd/`) turns its
 //! arguments into the validated configuration structs these modules take.
+//!
+//! # Features
+//!
+//! The engine — [`dissectors`](https://docs.rs/dissectors) decoding, [`analysis`],
+//! [`report`], files and pipes in [`capture`], [`netcheck`], [`synth`] — builds with
+//! `default-features = false`, without libpcap, the terminal UI or the HTTP stack. The
+//! features add: `live` (libpcap and mlx5 RDMA devices: `capture::live`,
+//! `capture::session`), `tui` (`rocetap top`), `agent` (the node agent). The `rocetap`
+//! binary needs all three (the default).
+//!
+//! # Embedding the engine
+//!
+//! Read a capture, analyze it, read the values and word the findings:
+//!
+//! ```
+//! use rocetap::analysis::{Analyzer, Config};
+//! use rocetap::pipeline::{NoSink, Pipeline};
+//!
+//! let path = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/samples/loss-upstream.pcap"));
+//! let mut p = Pipeline::new(dissectors::Config::default(), Analyzer::new(Config::default()));
+//! let cut_short = p.read_files(&[path], true, &mut NoSink).expect("a readable capture");
+//! assert!(cut_short.is_empty());
+//! let report = p.finish();
+//! assert_eq!(report.totals.nak_psn_seq, 6);
+//! for f in &report.findings {
+//!     println!("{}", rocetap::report::findings::message(f, &report));
+//! }
+//! ```
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "agent")]
 pub mod agent;
 pub mod analysis;
 pub mod capture;
@@ -22,5 +51,6 @@ pub mod qptable;
 pub mod report;
 pub mod synth;
 pub mod sysfile;
+#[cfg(feature = "tui")]
 pub mod tui;
 pub mod yaml;

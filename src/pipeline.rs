@@ -25,6 +25,7 @@
 
 use crate::analysis::{Analyzer, Hint, Report};
 use crate::capture::input::{for_each_frame_of, CutShort};
+#[cfg(feature = "live")]
 use crate::capture::live::LiveSource;
 use crate::capture::merge::{Batch, Merger};
 use crate::capture::{Frame, IfaceId};
@@ -32,7 +33,6 @@ use crate::error::Failure;
 use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::time::Duration;
 
 mod split;
 pub use split::BATCH;
@@ -321,11 +321,12 @@ impl Pipeline {
 
     /// Waits up to `wait` for batches of the live sources, then feeds every frame the
     /// merger can release in timestamp order. `Break` when the sink broke.
+    #[cfg(feature = "live")]
     pub fn pump<S: Sink + ?Sized>(
         &mut self,
         live: &LiveSource,
         merger: &mut Merger,
-        wait: Duration,
+        wait: std::time::Duration,
         sink: &mut S,
     ) -> ControlFlow<()> {
         if let Some(b) = live.recv_timeout(wait) {

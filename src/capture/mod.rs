@@ -11,12 +11,15 @@
 pub mod annotate;
 pub mod file;
 pub mod input;
+#[cfg(feature = "live")]
 pub mod live;
 pub mod merge;
 pub mod output;
 pub mod privileges;
 pub mod rdma;
+#[cfg(feature = "live")]
 pub mod session;
+#[cfg(feature = "live")]
 pub mod stats;
 pub mod writer;
 
