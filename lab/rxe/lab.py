@@ -134,7 +134,7 @@ SNAP_LOOP = (
 # Up to LIVE_SAMPLES samples are taken back to back (no sleep) while an RC QP exists, so that
 # perftest -R's short-lived data QP is read steady at least once; each is written to
 # /tmp/live.txt as "#sample T0 T1 T2 T3" (bash's $EPOCHREALTIME before each command and at
-# the end), "#before", "#rocetap", "#rc RC", "#after", "#end" blocks. tests/lab_rxe.rs
+# the end), "#before", "#rocetap", "#rc RC", "#after", "#end" blocks. tests/lab/lab_rxe.rs
 # compares the QPs the two rdma tables agree on with rocetap's. This loop ends at its next
 # turn once /tmp/snap.stop exists.
 LIVE_SAMPLES = 40
@@ -478,7 +478,7 @@ def main_run(out_dir, name, iters=None, snaplen=None):
 
 def rocetap_in_vms(vms):
     """This tree's rocetap (ROCETAP, appended to the initramfs by run.sh) runs in each VM: its
-    version, or why not (then tests/lab_rxe.rs fails the QP-table rows of `live_table`
+    version, or why not (then tests/lab/lab_rxe.rs fails the QP-table rows of `live_table`
     scenarios, with this reason)."""
     info = {"binary_on_host": os.environ.get("RXE_ROCETAP_BIN")}
     if not os.environ.get("RXE_INITRD"):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # usage: lab/rxe/run.sh list | list-ci
 #        lab/rxe/run.sh [-n ITERS] [-s SNAPLEN] OUTDIR SCENARIO... | all | ci
-# (`ci`: every scenario but the extended ones, as tests/lab_rxe.rs runs them)
+# (`ci`: every scenario but the extended ones, as tests/lab/lab_rxe.rs runs them)
 # Boots two Soft-RoCE VMs per scenario (qemu/TCG, Debian's kernel with rdma_rxe), injects the
 # scenario's faults, captures on the tap VM and writes OUTDIR/SCENARIO.pcap and
 # OUTDIR/SCENARIO.truth.json. Scenarios run one at a time. -n overrides perftest's message
@@ -31,7 +31,7 @@ bash "$here/build.sh"
 # else the release build of this tree (cargo build --release, a no-op when up to date).
 # The host is Debian bookworm like the guests, so the binary's glibc and libpcap are the
 # guests' own; lab.py runs `rocetap --version` in each VM of the scenarios that use it and
-# records why it does not run (tests/lab_rxe.rs then fails those scenarios' QP-table rows).
+# records why it does not run (tests/lab/lab_rxe.rs then fails those scenarios' QP-table rows).
 repo=$(cd "$here/../.." && pwd)
 bin=${ROCETAP_BIN:-}
 if [ -z "$bin" ] && command -v cargo >/dev/null; then

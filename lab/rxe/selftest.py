@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Self-test of the lab's own readers, no VM needed (`tests/lab_rxe.rs` runs it):
+"""Self-test of the lab's own readers, no VM needed (`tests/lab/lab_rxe.rs` runs it):
 merge_tables (the sampled QP tables) and wire.first_transmissions (the wire's count of
 first transmissions). Prints one line per failed case and exits 1, else prints "ok"."""
 import json

@@ -6,7 +6,7 @@
 # tap, what the kernel's and netem's counters imply, and what rocetap's report says — the
 # first finding, each loss finding's `cause`/`location`, and the QPs it says gave up,
 # stalled or failed. The implications are read from the truth only (never from rocetap);
-# tests/lab_story holds rocetap to them.
+# tests/lab/lab_story.rs holds rocetap to them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] && [ -d "$1" ] || { sed -n '2,4p' "$0" >&2; exit 2; }

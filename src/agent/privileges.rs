@@ -17,7 +17,7 @@
 //!   `/proc/PID/ns/net` and `/proc/PID/root`, which the kernel lets a process read only
 //!   when it may ptrace-read the target: another user's process, or one with capabilities
 //!   the agent no longer has (every container runtime), needs `CAP_SYS_PTRACE`
-//!   (`cap_ptrace_access_check` in `security/commoncap.c`). `tests/agent_priv.rs` shows
+//!   (`cap_ptrace_access_check` in `security/commoncap.c`). `tests/agent/agent_priv.rs` shows
 //!   both: without them netcheck loses the namespaces.
 //!
 //! Not kept: `CAP_NET_ADMIN` — nothing the agent does after start-up needs it; the live QP

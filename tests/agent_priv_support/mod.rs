@@ -1,4 +1,4 @@
-//! What `tests/agent_priv.rs` reads of the running agent: every thread's capability sets,
+//! What `tests/agent/agent_priv.rs` reads of the running agent: every thread's capability sets,
 //! the agent started under a wrapper (umask, setpriv), a namespace a root process holds,
 //! and what a dump's frames keep.
 

@@ -1,6 +1,6 @@
-//! Helpers shared by the agent's integration tests (`tests/agent*.rs`): a veth into a
-//! namespace the test creates, the agent and Prometheus as child processes killed on
-//! drop, plain HTTP GETs, the truth of the samples.
+//! Helpers shared by the agent's integration tests (`tests/agent.rs`, its modules under
+//! `tests/agent/`): a veth into a namespace the test creates, the agent and Prometheus as
+//! child processes killed on drop, plain HTTP GETs, the truth of the samples.
 
 #![allow(dead_code)]
 
@@ -10,11 +10,11 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The live tests change network namespaces: one at a time.
-pub static NETNS_LOCK: Mutex<()> = Mutex::new(());
+/// The live tests change network namespaces: one at a time. The binary's one lock
+/// (`common::serial()`), so they do not overlap the other tests that hold it either.
+pub use crate::common::SERIAL as NETNS_LOCK;
 
 pub fn ready(tools: &[&str]) -> bool {
     if !is_root() {

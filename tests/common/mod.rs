@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_rocetap")
@@ -161,4 +162,16 @@ pub fn run_ok(cmd: &[&str]) -> Output {
         String::from_utf8_lossy(&o.stderr)
     );
     o
+}
+
+/// The lock of the tests that must not overlap one another in the same test binary (the
+/// modules of `tests/AREA.rs` run on parallel threads): fixed names, a memory or time
+/// limit, heavy CPU, the process' own limits. Held for the test's length:
+/// `let _serial = common::serial();` first. A test that failed holding it does not fail
+/// the next (the poison is ignored).
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Takes [`SERIAL`] for the rest of the caller's scope.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,4 +1,4 @@
-//! Helpers of `tests/agent_tls.rs`: test certificates (rcgen), curl over HTTPS, the web
+//! Helpers of `tests/agent/agent_tls.rs`: test certificates (rcgen), curl over HTTPS, the web
 //! config and Prometheus' scrape config of the TLS setup, start-up errors.
 
 #![allow(dead_code)]

@@ -1,0 +1,29 @@
+//! Integration tests: `rocetap analyze` held to truth: CM pairing, `--qp-table`, the
+//! reference traces, the samples and their goldens, many QPs, read-ahead, QoS marking,
+//! tshark's decode, hostile input.
+//!
+//! One test binary for the area (`cargo test --test analyze`); each module is one former
+//! `tests/NAME.rs` binary, kept under `tests/analyze/` (`cargo test --test analyze
+//! NAME::`). Tests here run on parallel threads: those that must not overlap another hold
+//! `common::serial()` for their length.
+
+mod common;
+
+#[path = "analyze/analyze_cm.rs"]
+mod analyze_cm;
+#[path = "analyze/analyze_qptable.rs"]
+mod analyze_qptable;
+#[path = "analyze/analyze_reference.rs"]
+mod analyze_reference;
+#[path = "analyze/hostile.rs"]
+mod hostile;
+#[path = "analyze/lookahead.rs"]
+mod lookahead;
+#[path = "analyze/many_qp.rs"]
+mod many_qp;
+#[path = "analyze/qos.rs"]
+mod qos;
+#[path = "analyze/samples.rs"]
+mod samples;
+#[path = "analyze/tshark_crosscheck.rs"]
+mod tshark_crosscheck;

@@ -1,0 +1,16 @@
+//! Integration tests: `rocetap capture` and `rocetap top`: argument and device errors, live
+//! capture on a veth between network namespaces, the TUI in tmux.
+//!
+//! One test binary for the area (`cargo test --test capture`); each module is one former
+//! `tests/NAME.rs` binary, kept under `tests/capture/` (`cargo test --test capture
+//! NAME::`). Tests here run on parallel threads: those that must not overlap another hold
+//! `common::serial()` for their length.
+
+mod common;
+
+#[path = "capture/capture_cli.rs"]
+mod capture_cli;
+#[path = "capture/capture_netns.rs"]
+mod capture_netns;
+#[path = "capture/tui_tmux.rs"]
+mod tui_tmux;
