@@ -1,6 +1,6 @@
 //! Integration tests of the command line end to end through the binary: `--help` goldens,
 //! color, `decode`, completions and man pages, `-v`, closed outputs, README.md's commands,
-//! `qp-table`.
+//! `qp-table`, and the docs (ARCHITECTURE.md places every file, links resolve).
 //!
 //! One test binary for the area (`cargo test --test cli`); each module is one former
 //! `tests/NAME.rs` binary, kept under `tests/cli/` (`cargo test --test cli NAME::`). Tests
@@ -17,6 +17,8 @@ mod cli_decode;
 mod cli_gen;
 #[path = "cli/cli_verbose.rs"]
 mod cli_verbose;
+#[path = "cli/docs.rs"]
+mod docs;
 #[path = "cli/help.rs"]
 mod help;
 #[path = "cli/output_closed.rs"]
