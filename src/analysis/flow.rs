@@ -580,9 +580,9 @@ pub(crate) struct Flow {
     pub transport: Option<Transport>,
     pub version: RoceVersion,
     /// The latest DSCP, PCP and RoCE version of the flow's packets other than CNPs, and
-    /// the first CNP's DSCP and PCP (`super::qos::track`; CNPs ride their own class).
+    /// the first CNP's DSCP and PCP (`super::account::track`; CNPs ride their own class).
     pub marks: super::qos::Marks,
-    /// How often the QoS marks changed (`super::qos::track`), CNPs on another DSCP.
+    /// How often the QoS marks changed (`super::account::track`), CNPs on another DSCP.
     pub mark_counts: super::qos::MarkCounts,
     /// Hashes of (src, dst) and (dst, src), for the analyzer's recent-PSN table.
     pub pair_hash: [u64; 2],

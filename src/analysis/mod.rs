@@ -45,9 +45,14 @@ mod warm;
 
 use account::{account, nak_value};
 use dissectors::{Addr, AethKind, Decoded, Ecn, NakCode, Operation, Roce, StopKind, Transport};
+pub(crate) use events::EventLog;
+pub use events::{Event, EventKind};
 use flow::{Cause, Pending};
 use gaps::acked;
-pub use report::{Event, EventKind, FlowSummary, Report, Totals};
+pub use net::{
+    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Traffic, UnansweredAsk,
+};
+pub use report::{FlowSummary, Report, Totals};
 use rustc_hash::FxHashMap;
 use table::{send_tag, Packed, CACHE_WAYS, NO_SLOT};
 pub(crate) use warm::Hint;
@@ -97,30 +102,6 @@ impl Default for Config {
 /// How many frames pass between two looks for idle flows (a flow's own next frame sees
 /// at once that it idled out).
 const SWEEP_EVERY: u64 = 1 << 14;
-
-/// The recorded events, capped.
-#[derive(Debug, Default)]
-pub(crate) struct EventLog {
-    pub events: Vec<Event>,
-    pub dropped: u64,
-    cap: usize,
-    packet: events::PacketEvents,
-    /// [`Config::gap_timeout_ns`]: what the gap code needs to tell a late fill.
-    pub gap_timeout_ns: u64,
-}
-
-impl EventLog {
-    fn push(&mut self, e: Event) -> Option<usize> {
-        self.packet.note(&e);
-        if self.events.len() < self.cap {
-            self.events.push(e);
-            Some(self.events.len() - 1)
-        } else {
-            self.dropped += 1;
-            None
-        }
-    }
-}
 
 /// Counters that are not per flow.
 #[derive(Clone, Copy, Debug, Default)]
@@ -227,7 +208,7 @@ impl Analyzer {
                 ..EventLog::default()
             },
             capture: Global::default(),
-            net: net::Net::new(cfg),
+            net: net::Net::new(cfg.link_bps, cfg.arp_prefix_len),
             frames_since_sweep: 0,
             next_gap_check: 0,
             clock: None,
@@ -601,9 +582,35 @@ impl Analyzer {
     }
 }
 
+impl Analyzer {
+    /// The events recorded while the last frame was fed (see [`events`]).
+    pub fn packet_events(&self) -> &events::PacketEvents {
+        &self.log.packet
+    }
+}
+
 /// Packets of flows beyond `max_flows` are a warning finding: nothing is lost silently.
 fn note_not_followed(untracked: u64, max_flows: usize, r: &mut Report) {
     if untracked > 0 {
         r.findings.push(report::not_followed(untracked, max_flows));
+    }
+}
+
+/// A retired flow's summary kept (while fewer than `max` are), or its counts added to the
+/// totals beyond the summaries kept (the table calls it when it retires a flow; the
+/// table itself never touches the report).
+fn keep(
+    done: &mut Vec<report::FlowSummary>,
+    sums: &mut report::Totals,
+    max: usize,
+    f: &flow::Flow,
+) {
+    if done.len() < max {
+        let summary = report::summarize(f);
+        report::add_flow(sums, &summary);
+        done.push(summary);
+    } else {
+        report::add_live(sums, f);
+        sums.flow_summaries_dropped += 1;
     }
 }

@@ -25,11 +25,10 @@
 //! not vary the identification — within [`COPY_WINDOW_NS`], and nothing that asked for it)
 //! is a duplicate made by the network and is counted apart: the requester sent it once.
 
+use super::events::{Event, EventKind, EventLog};
 use super::flow::{span_for, Cause, Episode, Flow, Pending, Read, ResentGap, Stray, Trigger};
 use super::gaps::{fill_gaps, fill_one, in_gap, open_gap};
-use super::report::{Event, EventKind};
 use super::stop::{note_retry, note_skip, skipped};
-use super::EventLog;
 use dissectors::ib::aeth::rnr_timer_us;
 use dissectors::{Operation, Psn, Roce, Transport};
 

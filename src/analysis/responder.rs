@@ -2,12 +2,11 @@
 //! response PSNs that never passed the tap (response gaps, which the requester sees too
 //! and acts on by asking again), and responses sent again.
 
+use super::events::{Event, EventKind, EventLog};
 use super::flow::{Cause, Episode, Flow, Pending, Read, Trigger, READ_SLOTS};
 use super::gaps::{fill_gaps, open_gap};
-use super::report::{Event, EventKind};
 use super::requester::{count_retransmission, end_episode, push_pending, RUN_SLACK};
 use super::ring::Ring;
-use super::EventLog;
 use dissectors::{Operation, Psn};
 
 /// A READ response from flow `f` answering a READ of request stream `q`.

@@ -85,7 +85,7 @@ impl Slots {
     }
 
     /// Calls `f` on every live flow in slot order, the lines of the flow [`WALK_AHEAD`]
-    /// slots on already requested (`super::warm::warm_whole`).
+    /// slots on already requested (`super::hint::warm_whole`).
     pub fn each(&self, mut f: impl FnMut(&Flow)) {
         for chunk in &self.chunks {
             for (i, slot) in chunk.iter().enumerate() {
@@ -136,11 +136,11 @@ impl Slots {
 }
 
 /// In a walk over a chunk's slots, at slot `i`: requests the lines of the flow
-/// [`WALK_AHEAD`] slots on (`super::warm::warm_whole`).
+/// [`WALK_AHEAD`] slots on (`super::hint::warm_whole`).
 #[inline]
 pub(super) fn warm_ahead(chunk: &[Option<Flow>], i: usize) {
     if let Some(next) = chunk.get(i + WALK_AHEAD) {
-        super::warm::warm_whole(next);
+        super::hint::warm_whole(next);
     }
 }
 

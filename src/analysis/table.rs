@@ -4,10 +4,11 @@
 //! recent-PSN table through which a response finds the request stream it answers in one
 //! probe.
 
+use super::events::EventLog;
 use super::flow::{self, Flow, FlowKey, Gap};
 use super::gaps::unrecovered;
 use super::requester::end_episode;
-use super::{report, Analyzer, EventLog};
+use super::Analyzer;
 use dissectors::{Addr, Decoded, Psn, Roce};
 
 /// A flow key as plain integers — what the hash map hashes and compares per packet.
@@ -254,7 +255,7 @@ impl Analyzer {
         self.last_seen[slot as usize] = u64::MAX;
         settle(&mut f, &mut self.log, self.capture.last_ts);
         self.unlink(slot, &f);
-        keep(
+        super::keep(
             &mut self.done,
             &mut self.sums,
             self.cfg.max_flow_summaries,
@@ -268,7 +269,7 @@ impl Analyzer {
     /// is updated for a flow that is about to go.
     ///
     /// The flows are settled where they are, not moved out, a chunk of slots at a time,
-    /// each a few slots behind a cache hint for its lines (`super::warm::warm_whole`), and
+    /// each a few slots behind a cache hint for its lines (`super::hint::warm_whole`), and
     /// each chunk's memory goes back before the next one's summaries are made.
     pub(super) fn retire_all(&mut self) {
         // Room for the summaries kept, made once: growing the list by doubling copied
@@ -284,11 +285,11 @@ impl Analyzer {
             for i in 0..chunk.len() {
                 super::slab::warm_ahead(&chunk[..], i);
                 if let Some(next) = chunk.get(i + 1) {
-                    super::warm::warm_owned(next);
+                    super::hint::warm_owned(next);
                 }
                 if let Some(f) = chunk[i].as_mut() {
                     settle(f, &mut self.log, self.capture.last_ts);
-                    keep(
+                    super::keep(
                         &mut self.done,
                         &mut self.sums,
                         self.cfg.max_flow_summaries,
@@ -400,19 +401,6 @@ impl Analyzer {
             .push(slot);
         self.recent.fit(self.index.len());
         slot
-    }
-}
-
-/// A retired flow's summary kept (while fewer than `max` are), or its counts added to the
-/// totals beyond the summaries kept.
-fn keep(done: &mut Vec<report::FlowSummary>, sums: &mut report::Totals, max: usize, f: &Flow) {
-    if done.len() < max {
-        let summary = report::summarize(f);
-        report::add_flow(sums, &summary);
-        done.push(summary);
-    } else {
-        report::add_live(sums, f);
-        sums.flow_summaries_dropped += 1;
     }
 }
 
