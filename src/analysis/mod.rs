@@ -21,6 +21,7 @@ mod ahead;
 pub mod buckets;
 pub mod cm;
 mod congestion;
+mod counters;
 pub mod events;
 mod expire;
 pub mod flow;

@@ -18,7 +18,6 @@ mod finding;
 mod opcodes;
 mod qos;
 mod summary;
-pub use counters::N_COUNTERS;
 pub(in crate::analysis) use finding::not_followed;
 pub use finding::{
     AfterStop, Cause, Congestion, Finding, FindingKind, Location, NakError, Severity, Worst,
