@@ -4,10 +4,13 @@
 //! READ re-request), NAKs by code, READ tracking, ACK latency, ECN marks and the CNPs
 //! they caused, PFC pauses and the flows they stalled, ICRC results, ARP trouble.
 //!
-//! Guarantees: no I/O, no clock, no threads — the same frames give the same report. The
-//! per-packet path does not allocate (flows live in a slot vector indexed through an
-//! FxHashMap with small `Copy` keys and hold only fixed-size rings and histograms); it
-//! allocates only when a new flow, an address pair or an event appears. Flows idle for
+//! Guarantees: no I/O, no clock — the same frames give the same report, computed on the
+//! caller's thread. The one other thread is a helper that only makes memory ahead (chunks
+//! of flow slots, the pages of the summary list; started once there are hundreds of
+//! flows, see [`store`]), and nothing it does changes a result. The per-packet path does
+//! not allocate (flows live in chunked slots found through a flow index of small hashes,
+//! and hold only fixed-size rings and histograms); it allocates only when a new flow, an
+//! address pair or an event appears. Flows idle for
 //! longer than [`Config::idle_timeout_ns`] of capture time are folded into compact
 //! [`FlowSummary`]s (found so by their next frame, which then begins a new flow, by a
 //! sweep every 16,384 frames, or by a live caller's clock,
@@ -17,7 +20,6 @@
 #![warn(missing_docs)]
 
 mod account;
-mod ahead;
 pub mod buckets;
 pub mod cm;
 mod congestion;
@@ -26,19 +28,16 @@ pub mod events;
 mod expire;
 pub mod flow;
 mod gaps;
-mod hint;
 pub(crate) mod hist;
-mod index;
 mod net;
 mod pairing;
-mod populate;
 mod qos;
 pub mod report;
 mod requester;
 mod responder;
 pub mod ring;
-mod slab;
 pub mod stop;
+mod store;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -142,11 +141,11 @@ pub(crate) struct Global {
 /// Deterministic: the same frames give the same report.
 pub struct Analyzer {
     cfg: Config,
-    index: index::FlowIndex,
+    index: store::index::FlowIndex,
     /// Direct-mapped cache of recent flows (key, slot); slot `NO_SLOT` when empty.
     cache: [(Packed, u32); CACHE_WAYS],
     /// Live flows, in place (`slab`): a slot's number is where its flow is.
-    slots: slab::Slots,
+    slots: store::slab::Slots,
     /// Each slot's flow's last packet time (`u64::MAX` for a free slot), dense so the
     /// sweep for idle flows reads 8 bytes per flow instead of touching every flow.
     last_seen: Vec<u64>,
@@ -184,7 +183,7 @@ impl Analyzer {
     pub fn new(cfg: Config) -> Self {
         Analyzer {
             cfg,
-            index: index::FlowIndex::default(),
+            index: store::index::FlowIndex::default(),
             cache: [(
                 Packed {
                     src: 0,
@@ -194,7 +193,7 @@ impl Analyzer {
                 },
                 NO_SLOT,
             ); CACHE_WAYS],
-            slots: slab::Slots::default(),
+            slots: store::slab::Slots::default(),
             last_seen: Vec::new(),
             free: Vec::new(),
             by_pair: FxHashMap::default(),

@@ -1,4 +1,4 @@
-//! The flow table: flows live in slots (`super::slab`) found through a hash map keyed by
+//! The flow table: flows live in slots (`super::store::slab`) found through a hash map keyed by
 //! [`Packed`] (the addresses and QP as integers) with a small direct-mapped cache in
 //! front; flows that end are summarised (which end and when: `super::expire`); the
 //! recent-PSN table through which a response finds the request stream it answers in one
@@ -269,7 +269,7 @@ impl Analyzer {
     /// is updated for a flow that is about to go.
     ///
     /// The flows are settled where they are, not moved out, a chunk of slots at a time,
-    /// each a few slots behind a cache hint for its lines (`super::hint::warm_whole`), and
+    /// each a few slots behind a cache hint for its lines (`super::store::hint::warm_whole`), and
     /// each chunk's memory goes back before the next one's summaries are made.
     pub(super) fn retire_all(&mut self) {
         // Room for the summaries kept, made once: growing the list by doubling copied
@@ -278,14 +278,14 @@ impl Analyzer {
         self.done.reserve(self.live_flows().min(room));
         // Their pages mapped a little ahead of the summaries, by the helper thread that
         // made chunks ahead.
-        let mut populate = super::populate::Ahead::new(self.slots.helper());
+        let mut populate = super::store::populate::Ahead::new(self.slots.helper());
         self.free.clear();
         for mut chunk in self.slots.drain_chunks() {
-            populate.room_of(&mut self.done, 2 * super::slab::CHUNK);
+            populate.room_of(&mut self.done, 2 * super::store::slab::CHUNK);
             for i in 0..chunk.len() {
-                super::slab::warm_ahead(&chunk[..], i);
+                super::store::slab::warm_ahead(&chunk[..], i);
                 if let Some(next) = chunk.get(i + 1) {
-                    super::hint::warm_owned(next);
+                    super::store::hint::warm_owned(next);
                 }
                 if let Some(f) = chunk[i].as_mut() {
                     settle(f, &mut self.log, self.capture.last_ts);

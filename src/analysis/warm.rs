@@ -10,7 +10,7 @@
 //! lines), and ends quietly wherever the chain ends.
 
 use super::flow::Flow;
-use super::hint::{lines, prefetch, warm_hot};
+use super::store::hint::{lines, prefetch, warm_hot};
 use super::table::{pair_hash, send_tag, Packed, NO_SLOT};
 use super::Analyzer;
 use dissectors::{Decoded, Operation, Psn};
@@ -95,7 +95,7 @@ impl Analyzer {
     }
 
     /// Step 2 (the index line loaded): the flow's hot lines (its rings' heads among them)
-    /// and its last-seen time. The flow is where its slot is (`super::slab`): nothing is
+    /// and its last-seen time. The flow is where its slot is (`super::store::slab`): nothing is
     /// read to find it. For a flow not made yet (`d`, the frame, is its first or comes
     /// before its first is analyzed), the recent-PSN buckets its packet will use.
     #[inline]
