@@ -191,6 +191,17 @@ pub(crate) const PENDING_SLOTS: usize = 8;
 pub(crate) const ACKREQ_SLOTS: usize = 16;
 pub(crate) const SENT_SLOTS: usize = 32;
 
+/// One sighting of a request PSN in [`ReqStream::sent`]: when it passed the tap, with
+/// which IPv4 identification, and whether it was taken for new (it moved the stream on).
+/// 16 bytes, as the tuple it replaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SentPsn {
+    pub psn: Psn,
+    pub t_ns: u64,
+    pub ident: u16,
+    pub new: bool,
+}
+
 /// What this side sent as requester. Laid out in declaration order (`repr(C)`): what
 /// every request and every ACK touches comes first, so a packet of a flow that is not in
 /// the cache costs few cache lines, then the rings' heads (the sent-PSN and AckReq
@@ -245,7 +256,7 @@ pub(crate) struct ReqStream {
     /// timeout took, and whether a PSN seen again is a copy; and whether that sighting
     /// was taken for new (it moved the stream on). Its records are allocated with the
     /// first request (an ACK-only flow never has one).
-    pub sent: SplitRing<(Psn, u64, u16, bool), SENT_SLOTS>,
+    pub sent: SplitRing<SentPsn, SENT_SLOTS>,
     /// Requests with AckReq set, waiting for the ACK that covers them.
     pub ackreq: SplitRing<(Psn, u64), ACKREQ_SLOTS>,
 }

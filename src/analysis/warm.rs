@@ -9,7 +9,7 @@
 //! an index entry's hash without confirming the key (a wrong guess only warms the wrong
 //! lines), and ends quietly wherever the chain ends.
 
-use super::flow::Flow;
+use super::flow::{Flow, SentPsn};
 use super::store::hint::{lines, prefetch, warm_hot};
 use super::table::{pair_hash, send_tag, Packed, NO_SLOT};
 use super::Analyzer;
@@ -159,7 +159,7 @@ impl Analyzer {
             return;
         };
         if let Some((_, next)) = p.req.sent.ends() {
-            prefetch((next as *const (Psn, u64, u16, bool)).wrapping_sub(1));
+            prefetch((next as *const SentPsn).wrapping_sub(1));
         }
         if let Some((front, _)) = p.req.ackreq.ends() {
             prefetch(front);
