@@ -69,8 +69,8 @@ pub enum EventKind {
 pub struct Event {
     /// Capture timestamp of the event, ns since the Unix epoch (for a gap: when it opened).
     pub t_ns: u64,
-    /// Id of the flow it happened on ([`FlowSummary::id`]); `None` for link-level events
-    /// (ARP).
+    /// Id of the flow it happened on ([`FlowSummary::id`](super::FlowSummary::id));
+    /// `None` for link-level events (ARP).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow: Option<u32>,
     /// What happened.

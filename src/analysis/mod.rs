@@ -7,7 +7,7 @@
 //! Guarantees: no I/O, no clock — the same frames give the same report, computed on the
 //! caller's thread. The one other thread is a helper that only makes memory ahead (chunks
 //! of flow slots, the pages of the summary list; started once there are hundreds of
-//! flows, see [`store`]), and nothing it does changes a result. The per-packet path does
+//! flows, see `store/mod.rs`), and nothing it does changes a result. The per-packet path does
 //! not allocate (flows live in chunked slots found through a flow index of small hashes,
 //! and hold only fixed-size rings and histograms); it allocates only when a new flow, an
 //! address pair or an event appears. Flows idle for
