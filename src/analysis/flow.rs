@@ -436,7 +436,7 @@ impl OpCounts {
 pub(crate) struct Flow {
     /// The key as the flow index compares it, first: a lookup confirms its hit here, on
     /// the line the packet's counts go to.
-    pub(super) packed: super::table::Packed,
+    pub(super) packed: super::packed::Packed,
     pub last_ts: u64,
     pub packets: u64,
     pub bytes: u64,
@@ -501,7 +501,7 @@ impl Flow {
 
     pub fn new(id: u32, key: FlowKey, version: RoceVersion, ts: u64) -> Self {
         Flow {
-            packed: super::table::Packed::of(&key),
+            packed: super::packed::Packed::of(&key),
             id,
             key,
             peer: None,

@@ -30,6 +30,7 @@ pub mod flow;
 mod gaps;
 pub(crate) mod hist;
 mod net;
+mod packed;
 mod pairing;
 mod qos;
 pub mod report;
@@ -52,9 +53,10 @@ use gaps::acked;
 pub use net::{
     ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Traffic, UnansweredAsk,
 };
+use packed::Packed;
 pub use report::{FlowSummary, Report, Totals};
 use rustc_hash::FxHashMap;
-use table::{send_tag, Packed, CACHE_WAYS, NO_SLOT};
+use table::{send_tag, CACHE_WAYS, NO_SLOT};
 pub(crate) use warm::Hint;
 
 /// Analyzer settings.
@@ -189,7 +191,7 @@ impl Analyzer {
                     src: 0,
                     dst: 0,
                     qp: 0,
-                    live: table::Live::Yes,
+                    live: packed::Live::Yes,
                 },
                 NO_SLOT,
             ); CACHE_WAYS],

@@ -10,8 +10,9 @@
 //! lines), and ends quietly wherever the chain ends.
 
 use super::flow::{Flow, SentPsn};
+use super::packed::Packed;
 use super::store::hint::{lines, prefetch, warm_hot};
-use super::table::{pair_hash, send_tag, Packed, NO_SLOT};
+use super::table::{pair_hash, send_tag, NO_SLOT};
 use super::Analyzer;
 use dissectors::{Decoded, Operation, Psn};
 

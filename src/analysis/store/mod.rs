@@ -37,8 +37,8 @@
 //!   is an error ignored, a reused one only gets its pages mapped).
 //!
 //! **Layout.** `Option<Flow>` must keep the flow at offset 0 with its `None` in the
-//! flow's first cache line (the table's packed key carries a one-value `enum Live` whose
-//! niche is the widest in `Flow`), so that telling a taken slot from a free one reads the
+//! flow's first cache line (the packed key, `super::packed`, carries a one-value
+//! `enum Live` whose niche is the widest in `Flow`), so that telling a taken slot from a free one reads the
 //! line every packet reads anyway. rustc does not promise which niche it takes: the tests
 //! of `slab` check the offset, the size and where `None` is marked, and fail if a
 //! compiler picks another.

@@ -257,7 +257,7 @@ mod tests {
     #[allow(unsafe_code)]
     fn a_free_slot_is_marked_in_the_flows_first_line() {
         use std::mem::{offset_of, MaybeUninit};
-        let at = offset_of!(Flow, packed) + offset_of!(crate::analysis::table::Packed, live);
+        let at = offset_of!(Flow, packed) + offset_of!(crate::analysis::packed::Packed, live);
         assert!(at + 8 <= 64, "the key's Live is in the first line ({at})");
         let mut slot = MaybeUninit::<Option<Flow>>::zeroed();
         slot.write(None);
