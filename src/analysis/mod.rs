@@ -7,15 +7,15 @@
 //! Guarantees: no I/O, no clock — the same frames give the same report, computed on the
 //! caller's thread. The one other thread is a helper that only makes memory ahead (chunks
 //! of flow slots, the pages of the summary list; started once there are hundreds of
-//! flows, see `store/mod.rs`), and nothing it does changes a result. The per-packet path does
-//! not allocate (flows live in chunked slots found through a flow index of small hashes,
-//! and hold only fixed-size rings and histograms); it allocates only when a new flow, an
-//! address pair or an event appears. Flows idle for
-//! longer than [`Config::idle_timeout_ns`] of capture time are folded into compact
-//! [`FlowSummary`]s (found so by their next frame, which then begins a new flow, by a
-//! sweep every 16,384 frames, or by a live caller's clock,
-//! [`Analyzer::advance`]), so memory follows the number of live QPs, not the packet count,
-//! and a QP number reused after a pause is a new connection.
+//! flows, see `store/mod.rs`), and nothing it does changes a result. The per-packet path
+//! does not allocate (flows live in chunked slots found through a flow index of small
+//! hashes, and hold only fixed-size rings and histograms); it allocates only when a new
+//! flow, an address pair or an event appears. Flows idle for longer than
+//! [`Config::idle_timeout_ns`] of capture time are folded into compact [`FlowSummary`]s
+//! (found so by their next frame, which then begins a new flow, by a sweep every 16,384
+//! frames, or by a live caller's clock, [`Analyzer::advance`]), so memory follows the
+//! number of live QPs, not the packet count, and a QP number reused after a pause is a
+//! new connection.
 //! PSNs are compared with 24-bit serial arithmetic everywhere; wraparound is ordinary.
 #![warn(missing_docs)]
 
