@@ -1,7 +1,9 @@
 //! The bookkeeping every RoCE packet gets in its flow, whatever its role: counts, bytes,
-//! times, ECN and ICRC, DSCP/PCP/VLAN and their changes (`qos::track`), the opcode mix, the PMTU, PFC stalls.
+//! times, ECN and ICRC, DSCP/PCP/VLAN and their changes (`track`, on the
+//! QoS marks of `qos`), the opcode mix, the PMTU, PFC stalls.
 
 use super::flow::Flow;
+use super::qos::{opt, NONE};
 use dissectors::{Decoded, Ecn, IcrcStatus, NakCode, Operation, Roce, StopKind, Transport};
 
 /// The per-packet bookkeeping every RoCE packet gets in its flow.
@@ -36,7 +38,7 @@ pub(super) fn account(f: &mut Flow, ts: u64, d: &Decoded, r: &Roce, pause_start:
         IcrcStatus::Bad => f.icrc[1] += 1,
         IcrcStatus::Truncated | IcrcStatus::Absent => f.icrc[2] += 1,
     }
-    super::qos::track(f, d, r);
+    track(f, d, r);
     let t = r.transport();
     if f.transport.is_none() && t != Transport::Cnp {
         f.transport = Some(t);
@@ -75,5 +77,41 @@ pub(super) fn nak_value(c: NakCode) -> u8 {
         NakCode::RemoteOperationalError => 3,
         NakCode::InvalidRdRequest => 4,
         NakCode::Unknown(n) => n,
+    }
+}
+
+/// Notes one packet's marks in its flow (no allocation).
+fn track(f: &mut Flow, d: &Decoded, r: &Roce) {
+    let dscp = d.dscp().unwrap_or(NONE);
+    let pcp = d.pcp().unwrap_or(NONE);
+    let m = &mut f.marks;
+    if r.operation == Some(Operation::Cnp) {
+        if m.cnp_dscp == NONE {
+            m.cnp_dscp = dscp;
+        }
+        if m.cnp_pcp == NONE {
+            m.cnp_pcp = pcp;
+        }
+        if f.vlan.is_none() && f.pcp.is_none() {
+            f.vlan = d.vlans[0].map(|v| v.vid);
+        }
+        return;
+    }
+    if m.started {
+        let n = &mut f.mark_counts;
+        n.dscp_changes += u32::from(dscp != m.dscp);
+        n.pcp_changes += u32::from(pcp != m.pcp);
+        n.encap_changes += u32::from(r.version != m.version);
+    }
+    m.started = true;
+    m.dscp = dscp;
+    m.pcp = pcp;
+    m.version = r.version;
+    if f.dscp.is_none() {
+        f.dscp = opt(dscp);
+    }
+    if f.pcp.is_none() {
+        f.pcp = opt(pcp);
+        f.vlan = d.vlans[0].map(|v| v.vid);
     }
 }

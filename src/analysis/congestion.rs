@@ -1,7 +1,7 @@
 //! Congestion notification: a CNP answers the CE marks of the traffic it is sent
 //! against; the CE -> CNP delay and CNPs without CE marks are counted per flow.
 
-use super::report::{Event, EventKind};
+use super::events::{Event, EventKind};
 use super::Analyzer;
 
 impl Analyzer {

@@ -4,7 +4,7 @@
 //! send next); and the look at open gaps for the gap timeout that goes with the sweep.
 
 use super::flow::Flow;
-use super::table::Packed;
+use super::packed::Packed;
 use super::{Analyzer, Hint};
 use dissectors::{Decoded, Operation, Psn, Roce, StopKind, Transport};
 

@@ -191,6 +191,17 @@ pub(crate) const PENDING_SLOTS: usize = 8;
 pub(crate) const ACKREQ_SLOTS: usize = 16;
 pub(crate) const SENT_SLOTS: usize = 32;
 
+/// One sighting of a request PSN in [`ReqStream::sent`]: when it passed the tap, with
+/// which IPv4 identification, and whether it was taken for new (it moved the stream on).
+/// 16 bytes, as the tuple it replaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SentPsn {
+    pub psn: Psn,
+    pub t_ns: u64,
+    pub ident: u16,
+    pub new: bool,
+}
+
 /// What this side sent as requester. Laid out in declaration order (`repr(C)`): what
 /// every request and every ACK touches comes first, so a packet of a flow that is not in
 /// the cache costs few cache lines, then the rings' heads (the sent-PSN and AckReq
@@ -245,7 +256,7 @@ pub(crate) struct ReqStream {
     /// timeout took, and whether a PSN seen again is a copy; and whether that sighting
     /// was taken for new (it moved the stream on). Its records are allocated with the
     /// first request (an ACK-only flow never has one).
-    pub sent: SplitRing<(Psn, u64, u16, bool), SENT_SLOTS>,
+    pub sent: SplitRing<SentPsn, SENT_SLOTS>,
     /// Requests with AckReq set, waiting for the ACK that covers them.
     pub ackreq: SplitRing<(Psn, u64), ACKREQ_SLOTS>,
 }
@@ -283,166 +294,32 @@ pub(crate) struct RespStream {
     pub cursor: Psn,
 }
 
-/// Counters per flow, as they appear in reports.
-/// Serialized by their keys in `super::report::counters` (`FlowCounters::named`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FlowCounters {
-    /// Times the request stream's PSN (or a READ's response PSNs) jumped past the next
-    /// expected one.
-    pub psn_gap_events: u64,
-    /// PSNs skipped by those jumps.
-    pub missing_psns: u64,
-    /// Gaps whose first missing PSN later passed the tap in a resend.
-    pub recovered_gap_events: u64,
-    /// Gaps not filled within the gap timeout, or by the time the flow ended.
-    pub unrecovered_gap_events: u64,
-    /// Of the unrecovered gaps, those no NAK named or that the responder acknowledged
-    /// anyway: most likely packets the capture missed.
-    pub capture_loss_gap_events: u64,
-    /// Of the unrecovered gaps, those filled after all, later than the gap timeout.
-    pub gaps_filled_late: u64,
-    /// Packets sent again, whatever the trigger (the sum of the five `*_retransmissions`
-    /// below).
-    pub retransmitted_packets: u64,
-    /// Retries the requester started (rewinds), by what started them.
-    pub retransmission_episodes: u64,
-    /// Episodes started by a NAK (PSN sequence error).
-    pub nak_retransmission_episodes: u64,
-    /// Episodes started by an RNR NAK.
-    pub rnr_retransmission_episodes: u64,
-    /// Episodes started by the requester's timer (no NAK, the original was seen).
-    pub timeout_retransmission_episodes: u64,
-    /// READ Requests asked again because READ responses were missing.
-    pub read_retransmission_episodes: u64,
-    /// Request packets seen again that the requester did not resend: copies made by
-    /// the network.
-    pub duplicate_packets: u64,
-    /// Originals that passed the tap after later PSNs (reordering), not resends.
-    pub reordered_packets: u64,
-    /// Packets resent after a NAK.
-    pub nak_retransmissions: u64,
-    /// Packets resent after an RNR NAK.
-    pub rnr_retransmissions: u64,
-    /// Packets resent with no NAK although the original passed the tap (the requester's
-    /// timer).
-    pub timeout_retransmissions: u64,
-    /// READ responses sent again for a re-issued READ Request.
-    pub read_retransmissions: u64,
-    /// Packets resent with no NAK seen and the original never seen either.
-    pub unknown_retransmissions: u64,
-    /// NAKs this side sent with AETH NAK code 0 (PSN sequence error).
-    pub nak_psn_seq: u64,
-    /// NAKs with AETH NAK code 1 (invalid request).
-    pub nak_invalid_request: u64,
-    /// NAKs with AETH NAK code 2 (remote access error).
-    pub nak_remote_access: u64,
-    /// NAKs with AETH NAK code 3 (remote operational error).
-    pub nak_remote_operational: u64,
-    /// NAKs with AETH NAK code 4 (invalid RD request).
-    pub nak_invalid_rd_request: u64,
-    /// NAKs with a reserved AETH NAK code (5 and up).
-    pub nak_reserved: u64,
-    /// RNR NAKs this side sent (AETH syndrome 0x20-0x3F).
-    pub rnr_nak: u64,
-    /// RDMA READ Requests sent (new ones, not re-issued).
-    pub reads: u64,
-    /// READ Requests re-issued for the rest of a READ (PSN inside the original's range).
-    pub read_rerequests: u64,
-    /// READ responses sent again (after a re-issued READ or a resent READ Request),
-    /// including the ones that fill a response gap.
-    pub read_responses_resent: u64,
-    /// READ response PSNs that never passed the tap the first time (response gaps).
-    pub read_missing_responses: u64,
-    /// Packets of this flow with ECN = CE.
-    pub ce_marked: u64,
-    /// CNPs this flow carried (sent by this side against the other direction's CE marks).
-    pub cnp_sent: u64,
-    /// CNPs that answered this flow's traffic (received by this flow's sender).
-    pub cnp_received: u64,
-    /// CE marks after the flow's last CNP, never answered by one (counted when the flow
-    /// ends).
-    pub ce_without_cnp: u64,
-    /// CNPs received when no CE mark had come since the previous one.
-    pub cnp_without_ce: u64,
-    /// Times a packet of this flow came after a PFC pause of its priority began and after
-    /// the flow's previous packet: the flow was stalled.
-    pub pfc_stalls: u64,
-    /// Those stalls' length summed, ns (pause start -> the flow's next packet).
-    pub pfc_stall_ns: u64,
-    /// Of `nak_psn_seq`, the NAKs that named the PSN of the RNR NAK just before them: the
-    /// responder dropped the packet it had no buffer for, and those behind it arrive out
-    /// of sequence (an RNR drop, not a network loss).
-    pub nak_psn_seq_after_rnr: u64,
-    /// Of `nak_psn_seq`, the NAKs naming a PSN of a gap the tap saw in the request stream:
-    /// the packet was lost before the tap.
-    pub nak_psn_seq_gap_at_tap: u64,
-    /// Timer retries whose first PSN had never passed the tap: lost before it.
-    pub timeout_episodes_gap_at_tap: u64,
-    /// Timer retries of a PSN an ACK that passed the tap had covered: the ACK was lost
-    /// between the tap and the requester.
-    pub timeout_episodes_acked: u64,
-    /// 1 when the requester retried the same PSN again and again with no progress and
-    /// then fell silent: it exhausted its retries (the QP failed).
-    pub retry_exhausted: u64,
-    /// 1 when the request stream stopped in the middle of a message and never resumed.
-    pub stalled: u64,
-    /// UD: times the sender's PSN jumped past the next one (a datagram lost before the
-    /// tap, or sent to a destination this flow is not).
-    pub ud_psn_jumps: u64,
-    /// Of `nak_psn_seq`, the NAKs reordering explains: naming a PSN whose late original
-    /// the tap then saw, or one that passed the tap ahead of a late original (the
-    /// responder, which sees the tap's order, dropped it as out of sequence).
-    pub nak_psn_seq_reorder: u64,
-}
+/// Declares [`FlowCounters`] from [`counter_list!`](super::counters::counter_list): the
+/// struct, all zeros, and every counter by its report key in report order.
+macro_rules! declare_counters {
+    ($( $(#[$m:meta])* $name:ident => $total:tt, )*) => {
+        /// Counters per flow, as they appear in reports (the list: `super::counters`).
+        /// Serialized by their keys in `super::report::counters` ([`FlowCounters::named`]).
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct FlowCounters {
+            $( $(#[$m])* pub $name: u64, )*
+        }
 
-/// All zero: what a flow that never counted anything reports.
-const NO_COUNTS: FlowCounters = FlowCounters {
-    psn_gap_events: 0,
-    missing_psns: 0,
-    recovered_gap_events: 0,
-    unrecovered_gap_events: 0,
-    capture_loss_gap_events: 0,
-    gaps_filled_late: 0,
-    retransmitted_packets: 0,
-    retransmission_episodes: 0,
-    nak_retransmission_episodes: 0,
-    rnr_retransmission_episodes: 0,
-    timeout_retransmission_episodes: 0,
-    read_retransmission_episodes: 0,
-    duplicate_packets: 0,
-    reordered_packets: 0,
-    nak_retransmissions: 0,
-    rnr_retransmissions: 0,
-    timeout_retransmissions: 0,
-    read_retransmissions: 0,
-    unknown_retransmissions: 0,
-    nak_psn_seq: 0,
-    nak_invalid_request: 0,
-    nak_remote_access: 0,
-    nak_remote_operational: 0,
-    nak_invalid_rd_request: 0,
-    nak_reserved: 0,
-    rnr_nak: 0,
-    reads: 0,
-    read_rerequests: 0,
-    read_responses_resent: 0,
-    read_missing_responses: 0,
-    ce_marked: 0,
-    cnp_sent: 0,
-    cnp_received: 0,
-    ce_without_cnp: 0,
-    cnp_without_ce: 0,
-    pfc_stalls: 0,
-    pfc_stall_ns: 0,
-    nak_psn_seq_after_rnr: 0,
-    nak_psn_seq_gap_at_tap: 0,
-    timeout_episodes_gap_at_tap: 0,
-    timeout_episodes_acked: 0,
-    retry_exhausted: 0,
-    stalled: 0,
-    ud_psn_jumps: 0,
-    nak_psn_seq_reorder: 0,
-};
+        /// All zero: what a flow that never counted anything reports.
+        const NO_COUNTS: FlowCounters = FlowCounters { $( $name: 0, )* };
+
+        /// How many counters a flow has.
+        pub const N_COUNTERS: usize = [$( stringify!($name) ),*].len();
+
+        impl FlowCounters {
+            /// Every counter with its report key, in report order.
+            pub fn named(&self) -> [(&'static str, u64); N_COUNTERS] {
+                [$( (stringify!($name), self.$name) ),*]
+            }
+        }
+    };
+}
+super::counters::counter_list!(declare_counters);
 
 /// A flow's [`FlowCounters`], allocated with its first count: clean traffic never
 /// counts a gap, a NAK or a CE mark, and pays 8 bytes instead of the counters' 288.
@@ -559,7 +436,7 @@ impl OpCounts {
 pub(crate) struct Flow {
     /// The key as the flow index compares it, first: a lookup confirms its hit here, on
     /// the line the packet's counts go to.
-    pub(super) packed: super::table::Packed,
+    pub(super) packed: super::packed::Packed,
     pub last_ts: u64,
     pub packets: u64,
     pub bytes: u64,
@@ -580,9 +457,9 @@ pub(crate) struct Flow {
     pub transport: Option<Transport>,
     pub version: RoceVersion,
     /// The latest DSCP, PCP and RoCE version of the flow's packets other than CNPs, and
-    /// the first CNP's DSCP and PCP (`super::qos::track`; CNPs ride their own class).
+    /// the first CNP's DSCP and PCP (`super::account::track`; CNPs ride their own class).
     pub marks: super::qos::Marks,
-    /// How often the QoS marks changed (`super::qos::track`), CNPs on another DSCP.
+    /// How often the QoS marks changed (`super::account::track`), CNPs on another DSCP.
     pub mark_counts: super::qos::MarkCounts,
     /// Hashes of (src, dst) and (dst, src), for the analyzer's recent-PSN table.
     pub pair_hash: [u64; 2],
@@ -624,7 +501,7 @@ impl Flow {
 
     pub fn new(id: u32, key: FlowKey, version: RoceVersion, ts: u64) -> Self {
         Flow {
-            packed: super::table::Packed::of(&key),
+            packed: super::packed::Packed::of(&key),
             id,
             key,
             peer: None,

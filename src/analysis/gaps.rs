@@ -4,9 +4,8 @@
 //! or the flow ends. Also the ACK side of the request stream (ACK latency).
 
 use super::buckets::Buckets;
+use super::events::{Event, EventKind, EventLog};
 use super::flow::{Flow, Gap};
-use super::report::{Event, EventKind};
-use super::EventLog;
 use dissectors::Psn;
 
 /// A gap this far behind the stream can no longer be filled; it is settled.

@@ -4,40 +4,41 @@
 //! READ re-request), NAKs by code, READ tracking, ACK latency, ECN marks and the CNPs
 //! they caused, PFC pauses and the flows they stalled, ICRC results, ARP trouble.
 //!
-//! Guarantees: no I/O, no clock, no threads — the same frames give the same report. The
-//! per-packet path does not allocate (flows live in a slot vector indexed through an
-//! FxHashMap with small `Copy` keys and hold only fixed-size rings and histograms); it
-//! allocates only when a new flow, an address pair or an event appears. Flows idle for
-//! longer than [`Config::idle_timeout_ns`] of capture time are folded into compact
-//! [`FlowSummary`]s (found so by their next frame, which then begins a new flow, by a
-//! sweep every 16,384 frames, or by a live caller's clock,
-//! [`Analyzer::advance`]), so memory follows the number of live QPs, not the packet count,
-//! and a QP number reused after a pause is a new connection.
+//! Guarantees: no I/O, no clock — the same frames give the same report, computed on the
+//! caller's thread. The one other thread is a helper that only makes memory ahead (chunks
+//! of flow slots, the pages of the summary list; started once there are hundreds of
+//! flows, see `store/mod.rs`), and nothing it does changes a result. The per-packet path
+//! does not allocate (flows live in chunked slots found through a flow index of small
+//! hashes, and hold only fixed-size rings and histograms); it allocates only when a new
+//! flow, an address pair or an event appears. Flows idle for longer than
+//! [`Config::idle_timeout_ns`] of capture time are folded into compact [`FlowSummary`]s
+//! (found so by their next frame, which then begins a new flow, by a sweep every 16,384
+//! frames, or by a live caller's clock, [`Analyzer::advance`]), so memory follows the
+//! number of live QPs, not the packet count, and a QP number reused after a pause is a
+//! new connection.
 //! PSNs are compared with 24-bit serial arithmetic everywhere; wraparound is ordinary.
 #![warn(missing_docs)]
 
 mod account;
-mod ahead;
 pub mod buckets;
 pub mod cm;
 mod congestion;
+mod counters;
 pub mod events;
 mod expire;
 pub mod flow;
 mod gaps;
-mod hint;
 pub(crate) mod hist;
-mod index;
 mod net;
+mod packed;
 mod pairing;
-mod populate;
 mod qos;
 pub mod report;
 mod requester;
 mod responder;
 pub mod ring;
-mod slab;
 pub mod stop;
+mod store;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -45,11 +46,17 @@ mod warm;
 
 use account::{account, nak_value};
 use dissectors::{Addr, AethKind, Decoded, Ecn, NakCode, Operation, Roce, StopKind, Transport};
+pub(crate) use events::EventLog;
+pub use events::{Event, EventKind};
 use flow::{Cause, Pending};
 use gaps::acked;
-pub use report::{Event, EventKind, FlowSummary, Report, Totals};
+pub use net::{
+    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Traffic, UnansweredAsk,
+};
+use packed::Packed;
+pub use report::{FlowSummary, Report, Totals};
 use rustc_hash::FxHashMap;
-use table::{send_tag, Packed, CACHE_WAYS, NO_SLOT};
+use table::{send_tag, CACHE_WAYS, NO_SLOT};
 pub(crate) use warm::Hint;
 
 /// Analyzer settings.
@@ -98,30 +105,6 @@ impl Default for Config {
 /// at once that it idled out).
 const SWEEP_EVERY: u64 = 1 << 14;
 
-/// The recorded events, capped.
-#[derive(Debug, Default)]
-pub(crate) struct EventLog {
-    pub events: Vec<Event>,
-    pub dropped: u64,
-    cap: usize,
-    packet: events::PacketEvents,
-    /// [`Config::gap_timeout_ns`]: what the gap code needs to tell a late fill.
-    pub gap_timeout_ns: u64,
-}
-
-impl EventLog {
-    fn push(&mut self, e: Event) -> Option<usize> {
-        self.packet.note(&e);
-        if self.events.len() < self.cap {
-            self.events.push(e);
-            Some(self.events.len() - 1)
-        } else {
-            self.dropped += 1;
-            None
-        }
-    }
-}
-
 /// Counters that are not per flow.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Global {
@@ -160,11 +143,11 @@ pub(crate) struct Global {
 /// Deterministic: the same frames give the same report.
 pub struct Analyzer {
     cfg: Config,
-    index: index::FlowIndex,
+    index: store::index::FlowIndex,
     /// Direct-mapped cache of recent flows (key, slot); slot `NO_SLOT` when empty.
     cache: [(Packed, u32); CACHE_WAYS],
     /// Live flows, in place (`slab`): a slot's number is where its flow is.
-    slots: slab::Slots,
+    slots: store::slab::Slots,
     /// Each slot's flow's last packet time (`u64::MAX` for a free slot), dense so the
     /// sweep for idle flows reads 8 bytes per flow instead of touching every flow.
     last_seen: Vec<u64>,
@@ -202,17 +185,17 @@ impl Analyzer {
     pub fn new(cfg: Config) -> Self {
         Analyzer {
             cfg,
-            index: index::FlowIndex::default(),
+            index: store::index::FlowIndex::default(),
             cache: [(
                 Packed {
                     src: 0,
                     dst: 0,
                     qp: 0,
-                    live: table::Live::Yes,
+                    live: packed::Live::Yes,
                 },
                 NO_SLOT,
             ); CACHE_WAYS],
-            slots: slab::Slots::default(),
+            slots: store::slab::Slots::default(),
             last_seen: Vec::new(),
             free: Vec::new(),
             by_pair: FxHashMap::default(),
@@ -227,7 +210,7 @@ impl Analyzer {
                 ..EventLog::default()
             },
             capture: Global::default(),
-            net: net::Net::new(cfg),
+            net: net::Net::new(cfg.link_bps, cfg.arp_prefix_len),
             frames_since_sweep: 0,
             next_gap_check: 0,
             clock: None,
@@ -601,9 +584,35 @@ impl Analyzer {
     }
 }
 
+impl Analyzer {
+    /// The events recorded while the last frame was fed (see [`events`]).
+    pub fn packet_events(&self) -> &events::PacketEvents {
+        &self.log.packet
+    }
+}
+
 /// Packets of flows beyond `max_flows` are a warning finding: nothing is lost silently.
 fn note_not_followed(untracked: u64, max_flows: usize, r: &mut Report) {
     if untracked > 0 {
         r.findings.push(report::not_followed(untracked, max_flows));
+    }
+}
+
+/// A retired flow's summary kept (while fewer than `max` are), or its counts added to the
+/// totals beyond the summaries kept (the table calls it when it retires a flow; the
+/// table itself never touches the report).
+fn keep(
+    done: &mut Vec<report::FlowSummary>,
+    sums: &mut report::Totals,
+    max: usize,
+    f: &flow::Flow,
+) {
+    if done.len() < max {
+        let summary = report::summarize(f);
+        report::add_flow(sums, &summary);
+        done.push(summary);
+    } else {
+        report::add_live(sums, f);
+        sums.flow_summaries_dropped += 1;
     }
 }

@@ -11,8 +11,7 @@
 //! `arp_state_dropped`). Plain IP frames cost one emptiness check unless ARP created
 //! address pairs to follow; then two lookups, no allocation.
 
-use super::report::{Event, EventKind};
-use super::{Config, EventLog};
+use super::events::{Event, EventKind, EventLog};
 use dissectors::{ArpOp, ArpRepr, PauseRepr};
 use rustc_hash::FxHashMap;
 use std::net::Ipv4Addr;
@@ -185,10 +184,12 @@ fn link_local(a: Ipv4Addr) -> bool {
 }
 
 impl Net {
-    pub fn new(cfg: Config) -> Self {
+    /// The link state for a link of `link_bps` ([`Config::link_bps`](super::Config)),
+    /// ARP asks across `arp_prefix_len` bits ([`Config::arp_prefix_len`](super::Config)).
+    pub fn new(link_bps: u64, arp_prefix_len: u8) -> Self {
         Net {
-            link_bps: cfg.link_bps.max(1),
-            prefix: cfg.arp_prefix_len.min(32),
+            link_bps: link_bps.max(1),
+            prefix: arp_prefix_len.min(32),
             ..Net::default()
         }
     }

@@ -31,11 +31,10 @@ impl Analyzer {
     /// usually ends after a step or two.
     pub(super) fn sent_at(&self, req_slot: u32, p: Psn, now: u64) -> Option<u64> {
         let sent = &self.slots[req_slot as usize].as_ref()?.req.sent;
-        (0..sent.len())
+        sent.iter()
             .rev()
-            .map(|i| *sent.get(i))
-            .find(|&(sp, st, _, _)| sp == p && st <= now)
-            .map(|(_, st, _, _)| st)
+            .find(|s| s.psn == p && s.t_ns <= now)
+            .map(|s| s.t_ns)
     }
 
     /// Pairs response flow `slot` with the request flow it answers: preferably one that

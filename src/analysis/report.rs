@@ -4,151 +4,27 @@
 //! worst first. Built once at the end of a run (allocation here is fine); the writers in
 //! `crate::report` word and format it.
 
-use super::flow::{FlowKey, Trigger};
-use super::net::NetSummary;
-use super::{EventLog, Global};
+use super::events::{Event, EventLog};
+use super::flow::FlowKey;
+use super::net::{ArpSummary, ArpSymptom, NetSummary};
+use super::Global;
 use dissectors::{Addr, Psn, Qpn};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt::Display;
-use std::net::Ipv4Addr;
 
 mod counters;
 mod finding;
 mod opcodes;
+mod qos;
 mod summary;
-pub use super::net::{
-    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Traffic, UnansweredAsk,
-};
-pub use super::qos::{DscpShare, Qos, SplitConnection};
-pub use counters::N_COUNTERS;
 pub(in crate::analysis) use finding::not_followed;
 pub use finding::{
     AfterStop, Cause, Congestion, Finding, FindingKind, Location, NakError, Severity, Worst,
 };
 pub use opcodes::Opcodes;
+pub use qos::{DscpShare, Qos, SplitConnection};
 pub(super) use summary::{add_flow, add_live, summarize};
-
-/// What happened, for the event list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    /// A request stream's (or a READ's responses') PSN jumped past the next expected one
-    /// (`psn`: first missing PSN, `count`: PSNs skipped).
-    PsnGap,
-    /// A gap's first missing PSN later passed the tap in a resend (`psn`: the gap's start).
-    GapRecovered,
-    /// A gap never filled by the end of the flow (`capture_loss`: whether the capture most
-    /// likely missed the packets rather than the network losing them).
-    GapUnrecovered,
-    /// A NAK from the responder (`code`: the AETH NAK code, `psn`: the PSN it names).
-    Nak,
-    /// An RNR NAK from the responder (`code`: the RNR timer code).
-    RnrNak,
-    /// The requester started a retry: `trigger` says why, `psn`..`psn_end` the PSNs resent,
-    /// `count` the packets of the run, `latency_ns` the time since what triggered it.
-    Retransmission,
-    /// A READ Request re-issued for the rest of an earlier READ (its PSN inside the
-    /// original's range).
-    ReadRerequest,
-    /// A request packet seen again that the requester did not send again (a copy the
-    /// network made).
-    Duplicate,
-    /// An original that passed the tap after later PSNs: it fills its gap, no resend.
-    Reordered,
-    /// A CNP that found no CE-marked traffic to answer (none since the flow's last CNP, or
-    /// no flow in the reverse direction marked at all).
-    CnpWithoutCe,
-    /// The first request of an ARP ask whose sender and target are in different subnets
-    /// (`arp`: sender, target; `iface`: where it was seen).
-    ArpCrossSubnet,
-    /// An ARP ask no reply on its interface answered, at its first request (`arp`:
-    /// sender, target; `count`: requests, retries included).
-    ArpUnanswered,
-    /// An address's traffic to a peer leaves another interface than the one the peer's
-    /// requests came in on (`arp`: address, peer; `iface`: where it leaves).
-    ArpReplyPathMismatch,
-    /// A second MAC claims an address on an interface (`arp`: the address twice).
-    ArpDuplicateAddress,
-}
-
-/// One entry of the event list: something that happened at one moment, on one flow or on
-/// the link. Which optional fields are set depends on `kind`; unset ones are left out of
-/// the JSON.
-#[derive(Clone, Debug, Serialize)]
-pub struct Event {
-    /// Capture timestamp of the event, ns since the Unix epoch (for a gap: when it opened).
-    pub t_ns: u64,
-    /// Id of the flow it happened on ([`FlowSummary::id`]); `None` for link-level events
-    /// (ARP).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flow: Option<u32>,
-    /// What happened.
-    pub kind: EventKind,
-    /// The PSN the event is about (first missing PSN of a gap, PSN a NAK names, first PSN
-    /// resent); `None` for events without one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub psn: Option<u32>,
-    /// Last PSN of a retransmission run, filled in when the run ends; `None` otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub psn_end: Option<u32>,
-    /// Missing PSNs of a gap, packets of a retransmission run, ARP requests.
-    pub count: u64,
-    /// What started a retransmission; `None` for other kinds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub trigger: Option<Trigger>,
-    /// For a retransmission, ns from what triggered it (NAK, RNR NAK, or the original send
-    /// for a timeout) to the first resend; `None` when not known or not applicable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency_ns: Option<u64>,
-    /// NAK code (0 PSN sequence error ... 4 invalid RD request) or RNR timer code.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<u8>,
-    /// For an unrecovered gap, `true` when no NAK named it or the responder acknowledged it
-    /// anyway (the capture missed the packets), `false` when the network lost them; `None`
-    /// for other kinds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capture_loss: Option<bool>,
-    /// ARP sender and target address.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub arp: Option<(Ipv4Addr, Ipv4Addr)>,
-    /// Interface index an ARP event was seen on (for a reply-path mismatch: where the
-    /// traffic leaves); `None` for flow events.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iface: Option<u32>,
-}
-
-impl Event {
-    /// An event of `kind` on flow `flow` at `t_ns`, every optional field unset.
-    pub fn new(t_ns: u64, flow: u32, kind: EventKind) -> Self {
-        Event {
-            flow: Some(flow),
-            ..Event::link(t_ns, kind)
-        }
-    }
-    /// A link-level event (no flow) of `kind` at `t_ns`, every optional field unset.
-    pub fn link(t_ns: u64, kind: EventKind) -> Self {
-        Event {
-            t_ns,
-            flow: None,
-            kind,
-            psn: None,
-            psn_end: None,
-            count: 0,
-            trigger: None,
-            latency_ns: None,
-            code: None,
-            capture_loss: None,
-            arp: None,
-            iface: None,
-        }
-    }
-    /// Sets the event's PSN (builder style).
-    pub fn psn(mut self, p: dissectors::Psn) -> Self {
-        self.psn = Some(p.0);
-        self
-    }
-}
 
 /// Whole-run numbers. The keys named in `captures/README.md` keep exactly those meanings.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -730,7 +606,7 @@ pub(super) fn build(
     let mut events = log.events;
     // Gaps settled at the end carry the time they opened: put them in time order.
     events.sort_by_key(|e| e.t_ns);
-    let qos = super::qos::findings(&global.qos, &flows, &by_id, &connections, &mut t);
+    let qos = qos::findings(&global.qos, &flows, &by_id, &connections, &mut t);
     let mut findings = finding::findings(&t, &flows, &net, &events);
     findings.extend(qos);
     findings.extend(

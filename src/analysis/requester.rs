@@ -25,11 +25,12 @@
 //! not vary the identification — within [`COPY_WINDOW_NS`], and nothing that asked for it)
 //! is a duplicate made by the network and is counted apart: the requester sent it once.
 
-use super::flow::{span_for, Cause, Episode, Flow, Pending, Read, ResentGap, Stray, Trigger};
+use super::events::{Event, EventKind, EventLog};
+use super::flow::{
+    span_for, Cause, Episode, Flow, Pending, Read, ResentGap, SentPsn, Stray, Trigger,
+};
 use super::gaps::{fill_gaps, fill_one, in_gap, open_gap};
-use super::report::{Event, EventKind};
 use super::stop::{note_retry, note_skip, skipped};
-use super::EventLog;
 use dissectors::ib::aeth::rnr_timer_us;
 use dissectors::{Operation, Psn, Roce, Transport};
 
@@ -132,7 +133,12 @@ pub(super) fn request(f: &mut Flow, s: &Sent<'_>, log: &mut EventLog) {
         if r.bth.ack_req {
             f.req.ackreq.push((p, ts));
         }
-        f.req.sent.push((p, ts, s.ident, true));
+        f.req.sent.push(SentPsn {
+            psn: p,
+            t_ns: ts,
+            ident: s.ident,
+            new: true,
+        });
         f.req.last_new_ts = ts;
         return;
     }
@@ -270,10 +276,10 @@ fn overtaken_by_its_resend(f: &Flow, p: Psn, ident: u16) -> bool {
 /// Whether a sighting of PSN `p` taken for its original (it moved the stream on) carries
 /// an identification later than `ident`: it was a resend that overtook the original.
 fn original_sent_later(f: &Flow, p: Psn, ident: u16) -> bool {
-    let sent = &f.req.sent;
-    (0..sent.len())
-        .map(|i| *sent.get(i))
-        .any(|(q, _, id, new)| q == p && new && (id.wrapping_sub(ident) as i16) > 0)
+    f.req
+        .sent
+        .iter()
+        .any(|s| s.psn == p && s.new && (s.ident.wrapping_sub(ident) as i16) > 0)
 }
 
 /// A READ span never resolved because its length was cut off by the snaplen.
@@ -370,11 +376,11 @@ fn idents_in_order(f: &Flow) -> bool {
 
 /// Is `p` (seen at `ts` with `ident`) a copy of its last sighting?
 fn is_copy(f: &Flow, p: Psn, ts: u64, ident: u16) -> bool {
-    let sent = &f.req.sent;
-    let Some((_, t0, id0, _)) = (0..sent.len())
-        .rev()
-        .map(|i| *sent.get(i))
-        .find(|(q, ..)| *q == p)
+    let Some(SentPsn {
+        t_ns: t0,
+        ident: id0,
+        ..
+    }) = f.req.sent.iter().rev().find(|s| s.psn == p)
     else {
         return false;
     };
@@ -401,7 +407,12 @@ pub(super) fn resolve(f: &mut Flow, s: Stray, next: Option<Psn>, log: &mut Event
         log.push(Event::new(s.t_ns, f.id, EventKind::Reordered).psn(s.psn));
         super::stop::note_late(f, s.psn);
         let _ = fill_gaps(f, false, s.psn, s.t_ns, log);
-        f.req.sent.push((s.psn, s.t_ns, s.ident, true));
+        f.req.sent.push(SentPsn {
+            psn: s.psn,
+            t_ns: s.t_ns,
+            ident: s.ident,
+            new: true,
+        });
         return;
     }
     start_episode(f, s, true, log);
@@ -485,12 +496,13 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
         None => {
             // The requester's timer: it runs from the last transmission of the PSN;
             // when that fell out of the recent-PSN ring, how long it took is unknown.
-            let sent = &f.req.sent;
-            let t0 = (0..sent.len())
+            let t0 = f
+                .req
+                .sent
+                .iter()
                 .rev()
-                .map(|i| *sent.get(i))
-                .find(|(q, ..)| *q == s.psn)
-                .map(|(_, t, ..)| t);
+                .find(|x| x.psn == s.psn)
+                .map(|x| x.t_ns);
             let l = t0.map(|t0| s.t_ns.saturating_sub(t0));
             if let Some(l) = l {
                 f.delays_mut().timeout_observed.record(l);
@@ -531,7 +543,12 @@ fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
         let ep = f.req.episode.as_mut().expect("episode just set");
         ep.packets += 1;
         f.req.cursor = s.end;
-        f.req.sent.push((s.psn, s.t_ns, s.ident, false));
+        f.req.sent.push(SentPsn {
+            psn: s.psn,
+            t_ns: s.t_ns,
+            ident: s.ident,
+            new: false,
+        });
     }
 }
 
@@ -554,7 +571,12 @@ fn resend(f: &mut Flow, p: Psn, end: Psn, ts: u64, ident: u16, t: Trigger, log: 
             ident,
         });
     }
-    f.req.sent.push((p, ts, ident, false));
+    f.req.sent.push(SentPsn {
+        psn: p,
+        t_ns: ts,
+        ident,
+        new: false,
+    });
     f.req.cursor = end;
 }
 

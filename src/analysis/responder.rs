@@ -2,12 +2,11 @@
 //! response PSNs that never passed the tap (response gaps, which the requester sees too
 //! and acts on by asking again), and responses sent again.
 
+use super::events::{Event, EventKind, EventLog};
 use super::flow::{Cause, Episode, Flow, Pending, Read, Trigger, READ_SLOTS};
 use super::gaps::{fill_gaps, open_gap};
-use super::report::{Event, EventKind};
 use super::requester::{count_retransmission, end_episode, push_pending, RUN_SLACK};
 use super::ring::Ring;
-use super::EventLog;
 use dissectors::{Operation, Psn};
 
 /// A READ response from flow `f` answering a READ of request stream `q`.
@@ -24,7 +23,13 @@ pub(super) fn read_response(
         return;
     };
     if let Some(i) = (0..reads.len()).rev().find(|&i| reads.get(i).contains(p)) {
-        answer(f, q, &mut reads, i, p, op, ts, log);
+        let r = Response {
+            read: i,
+            psn: p,
+            op,
+            ts,
+        };
+        answer(f, q, &mut reads, r, log);
     }
     q.req.reads = Some(reads);
 }
@@ -43,17 +48,31 @@ fn response_gap(f: &mut Flow, q: &mut Flow, start: Psn, len: u32, ts: u64, log: 
     );
 }
 
-#[allow(clippy::too_many_arguments)] // the two flows, the READs and the packet
+/// A READ response placed in its READ: which READ of the requester's ring it answers
+/// (`read`, an index into the ring), its PSN, opcode and time.
+#[derive(Clone, Copy, Debug)]
+struct Response {
+    read: usize,
+    psn: Psn,
+    op: Operation,
+    ts: u64,
+}
+
+/// Response `r` from flow `f` to READ `r.read` of `q`'s `reads`: closes the READs before
+/// it, counts a response gap, or a response sent again.
 fn answer(
     f: &mut Flow,
     q: &mut Flow,
     reads: &mut Ring<Read, READ_SLOTS>,
-    i: usize,
-    p: Psn,
-    op: Operation,
-    ts: u64,
+    r: Response,
     log: &mut EventLog,
 ) {
+    let Response {
+        read: i,
+        psn: p,
+        op,
+        ts,
+    } = r;
     // Responses come in request order: earlier READs that are not complete lost their
     // tail (or everything) before the tap. Reads before a closed one are closed too.
     for j in (0..i).rev() {

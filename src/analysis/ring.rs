@@ -260,6 +260,12 @@ impl<T: Copy + Default, const N: usize> SplitRing<T, N> {
         self.c.len == 0
     }
 
+    /// The records, oldest first (`.rev()`: newest first), by value.
+    #[inline]
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = T> + '_ {
+        (0..self.len()).map(move |i| *self.get(i))
+    }
+
     /// The i-th record, oldest first (`i` must be below [`SplitRing::len`]).
     #[inline]
     pub fn get(&self, i: usize) -> &T {

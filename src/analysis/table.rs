@@ -1,74 +1,18 @@
-//! The flow table: flows live in slots (`super::slab`) found through a hash map keyed by
+//! The flow table: flows live in slots (`super::store::slab`) found through a hash map keyed by
 //! [`Packed`] (the addresses and QP as integers) with a small direct-mapped cache in
 //! front; flows that end are summarised (which end and when: `super::expire`); the
 //! recent-PSN table through which a response finds the request stream it answers in one
 //! probe.
 
+use super::events::EventLog;
 use super::flow::{self, Flow, FlowKey, Gap};
 use super::gaps::unrecovered;
+use super::packed::{addr_bits, ip_bits, Live, Packed};
 use super::requester::end_episode;
-use super::{report, Analyzer, EventLog};
-use dissectors::{Addr, Decoded, Psn, Roce};
+use super::Analyzer;
+use dissectors::{Decoded, Psn, Roce};
 
-/// A flow key as plain integers — what the hash map hashes and compares per packet.
-/// Addresses become 128 bits (IPv4 as IPv4-mapped IPv6, a LID tagged in the top bits,
-/// which no IPv6 unicast address used by RoCE has).
-#[derive(Clone, Copy, Debug, Eq)]
-pub(super) struct Packed {
-    pub(super) src: u128,
-    pub(super) dst: u128,
-    pub(super) qp: u32,
-    /// Always [`Live::Yes`], in what would be padding: see [`Live`]. Never read (nor
-    /// hashed or compared): it is there for its niche.
-    #[allow(dead_code)]
-    pub(super) live: Live,
-}
-
-/// A key's one value, and the widest niche in a [`Flow`] (all but one of a `u64`'s
-/// values). `Option<Flow>` marks its `None` in the widest niche, which is so in the
-/// flow's first line: telling a taken slot from a free one (every packet's hint and
-/// lookup does) reads the line the key and the counts are on, not one of its own (it was
-/// the tag of `last_cnp`, an `Option<(u64, u64)>` 744 bytes in).
-#[repr(u64)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Live {
-    Yes = 0,
-}
-
-/// Compares what the key holds ([`Live`] has one value: nothing to compare).
-impl PartialEq for Packed {
-    #[inline]
-    fn eq(&self, o: &Self) -> bool {
-        self.src == o.src && self.dst == o.dst && self.qp == o.qp
-    }
-}
-
-/// Hashes what the key holds (as the derived hash would without [`Live`]).
-impl std::hash::Hash for Packed {
-    #[inline]
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        self.src.hash(h);
-        self.dst.hash(h);
-        self.qp.hash(h);
-    }
-}
-
-#[inline]
-pub(super) fn ip_bits(a: std::net::IpAddr) -> u128 {
-    match a {
-        std::net::IpAddr::V4(v4) => 0xffff_0000_0000 | u128::from(u32::from(v4)),
-        std::net::IpAddr::V6(v6) => u128::from(v6),
-    }
-}
-
-#[inline]
-pub(super) fn addr_bits(a: Addr) -> u128 {
-    match a {
-        Addr::Ip(ip) => ip_bits(ip),
-        Addr::Lid(l) => (0xfffe_u128 << 112) | u128::from(l),
-    }
-}
-
+/// The packed key's constructors and its cache way (the hash is in `packed.rs`).
 impl Packed {
     pub(super) fn of(k: &FlowKey) -> Self {
         Packed {
@@ -92,16 +36,6 @@ impl Packed {
         }
         let (src, dst) = d.endpoints()?;
         Some(Packed::of(&FlowKey { src, dst, qp }))
-    }
-
-    /// The hash the flow index files it under.
-    #[inline]
-    pub(super) fn hash32(&self) -> u32 {
-        use std::hash::{Hash, Hasher};
-        let mut h = rustc_hash::FxHasher::default();
-        self.hash(&mut h);
-        let h = h.finish();
-        (h ^ (h >> 32)) as u32
     }
 
     /// Position in the direct-mapped flow cache.
@@ -254,7 +188,7 @@ impl Analyzer {
         self.last_seen[slot as usize] = u64::MAX;
         settle(&mut f, &mut self.log, self.capture.last_ts);
         self.unlink(slot, &f);
-        keep(
+        super::keep(
             &mut self.done,
             &mut self.sums,
             self.cfg.max_flow_summaries,
@@ -268,7 +202,7 @@ impl Analyzer {
     /// is updated for a flow that is about to go.
     ///
     /// The flows are settled where they are, not moved out, a chunk of slots at a time,
-    /// each a few slots behind a cache hint for its lines (`super::warm::warm_whole`), and
+    /// each a few slots behind a cache hint for its lines (`super::store::hint::warm_whole`), and
     /// each chunk's memory goes back before the next one's summaries are made.
     pub(super) fn retire_all(&mut self) {
         // Room for the summaries kept, made once: growing the list by doubling copied
@@ -277,18 +211,18 @@ impl Analyzer {
         self.done.reserve(self.live_flows().min(room));
         // Their pages mapped a little ahead of the summaries, by the helper thread that
         // made chunks ahead.
-        let mut populate = super::populate::Ahead::new(self.slots.helper());
+        let mut populate = super::store::populate::Ahead::new(self.slots.helper());
         self.free.clear();
         for mut chunk in self.slots.drain_chunks() {
-            populate.room_of(&mut self.done, 2 * super::slab::CHUNK);
+            populate.room_of(&mut self.done, 2 * super::store::slab::CHUNK);
             for i in 0..chunk.len() {
-                super::slab::warm_ahead(&chunk[..], i);
+                super::store::slab::warm_ahead(&chunk[..], i);
                 if let Some(next) = chunk.get(i + 1) {
-                    super::warm::warm_owned(next);
+                    super::store::hint::warm_owned(next);
                 }
                 if let Some(f) = chunk[i].as_mut() {
                     settle(f, &mut self.log, self.capture.last_ts);
-                    keep(
+                    super::keep(
                         &mut self.done,
                         &mut self.sums,
                         self.cfg.max_flow_summaries,
@@ -400,19 +334,6 @@ impl Analyzer {
             .push(slot);
         self.recent.fit(self.index.len());
         slot
-    }
-}
-
-/// A retired flow's summary kept (while fewer than `max` are), or its counts added to the
-/// totals beyond the summaries kept.
-fn keep(done: &mut Vec<report::FlowSummary>, sums: &mut report::Totals, max: usize, f: &Flow) {
-    if done.len() < max {
-        let summary = report::summarize(f);
-        report::add_flow(sums, &summary);
-        done.push(summary);
-    } else {
-        report::add_live(sums, f);
-        sums.flow_summaries_dropped += 1;
     }
 }
 

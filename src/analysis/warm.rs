@@ -9,12 +9,12 @@
 //! an index entry's hash without confirming the key (a wrong guess only warms the wrong
 //! lines), and ends quietly wherever the chain ends.
 
-use super::flow::{Flow, ReqStream};
-use super::hint::prefetch;
-use super::table::{pair_hash, send_tag, Packed, NO_SLOT};
+use super::flow::{Flow, SentPsn};
+use super::packed::Packed;
+use super::store::hint::{lines, prefetch, warm_hot};
+use super::table::{pair_hash, send_tag, NO_SLOT};
 use super::Analyzer;
 use dissectors::{Decoded, Operation, Psn};
-use std::mem::offset_of;
 
 /// How far a coming frame's hint got (see the module documentation); start with
 /// [`Analyzer::warm_index`], then pass it to [`Analyzer::warm_slot`],
@@ -77,23 +77,6 @@ impl Hint {
     }
 }
 
-/// Starts loading bytes `from..to` of `p`: every line they cross.
-#[inline]
-fn lines<T: ?Sized>(p: &T, from: usize, to: usize) {
-    let base = (p as *const T).cast::<u8>();
-    let mut off = from;
-    while off < to {
-        prefetch(base.wrapping_add(off));
-        off += 64;
-    }
-    prefetch(base.wrapping_add(to - 1));
-}
-
-/// The end of what every packet touches in its flow (`Flow` is `repr(C)`, hot fields
-/// first): the key and counts, the QoS marks, the opcode mix, the ACK latency and the
-/// request stream, whose last fields are its rings' heads (their records are elsewhere).
-const HOT: usize = offset_of!(Flow, req) + std::mem::size_of::<ReqStream>();
-
 impl Analyzer {
     /// Step 1: the flow index's line for the frame's flow.
     #[inline]
@@ -113,7 +96,7 @@ impl Analyzer {
     }
 
     /// Step 2 (the index line loaded): the flow's hot lines (its rings' heads among them)
-    /// and its last-seen time. The flow is where its slot is (`super::slab`): nothing is
+    /// and its last-seen time. The flow is where its slot is (`super::store::slab`): nothing is
     /// read to find it. For a flow not made yet (`d`, the frame, is its first or comes
     /// before its first is analyzed), the recent-PSN buckets its packet will use.
     #[inline]
@@ -177,7 +160,7 @@ impl Analyzer {
             return;
         };
         if let Some((_, next)) = p.req.sent.ends() {
-            prefetch((next as *const (Psn, u64, u16, bool)).wrapping_sub(1));
+            prefetch((next as *const SentPsn).wrapping_sub(1));
         }
         if let Some((front, _)) = p.req.ackreq.ends() {
             prefetch(front);
@@ -213,40 +196,4 @@ impl Analyzer {
     fn flow_at(&self, slot: u32) -> Option<&Flow> {
         self.slots.get(slot as usize)?.as_ref()
     }
-}
-
-/// Starts loading the flow in `slot`, whole: what settling, summarising and dropping it
-/// read. The end of a run and the live UI's snapshots walk every flow in slot order, a
-/// few ahead of this hint: with thousands of flows they are long out of the cache, and
-/// their lines are too far apart for the hardware's own prefetcher.
-#[inline]
-pub(super) fn warm_whole(slot: &Option<Flow>) {
-    lines(slot, 0, std::mem::size_of::<Flow>());
-}
-
-/// The walk's second step, a slot later (the flow's lines loaded): where its own
-/// allocations start, which dropping it frees (`free` reads each one's header, and its
-/// neighbour's).
-#[inline]
-pub(super) fn warm_owned(slot: &Option<Flow>) {
-    if let Some(f) = slot {
-        if let Some(r) = f.req.sent.records() {
-            prefetch(r);
-        }
-        if let Some(r) = f.req.ackreq.records() {
-            prefetch(r);
-        }
-        if let Some(c) = f.ack_latency.buckets() {
-            prefetch(c.as_ptr());
-        }
-    }
-}
-
-/// Starts loading the hot lines of the flow in `slot` (whether or not one is there: a
-/// free slot's lines are only warmed for nothing). A flow is
-/// at the start of its slot (`Option<Flow>` keeps the flow at offset 0, its `None` in a
-/// niche); were it not, the wrong lines would be warmed, nothing else.
-#[inline]
-fn warm_hot(slot: &Option<Flow>) {
-    lines(slot, 0, HOT);
 }

@@ -7,8 +7,7 @@
 //! addresses, and other unanswered ARP requests.
 
 use super::checks::{Evidence, Finding, Severity};
-use crate::analysis::report::{ArpSymptom, ArpSymptomKind};
-use crate::analysis::{Analyzer, Config, Report};
+use crate::analysis::{Analyzer, ArpSymptom, ArpSymptomKind, Config, Report};
 use crate::error::Failure;
 use crate::pipeline::{NoSink, Pipeline};
 use crate::report::findings::{ask as ask_text, seen, symptom_message};

@@ -21,6 +21,18 @@
 //!
 //! The analysis warms each coming frame's flow into its cache a few frames ahead
 //! (`crate::analysis::warm`), as the one-thread read ahead does, within each batch.
+//!
+//! Contract, for whoever changes this file or the analyzer:
+//! - Threads: one scoped reading thread per run, joined before [`Pipeline::read_files`]
+//!   returns (a panic on it is resumed on the caller's thread); the analyzer's own
+//!   helper thread (`crate::analysis::store`) is separate. A reading thread that cannot
+//!   be started is a [`Failure`], not a silent fall back to one thread.
+//! - The analyzer is only ever called from the calling thread, frame by frame in read
+//!   order: its results are those of the one-thread pipeline, byte for byte (the tests of
+//!   `lookahead` compare them).
+//! - Either side ending (input done, analysis stopped or panicked) marks the ring closed
+//!   or gone (`EndOnDrop`) and wakes the other, so neither waits forever.
+//! - No `unsafe`: batches are handed over under a `Mutex` each, ordered by the counters.
 
 use super::{Pipeline, AHEAD, WARM_STEPS};
 use crate::analysis::{Analyzer, Hint};

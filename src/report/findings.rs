@@ -1,15 +1,15 @@
 //! The words for what the analyzer found: a finding's sentence, an ARP symptom's
 //! explanation and the line of each observation behind it, a flow's label, a duration.
-//! The analyzer hands back values (`analysis::report::{Finding, ArpSymptom, ...}`); the
+//! The analyzer hands back values (`analysis::report::Finding`, `analysis::ArpSymptom`, ...); the
 //! text report, the JSON document (`message`, `what`, `unanswered_asks`), netcheck
 //! `--capture` and the TUI all word them here, so a sentence is written once.
 
 use super::safe::term;
-use crate::analysis::report::{
-    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, Congestion, Finding,
-    FindingKind, NakError, Traffic, UnansweredAsk, Worst,
+use crate::analysis::report::{Congestion, Finding, FindingKind, NakError, Worst};
+use crate::analysis::{
+    ArpProblem, ArpSeen, ArpSummary, ArpSymptom, ArpSymptomKind, AskAnswer, FlowSummary, Report,
+    Traffic, UnansweredAsk,
 };
-use crate::analysis::{FlowSummary, Report};
 use dissectors::ethernet::Mac;
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;

@@ -5,8 +5,8 @@
 //! `crate::report::findings`.
 
 use super::{Net, PathSlot, RETRIES};
-use crate::analysis::report::{Event, EventKind, PfcPrio, PfcSummary, Severity};
-use crate::analysis::EventLog;
+use crate::analysis::events::{Event, EventKind, EventLog};
+use crate::analysis::report::{PfcPrio, PfcSummary, Severity};
 use rustc_hash::FxHashMap;
 use std::net::Ipv4Addr;
 

@@ -1,8 +1,10 @@
 //! One flow's summary from its live state, and the run's totals summed from the
 //! summaries (done when a flow is retired, so the totals stay exact even when its
-//! summary is not kept). The NAK sum over every code is written once, here.
+//! summary is not kept). The counters summed and the NAK sum come from the one list in
+//! `analysis::counters`.
 
 use super::{FlowSummary, Latency, Totals};
+use crate::analysis::counters::{counter_list, nak_sum};
 use crate::analysis::flow::{Delays, Flow, FlowCounters};
 use crate::analysis::hist::LogHist;
 use dissectors::{RoceVersion, Transport};
@@ -10,24 +12,14 @@ use dissectors::{RoceVersion, Transport};
 impl FlowCounters {
     /// NAKs of every code (RNR NAKs not included).
     pub fn naks(&self) -> u64 {
-        self.nak_psn_seq
-            + self.nak_invalid_request
-            + self.nak_remote_access
-            + self.nak_remote_operational
-            + self.nak_invalid_rd_request
-            + self.nak_reserved
+        nak_sum!(self)
     }
 }
 
 impl Totals {
     /// NAKs of every code (RNR NAKs not included).
     pub fn naks(&self) -> u64 {
-        self.nak_psn_seq
-            + self.nak_invalid_request
-            + self.nak_remote_access
-            + self.nak_remote_operational
-            + self.nak_invalid_rd_request
-            + self.nak_reserved
+        nak_sum!(self)
     }
 }
 
@@ -149,52 +141,28 @@ pub(in crate::analysis) fn fatal_naks(c: &FlowCounters) -> u64 {
     c.nak_invalid_request + c.nak_remote_access + c.nak_remote_operational
 }
 
+/// Declares `add_counters`, which adds each counter of [`counter_list!`] to the total it
+/// names (none for `_`).
+macro_rules! sum_counters {
+    ($( $(#[$m:meta])* $name:ident => $total:tt, )*) => {
+        /// Adds a flow's counters to the totals they sum into.
+        fn add_counters(t: &mut Totals, c: &FlowCounters) {
+            $( sum_counters!(@one t, c, $name, $total); )*
+        }
+    };
+    (@one $t:ident, $c:ident, $name:ident, _) => {};
+    (@one $t:ident, $c:ident, $name:ident, $total:ident) => {
+        $t.$total += $c.$name;
+    };
+}
+counter_list!(sum_counters);
+
 fn add_counts(t: &mut Totals, c: &FlowCounters, icrc: [u64; 3], cnp_other_dscp: u32) {
     t.flows += 1;
-    t.nak_psn_seq += c.nak_psn_seq;
-    t.nak_invalid_request += c.nak_invalid_request;
-    t.nak_remote_access += c.nak_remote_access;
-    t.nak_remote_operational += c.nak_remote_operational;
-    t.nak_invalid_rd_request += c.nak_invalid_rd_request;
-    t.nak_reserved += c.nak_reserved;
-    t.rnr_nak += c.rnr_nak;
-    t.psn_gap_events += c.psn_gap_events;
-    t.missing_psns += c.missing_psns;
-    t.recovered_gap_events += c.recovered_gap_events;
-    t.unrecovered_gap_events += c.unrecovered_gap_events;
-    t.capture_loss_gap_events += c.capture_loss_gap_events;
-    t.gaps_filled_late += c.gaps_filled_late;
-    t.retransmitted_packets += c.retransmitted_packets;
-    t.retransmission_episodes += c.retransmission_episodes;
-    t.nak_retransmission_episodes += c.nak_retransmission_episodes;
-    t.rnr_retransmission_episodes += c.rnr_retransmission_episodes;
-    t.timeout_retransmission_episodes += c.timeout_retransmission_episodes;
-    t.read_retransmission_episodes += c.read_retransmission_episodes;
-    t.duplicate_packets += c.duplicate_packets;
-    t.reordered_packets += c.reordered_packets;
-    t.nak_retransmissions += c.nak_retransmissions;
-    t.rnr_retransmissions += c.rnr_retransmissions;
-    t.timeout_retransmissions += c.timeout_retransmissions;
-    t.read_retransmissions += c.read_retransmissions;
-    t.unknown_retransmissions += c.unknown_retransmissions;
-    t.reads += c.reads;
-    t.read_rerequests += c.read_rerequests;
-    t.read_missing_responses += c.read_missing_responses;
-    t.read_responses_resent += c.read_responses_resent;
-    t.ce_without_cnp += c.ce_without_cnp;
-    t.cnp_without_ce += c.cnp_without_ce;
+    add_counters(t, c);
     t.icrc_ok += icrc[0];
     t.icrc_bad += icrc[1];
     t.icrc_unchecked += icrc[2];
-    t.pfc_stalls += c.pfc_stalls;
-    t.nak_psn_seq_after_rnr += c.nak_psn_seq_after_rnr;
-    t.nak_psn_seq_gap_at_tap += c.nak_psn_seq_gap_at_tap;
-    t.timeout_episodes_gap_at_tap += c.timeout_episodes_gap_at_tap;
-    t.timeout_episodes_acked += c.timeout_episodes_acked;
-    t.retry_exhausted += c.retry_exhausted;
-    t.stalled_connections += c.stalled;
-    t.ud_psn_jumps += c.ud_psn_jumps;
     t.qps_failed += u64::from(fatal_naks(c) > 0);
-    t.nak_psn_seq_reorder += c.nak_psn_seq_reorder;
     t.cnp_other_dscp += u64::from(cnp_other_dscp);
 }

@@ -13,7 +13,8 @@
 
 use super::{escape_into, float_digits, needs_escape};
 use crate::analysis::flow::FlowCounters;
-use crate::analysis::report::{Latency, N_COUNTERS};
+use crate::analysis::flow::N_COUNTERS;
+use crate::analysis::report::Latency;
 use crate::analysis::FlowSummary;
 use dissectors::{Addr, Qpn};
 use std::fmt::Display;
@@ -649,7 +650,7 @@ mod tests {
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         let named: Vec<&str> = c.named().iter().map(|(k, _)| *k).collect();
         assert_eq!(keys, named); // serde_json keeps the order here (preserve_order)
-        assert_eq!(named.len(), crate::analysis::report::N_COUNTERS);
+        assert_eq!(named.len(), crate::analysis::flow::N_COUNTERS);
         for (k, n) in c.named() {
             assert_eq!(v[k].as_u64(), Some(n), "{k}");
         }

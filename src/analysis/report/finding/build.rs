@@ -2,9 +2,10 @@
 //! link-level summary and the events, in the order the report shows them.
 
 use super::{Congestion, Finding, FindingKind, NakError, RateChange, RnrWait, Severity, Worst};
+use crate::analysis::events::{Event, EventKind};
 use crate::analysis::flow::Trigger;
 use crate::analysis::net::{ArpSymptomKind, NetSummary};
-use crate::analysis::report::{Event, EventKind, FlowSummary, Totals};
+use crate::analysis::report::{FlowSummary, Totals};
 
 pub(super) fn first_event(
     events: &[Event],

@@ -3,8 +3,9 @@
 
 use super::build::Out;
 use super::{AfterStop, FindingKind, NakError, Severity, Worst};
+use crate::analysis::events::{Event, EventKind};
 use crate::analysis::report::summary::fatal_naks;
-use crate::analysis::report::{Event, EventKind, FlowSummary, Totals};
+use crate::analysis::report::{FlowSummary, Totals};
 use crate::analysis::stop::StopKind;
 
 /// Requesters that gave up and streams that stalled: what opens the report.

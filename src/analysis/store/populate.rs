@@ -23,7 +23,7 @@ const AT_LEAST: usize = 1 << 20;
 /// stretches are populated by the analysis' [`Helper`], in the order asked, between
 /// whatever else it was asked to do.
 #[derive(Debug)]
-pub(super) struct Ahead {
+pub(in crate::analysis) struct Ahead {
     helper: Helper,
     /// End (an address) of what was asked for so far.
     asked_to: usize,

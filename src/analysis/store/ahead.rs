@@ -15,15 +15,15 @@
 use std::sync::{mpsc, Arc, OnceLock};
 
 /// What a helper makes: a piece of memory, ready to use.
-pub(super) trait Made: Send + 'static {
+pub(in crate::analysis) trait Made: Send + 'static {
     fn made() -> Self;
 }
 
-pub(super) type Job = Box<dyn FnOnce() + Send>;
+pub(in crate::analysis) type Job = Box<dyn FnOnce() + Send>;
 
 /// The helper thread of an analyzer; clones share it.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Helper(Arc<OnceLock<Option<mpsc::Sender<Job>>>>);
+pub(in crate::analysis) struct Helper(Arc<OnceLock<Option<mpsc::Sender<Job>>>>);
 
 impl Helper {
     /// Runs `job` on the helper thread (started the first time); false if there is none
@@ -47,7 +47,7 @@ impl Helper {
 
 /// Pieces of one kind made ahead: see the module documentation.
 #[derive(Debug)]
-pub(super) struct Ahead<T: Made> {
+pub(in crate::analysis) struct Ahead<T: Made> {
     helper: Helper,
     /// Where the piece asked for comes back.
     asked: Option<mpsc::Receiver<T>>,

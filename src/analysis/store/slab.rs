@@ -20,20 +20,20 @@
 //! path (at 100,000 flows they were two fifths of a run's page faults).
 
 use super::ahead::{Ahead, Helper, Made};
-use super::flow::Flow;
+use crate::analysis::flow::Flow;
 
 /// Slots per chunk: 1,024 flows.
-pub(super) const CHUNK: usize = 1024;
+pub(in crate::analysis) const CHUNK: usize = 1024;
 
 /// How many slots ahead a walk over every flow requests a flow's lines.
-pub(super) const WALK_AHEAD: usize = 2;
+pub(in crate::analysis) const WALK_AHEAD: usize = 2;
 
 /// A chunk of slots, allocated whole.
 type Chunk = Box<[Option<Flow>; CHUNK]>;
 
 /// See the module documentation.
 #[derive(Debug, Default)]
-pub(super) struct Slots {
+pub(in crate::analysis) struct Slots {
     chunks: Vec<Chunk>,
     /// Slots made (the ones after it, in the last chunk, are `None` and not handed out).
     len: usize,
@@ -85,7 +85,7 @@ impl Slots {
     }
 
     /// Calls `f` on every live flow in slot order, the lines of the flow [`WALK_AHEAD`]
-    /// slots on already requested (`super::warm::warm_whole`).
+    /// slots on already requested (`super::hint::warm_whole`).
     pub fn each(&self, mut f: impl FnMut(&Flow)) {
         for chunk in &self.chunks {
             for (i, slot) in chunk.iter().enumerate() {
@@ -136,11 +136,11 @@ impl Slots {
 }
 
 /// In a walk over a chunk's slots, at slot `i`: requests the lines of the flow
-/// [`WALK_AHEAD`] slots on (`super::warm::warm_whole`).
+/// [`WALK_AHEAD`] slots on (`super::hint::warm_whole`).
 #[inline]
-pub(super) fn warm_ahead(chunk: &[Option<Flow>], i: usize) {
+pub(in crate::analysis) fn warm_ahead(chunk: &[Option<Flow>], i: usize) {
     if let Some(next) = chunk.get(i + WALK_AHEAD) {
-        super::warm::warm_whole(next);
+        super::hint::warm_whole(next);
     }
 }
 
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_flow_sits_at_the_start_of_its_slot() {
-        // What the cache hints assume (`super::super::warm`): the flow's field offsets
+        // What the cache hints assume (`crate::analysis::warm`): the flow's field offsets
         // are its slot's.
         let slot = Some(flow(7));
         let f = slot.as_ref().unwrap();
@@ -246,6 +246,38 @@ mod tests {
             std::mem::size_of::<Option<Flow>>(),
             std::mem::size_of::<Flow>()
         );
+    }
+
+    /// What `Option<Flow>` relies on (see the store's module documentation): its `None`
+    /// is marked in the niche of the key's one-value `enum Live`, in the flow's first
+    /// cache line, not in a field further in. rustc picks the widest niche (Live's has all
+    /// but one of a `u64`'s values) but does not promise to: this fails if it picks
+    /// another, or if a wider niche is added to `Flow`.
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_free_slot_is_marked_in_the_flows_first_line() {
+        use std::mem::{offset_of, MaybeUninit};
+        let at = offset_of!(Flow, packed) + offset_of!(crate::analysis::packed::Packed, live);
+        assert!(at + 8 <= 64, "the key's Live is in the first line ({at})");
+        let mut slot = MaybeUninit::<Option<Flow>>::zeroed();
+        slot.write(None);
+        // SAFETY: reads 8 bytes inside the slot's memory. When rustc marks `None` in
+        // Live's niche (what this checks), writing `None` set exactly those bytes; were it
+        // marked elsewhere, they would be `zeroed`'s, or left undefined by the write, and
+        // the test fails (or reads garbage) either way: only a failing run is unsound.
+        let tag = unsafe {
+            slot.as_ptr()
+                .cast::<u8>()
+                .add(at)
+                .cast::<u64>()
+                .read_unaligned()
+        };
+        assert_ne!(
+            tag, 0,
+            "None is not marked in Live's niche: Option<Flow> changed"
+        );
+        let taken = Some(flow(3));
+        assert!(taken.as_ref().is_some_and(|f| f.id == 3));
     }
 
     #[test]

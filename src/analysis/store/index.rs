@@ -21,7 +21,7 @@ const FREE: Entry = Entry {
 
 /// See the module documentation.
 #[derive(Debug)]
-pub(super) struct FlowIndex {
+pub(in crate::analysis) struct FlowIndex {
     table: Vec<Entry>,
     len: usize,
 }

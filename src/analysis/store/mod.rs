@@ -1,0 +1,50 @@
+//! Where the live flows are kept, and the performance machinery around them: nothing
+//! here knows RoCE. The protocol code never calls this module; the analyzer's flow table
+//! (`super::table`: find a packet's flow, make a new one, retire one, walk them all) and
+//! its look-ahead hints (`super::warm`) are its only users.
+//!
+//! - [`slab`]: the flows in place, in chunks of 1,024 slots: `push` (insert), `get`,
+//!   `two` (a flow and its peer, mutably), `iter`/`each` (iterate), `drain_chunks` (retire
+//!   every flow at the end). A slot holds `Option<Flow>`; which slots are free is the
+//!   table's free list.
+//! - [`index`]: which slot holds the flow of a key: an open-addressing table of 32-bit
+//!   hashes and slot numbers (`find`, `insert`, `remove`), holding no keys (a hit is
+//!   confirmed against the key in the flow).
+//! - [`hint`]: cache hints (`prefetch`, and a flow's lines by its layout: hot part, whole,
+//!   its allocations). They change timing only, never a value.
+//! - [`ahead`]: chunks of slots made ahead on a helper thread.
+//! - [`populate`]: the pages of the report's summary list mapped ahead on that thread.
+//!
+//! **Threads.** The analysis itself runs on its caller's thread, and its results do not
+//! depend on any other. One helper thread per analyzer ([`ahead::Helper`], shared by
+//! `ahead` and `populate`, named `rocetap-ahead`) is started by its first job — a chunk
+//! of slots asked for ahead once the first chunk is half used, or at the end of a run the
+//! pages of a summary list of 1 MiB or more — so a small capture never starts it; it
+//! ends when the analyzer (which holds every handle to it) is dropped. It only makes
+//! memory: it allocates and writes a chunk of empty slots and hands it over through a
+//! channel, or maps pages of a buffer's reserved room. If it cannot be started, chunks
+//! are made on the analyzing thread and nothing is populated. (The pipeline's split
+//! decoder, `crate::pipeline::split`, is the caller's second thread, not the analyzer's.)
+//!
+//! **`unsafe`** (the crate denies it elsewhere; see `Cargo.toml`):
+//! - `hint.rs`: `_mm_prefetch`, an `unsafe fn` that reads nothing architecturally and
+//!   cannot fault, whatever the address.
+//! - `populate.rs`: `madvise(MADV_POPULATE_WRITE)` on whole pages of a `Vec`'s reserved
+//!   room, from the helper thread while the analyzing thread fills the front of the same
+//!   buffer. The kernel maps the pages as a write would, without reading or changing a
+//!   byte, so it races with no access; the analyzing thread does not wait for it, and a
+//!   range populated after the vector moved or went is harmless (a range no longer mapped
+//!   is an error ignored, a reused one only gets its pages mapped).
+//!
+//! **Layout.** `Option<Flow>` must keep the flow at offset 0 with its `None` in the
+//! flow's first cache line (the packed key, `super::packed`, carries a one-value
+//! `enum Live` whose niche is the widest in `Flow`), so that telling a taken slot from a free one reads the
+//! line every packet reads anyway. rustc does not promise which niche it takes: the tests
+//! of `slab` check the offset, the size and where `None` is marked, and fail if a
+//! compiler picks another.
+
+pub(super) mod ahead;
+pub(super) mod hint;
+pub(super) mod index;
+pub(super) mod populate;
+pub(super) mod slab;
