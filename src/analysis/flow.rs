@@ -485,7 +485,7 @@ pub(crate) struct Flow {
     pub first_cnp: Option<(u64, u64)>,
     pub last_cnp: Option<(u64, u64)>,
     /// Retries, RNR NAKs, how the stream ended: allocated with the first of them.
-    pub trouble: Option<Box<super::stop::Trouble>>,
+    pub trouble: Option<Box<super::trouble::Trouble>>,
 }
 
 impl Flow {
@@ -495,7 +495,7 @@ impl Flow {
     }
 
     /// The flow's trouble state, allocated with its first use.
-    pub fn trouble_mut(&mut self) -> &mut super::stop::Trouble {
+    pub fn trouble_mut(&mut self) -> &mut super::trouble::Trouble {
         self.trouble.get_or_insert_with(Box::default)
     }
 

@@ -42,6 +42,7 @@ mod store;
 mod table;
 #[cfg(test)]
 mod tests;
+mod trouble;
 mod warm;
 
 use account::{account, nak_value};
