@@ -5,7 +5,7 @@
 //! stop offset lies inside the bytes, and layers decoded from a prefix agree with the
 //! layers decoded from the whole frame.
 
-mod common;
+use crate::common;
 
 use dissectors::{decode, Config, StopKind};
 
