@@ -107,9 +107,9 @@ pub fn write_report(
 /// in between), its keys in this order: `schema`, `input`, `totals`, `derived`, `flows`,
 /// `connections`, `findings`, `pfc`, `arp`, `arp_symptoms`, `rules`, `events` only with
 /// `--events`, `qp_table` only with `--qp-table`, and `cm` last, only when the capture
-/// has CM setups. The flows and connections, thousands on a busy node, are written
-/// without serde and render on two threads (`ObjectWriter::flows_field`,
-/// `ObjectWriter::connections_field`); the bytes are the same.
+/// has CM setups. Every value is written by serde_json from its `Serialize` impl
+/// (`super::pretty_json`); the flows and connections, thousands on a busy node, render on
+/// two threads (`ObjectWriter::list_field`).
 fn json_doc(
     out: &mut impl Write,
     input: &Input,
@@ -123,8 +123,8 @@ fn json_doc(
     w.field("input", input)?;
     w.field("totals", &r.totals)?;
     w.field("derived", &r.derived)?;
-    w.flows_field("flows", &r.flows)?;
-    w.connections_field("connections", &r.connections)?;
+    w.list_field("flows", &r.flows)?;
+    w.list_field("connections", &r.connections)?;
     w.field("findings", findings)?;
     w.field("pfc", &r.pfc)?;
     w.field("arp", &r.arp)?;

@@ -7,6 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::io::{self, Write};
 
+mod key;
+
 pub(super) fn csv_flows(out: &mut impl Write, r: &Report) -> io::Result<()> {
     let Some((first, rest)) = r.flows.split_first() else {
         return out.flush();
@@ -486,11 +488,11 @@ impl serde::ser::SerializeMap for FlatMap<'_> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), Self::Error> {
-        // Keys are names and numbers (`#[serde(flatten)]` fields, the count maps): the JSON
-        // writer's key text without its quotes, in the reused buffer; one it would have to
-        // escape (or could not write) as the text of its `Value`.
+        // Keys are names and numbers (`#[serde(flatten)]` fields, the count maps): their
+        // text without JSON's quotes, in the reused buffer; one JSON would have to escape
+        // (or anything else) as the text of its `Value`.
         self.key.clear();
-        if !super::pretty_json::write_key_text(&mut self.key, k) {
+        if !key::key_text(&mut self.key, k) {
             self.key.clear();
             self.key.extend_from_slice(json_text(k)?.as_bytes());
         }

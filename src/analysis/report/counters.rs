@@ -1,8 +1,7 @@
 //! A flow's counters by their report keys ([`FlowCounters::named`], from the one list
 //! in `analysis::counters`), in the order every report writes them. Serde goes through
-//! it (`Serialize` for [`FlowCounters`], flattened into a flow's JSON object and CSV row),
-//! and so does the JSON writer of flows (`crate::report::pretty_json`), which skips serde
-//! for speed.
+//! it (`Serialize` for [`FlowCounters`], flattened into a flow's JSON object and CSV row,
+//! both written through serde by `crate::report`).
 
 use crate::analysis::flow::{FlowCounters, N_COUNTERS};
 use serde::ser::{Serialize, SerializeStruct, Serializer};
