@@ -47,6 +47,16 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
+impl From<crate::capture::input::InputError> for Failure {
+    fn from(e: crate::capture::input::InputError) -> Self {
+        let f = Failure::new(e.to_string());
+        match e.hint() {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
 /// True when an I/O error means the reader of our output went away (`| head`).
 pub fn is_broken_pipe(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::BrokenPipe

@@ -30,8 +30,8 @@ pub fn analyze(paths: &[PathBuf]) -> Result<Report, Failure> {
         )
     }));
     let cut = p.read_files(paths, true, &mut NoSink).map_err(|e| {
-        let f = Failure::new(format!("netcheck: --capture: {}", e.what));
-        match e.hint {
+        let f = Failure::new(format!("netcheck: --capture: {e}"));
+        match e.hint() {
             Some(h) => f.hint(h),
             None => f,
         }

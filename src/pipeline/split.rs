@@ -24,8 +24,7 @@
 
 use super::{Pipeline, AHEAD, WARM_STEPS};
 use crate::analysis::{Analyzer, Hint};
-use crate::capture::input::{for_each_frame_of, CutShort};
-use crate::error::Failure;
+use crate::capture::input::{for_each_frame_of, CutShort, InputError};
 use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -155,7 +154,7 @@ impl Pipeline {
         &mut self,
         paths: &[PathBuf],
         quiet: bool,
-    ) -> Result<Vec<CutShort>, Failure> {
+    ) -> Result<Vec<CutShort>, InputError> {
         let blank = dissectors::decode(LinkType::Ethernet, &[], 0, &self.dcfg);
         let ring = Ring {
             slots: (0..SLOTS)
@@ -198,7 +197,7 @@ impl Pipeline {
                     let _closed = EndOnDrop(&ring.closed, &ring.analysis);
                     read(paths, quiet, dcfg, ring, frames, bytes)
                 })
-                .map_err(|e| Failure::new(format!("starting the reading thread: {e}")))?;
+                .map_err(InputError::Thread)?;
             {
                 let _gone = EndOnDrop(&ring.gone, &ring.reader);
                 analyze(an, warm_from, ring);
@@ -220,7 +219,7 @@ fn read(
     ring: &Ring,
     frames: &mut u64,
     bytes: &mut u64,
-) -> Result<Vec<CutShort>, Failure> {
+) -> Result<Vec<CutShort>, InputError> {
     let mut n = 0;
     let mut b = Some(ring.slot(0));
     let res = for_each_frame_of(paths, quiet, |f| {
