@@ -89,7 +89,7 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     input.bytes = p.bytes();
     let code = finish(&r.out, p, input, &r.rules, r.qp_table.as_deref())?;
     match late {
-        Some(f) => Err(f),
+        Some(f) => Err(f.into()),
         None => Ok(code),
     }
 }
