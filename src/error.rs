@@ -68,6 +68,16 @@ impl From<crate::capture::session::SessionError> for Failure {
     }
 }
 
+impl From<crate::netcheck::Error> for Failure {
+    fn from(e: crate::netcheck::Error) -> Self {
+        let f = Failure::new(e.to_string());
+        match e.hint() {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
 /// True when an I/O error means the reader of our output went away (`| head`).
 pub fn is_broken_pipe(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::BrokenPipe
