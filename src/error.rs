@@ -78,6 +78,23 @@ impl From<crate::netcheck::Error> for Failure {
     }
 }
 
+impl From<crate::synth::Error> for Failure {
+    fn from(e: crate::synth::Error) -> Self {
+        Failure::new(e.to_string())
+    }
+}
+
+#[cfg(feature = "tui")]
+impl From<crate::tui::Error> for Failure {
+    fn from(e: crate::tui::Error) -> Self {
+        let f = Failure::new(e.to_string());
+        match e.hint() {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
 /// True when an I/O error means the reader of our output went away (`| head`).
 pub fn is_broken_pipe(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::BrokenPipe

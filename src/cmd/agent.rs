@@ -188,7 +188,7 @@ fn apply(
         "dump_on" => {
             cfg.dump_on = v
                 .iter()
-                .map(|r| rules::parse(r))
+                .map(|r| rules::parse(r).map_err(|e| e.to_string()))
                 .collect::<Result<_, _>>()?;
         }
         "dump_seconds" => cfg.dump_seconds = positive(num(first)?)?,
