@@ -95,6 +95,17 @@ impl From<crate::tui::Error> for Failure {
     }
 }
 
+#[cfg(feature = "agent")]
+impl From<crate::agent::Error> for Failure {
+    fn from(e: crate::agent::Error) -> Self {
+        let f = Failure::new(e.to_string());
+        match e.hint() {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
 /// True when an I/O error means the reader of our output went away (`| head`).
 pub fn is_broken_pipe(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::BrokenPipe

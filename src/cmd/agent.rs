@@ -82,7 +82,7 @@ fn host_name() -> String {
 
 pub fn run(a: AgentArgs) -> Result<i32, Failure> {
     let cfg = config(&a)?;
-    agent::run(&cfg)
+    Ok(agent::run(&cfg)?)
 }
 
 /// The agent's configuration: defaults, then the file, then the command line.
