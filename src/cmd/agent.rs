@@ -253,9 +253,10 @@ fn apply(
             cfg.analyzer.link_bps = (g * 1e9) as u64;
         }
         "web_config_file" => {
-            cfg.web.config = Some(std::sync::Arc::new(agent::web::WebConfig::load(
-                std::path::Path::new(first),
-            )?))
+            cfg.web.config = Some(std::sync::Arc::new(
+                agent::web::WebConfig::load(std::path::Path::new(first))
+                    .map_err(|e| e.to_string())?,
+            ))
         }
         "max_connections" => {
             let n: usize = num(first)?;
