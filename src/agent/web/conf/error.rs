@@ -30,7 +30,7 @@ pub enum ConfError {
         why: Why,
     },
     /// TLS settings that cannot be served (with their line).
-    Tls(String),
+    Tls(super::super::tls::TlsError),
     /// One of the above, in the web config file `path`.
     In {
         /// The web config file.
@@ -99,7 +99,7 @@ impl fmt::Display for ConfError {
             ConfError::NotYaml(e) => write!(f, "not YAML: {e}"),
             ConfError::ManyDocuments => f.write_str("more than one YAML document"),
             ConfError::At { line, why } => write!(f, "line {line}: {why}"),
-            ConfError::Tls(e) => f.write_str(e),
+            ConfError::Tls(e) => write!(f, "{e}"),
             ConfError::In { path, error } => write!(f, "{}: {error}", path.display()),
         }
     }
@@ -136,6 +136,7 @@ impl std::error::Error for ConfError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ConfError::In { error, .. } => Some(error.as_ref()),
+            ConfError::Tls(e) => Some(e),
             _ => None,
         }
     }
