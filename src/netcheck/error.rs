@@ -5,6 +5,7 @@
 
 use super::nad::NadError;
 use super::netlink::LiveError;
+use super::sysfs::SysfsError;
 use crate::capture::input::InputError;
 use std::fmt;
 use std::path::PathBuf;
@@ -46,11 +47,11 @@ pub enum Error {
         error: String,
     },
     /// The RDMA ports in sysfs could not be read.
-    Sysfs(String),
+    Sysfs(SysfsError),
     /// A `--peer-sysfs-root`'s ports could not be read.
-    PeerSysfs(String),
+    PeerSysfs(SysfsError),
     /// A sysfs or DCB file that exists could not be read while checking.
-    Check(String),
+    Check(SysfsError),
     /// The JSON report could not be made.
     Json(serde_json::Error),
     /// The report could not be written.
@@ -123,6 +124,7 @@ impl std::error::Error for Error {
         match self {
             Error::Capture(e) => Some(e),
             Error::Json(e) => Some(e),
+            Error::Sysfs(e) | Error::PeerSysfs(e) | Error::Check(e) => Some(e),
             Error::Write(e) => Some(e),
             _ => None,
         }
