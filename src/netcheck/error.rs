@@ -38,7 +38,7 @@ pub enum Error {
     /// A live namespace's state could not be loaded.
     Live(LiveError),
     /// `--from DIR`'s dumps could not be read.
-    State(String),
+    State(super::load_json::JsonError),
     /// A `--route-get` question that does not parse.
     RouteGet {
         /// The question as given.
@@ -125,6 +125,7 @@ impl std::error::Error for Error {
             Error::Capture(e) => Some(e),
             Error::Json(e) => Some(e),
             Error::Sysfs(e) | Error::PeerSysfs(e) | Error::Check(e) => Some(e),
+            Error::State(e) => Some(e),
             Error::Write(e) => Some(e),
             _ => None,
         }
