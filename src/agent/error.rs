@@ -47,7 +47,7 @@ pub enum Error {
     /// A `--qp-table` file cannot be read.
     QpTable(TableError),
     /// The memory budget does not fit.
-    Budget(String),
+    Budget(super::budget::TooSmall),
     /// A device could not be opened.
     Device(SessionError),
     /// The listener could not be bound.

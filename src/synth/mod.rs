@@ -18,6 +18,7 @@
 mod cm;
 mod encap;
 mod error;
+pub use error::KnobError;
 mod fabric;
 pub mod frame;
 mod malformed;
@@ -445,40 +446,32 @@ pub fn run(a: Config) -> Result<i32, Error> {
 }
 
 /// The scenario options make sense for this scenario and are in range.
-fn check_knobs(sc: &Scenario, k: &Knobs) -> Result<(), String> {
+fn check_knobs(sc: &Scenario, k: &Knobs) -> Result<(), KnobError> {
     if !sc.knobs {
         if k.any() {
-            return Err(format!(
-                "--qps, --peers, --loss and --msg-size are options of many-qp, not of {}",
-                sc.name
-            ));
+            return Err(KnobError::NotManyQp(sc.name));
         }
         return Ok(());
     }
     let qps = k.qps.unwrap_or(manyqp::QPS);
     if !(1..=manyqp::MAX_QPS).contains(&qps) {
-        return Err(format!("--qps {qps}: give 1 to {}", manyqp::MAX_QPS));
+        return Err(KnobError::Qps(qps));
     }
     let peers = k.peers.unwrap_or(manyqp::PEERS.min(qps));
     if peers == 0 || peers > qps || peers > manyqp::MAX_PEERS {
-        return Err(format!(
-            "--peers {peers}: give 1 to --qps ({qps}), at most {}",
-            manyqp::MAX_PEERS
-        ));
+        return Err(KnobError::Peers { peers, qps });
     }
     if let Some(l) = k.loss_permille {
         if l > 100 {
-            return Err(format!("--loss {l}: at most 100 per mille"));
+            return Err(KnobError::Loss(l));
         }
         if l > 0 && k.msg_size.unwrap_or(manyqp::MSG_SIZE) <= 4096 {
-            return Err(
-                "--loss needs multi-packet messages: give --msg-size above 4096 (the PMTU)".into(),
-            );
+            return Err(KnobError::LossNeedsBigMessages);
         }
     }
     if let Some(m) = k.msg_size {
         if !(1..=1 << 20).contains(&m) {
-            return Err(format!("--msg-size {m}: give 1 to 1048576 bytes"));
+            return Err(KnobError::MsgSize(m));
         }
     }
     Ok(())
