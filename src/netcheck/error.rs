@@ -44,7 +44,7 @@ pub enum Error {
         /// The question as given.
         spec: String,
         /// Why it does not parse.
-        error: String,
+        error: super::lookup::QueryError,
     },
     /// The RDMA ports in sysfs could not be read.
     Sysfs(SysfsError),
