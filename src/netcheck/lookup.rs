@@ -382,6 +382,16 @@ mod tests {
         assert!(Query::parse("1.2.3.4 from").is_err());
         assert!(Query::parse("1.2.3.4 bogus 5").is_err());
         assert!(Query::parse("nothost").is_err());
+        // the words users see after `netcheck: --route-get "...": `
+        for (q, want) in [
+            ("nothost", "\"nothost\" is not an IP address"),
+            ("1.2.3.4 from", "from needs a value"),
+            ("1.2.3.4 mark x", "bad mark \"x\""),
+            ("1.2.3.4 bogus 5", "unexpected word \"bogus\""),
+            ("", "no destination"),
+        ] {
+            assert_eq!(Query::parse(q).unwrap_err().to_string(), want, "{q:?}");
+        }
     }
 
     fn state() -> NetState {
