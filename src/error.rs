@@ -47,6 +47,65 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
+impl From<crate::capture::input::InputError> for Failure {
+    fn from(e: crate::capture::input::InputError) -> Self {
+        let f = Failure::new(e.to_string());
+        match e.hint() {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
+#[cfg(feature = "live")]
+impl From<crate::capture::session::SessionError> for Failure {
+    fn from(e: crate::capture::session::SessionError) -> Self {
+        let f = Failure::new(e.to_string());
+        match e.hint() {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
+impl From<crate::netcheck::Error> for Failure {
+    fn from(e: crate::netcheck::Error) -> Self {
+        let f = Failure::new(e.to_string());
+        match e.hint() {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
+impl From<crate::synth::Error> for Failure {
+    fn from(e: crate::synth::Error) -> Self {
+        Failure::new(e.to_string())
+    }
+}
+
+#[cfg(feature = "tui")]
+impl From<crate::tui::Error> for Failure {
+    fn from(e: crate::tui::Error) -> Self {
+        let f = Failure::new(e.to_string());
+        match e.hint() {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
+#[cfg(feature = "agent")]
+impl From<crate::agent::Error> for Failure {
+    fn from(e: crate::agent::Error) -> Self {
+        let f = Failure::new(e.to_string());
+        match e.hint() {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
 /// True when an I/O error means the reader of our output went away (`| head`).
 pub fn is_broken_pipe(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::BrokenPipe

@@ -24,12 +24,11 @@
 #![warn(missing_docs)]
 
 use crate::analysis::{Analyzer, Hint, Report};
-use crate::capture::input::{for_each_frame_of, CutShort};
+use crate::capture::input::{for_each_frame_of, CutShort, InputError};
 #[cfg(feature = "live")]
 use crate::capture::live::LiveSource;
 use crate::capture::merge::{Batch, Merger};
 use crate::capture::{Frame, IfaceId};
-use crate::error::Failure;
 use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -303,7 +302,7 @@ impl Pipeline {
         paths: &[PathBuf],
         quiet: bool,
         sink: &mut S,
-    ) -> Result<Vec<CutShort>, Failure> {
+    ) -> Result<Vec<CutShort>, InputError> {
         let cut = if self.split && sink.detached() && self.stop_after.is_none() {
             self.read_split(paths, quiet)?
         } else if sink.lookahead() && self.stop_after.is_none() {

@@ -91,17 +91,15 @@ pub fn minimum(sources: usize) -> u64 {
 }
 
 /// Splits the budget; an error (for the one-line message) when it is too small.
-pub fn plan(w: &Wanted) -> Result<Plan, String> {
+pub fn plan(w: &Wanted) -> Result<Plan, TooSmall> {
     let n = w.sources.max(1) as u64;
     let min = minimum(w.sources.max(1));
     if w.limit < min {
-        return Err(format!(
-            "{} is too small for {} source{}: give at least {}",
-            size(w.limit),
-            n,
-            if n == 1 { "" } else { "s" },
-            size(min)
-        ));
+        return Err(TooSmall {
+            limit: w.limit,
+            sources: n,
+            min,
+        });
     }
     let rest = w.limit - BASE;
     let (rec, ana, rep) = (rest * 35 / 100, rest * 30 / 100, rest * 15 / 100);
@@ -144,6 +142,32 @@ pub fn plan(w: &Wanted) -> Result<Plan, String> {
         report,
     })
 }
+
+/// A memory limit too small for the sources: [`plan`]'s error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooSmall {
+    /// The limit given, in bytes.
+    pub limit: u64,
+    /// The sources it is for.
+    pub sources: u64,
+    /// The least that would do, in bytes.
+    pub min: u64,
+}
+
+impl std::fmt::Display for TooSmall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is too small for {} source{}: give at least {}",
+            size(self.limit),
+            self.sources,
+            if self.sources == 1 { "" } else { "s" },
+            size(self.min)
+        )
+    }
+}
+
+impl std::error::Error for TooSmall {}
 
 /// A size as the options write it (`192M`, `1536K`).
 pub fn size(b: u64) -> String {
@@ -248,7 +272,10 @@ mod tests {
     #[test]
     fn too_small_a_budget_says_how_much() {
         let e = plan(&wanted(40 << 20, 8)).unwrap_err();
-        assert_eq!(e, "40M is too small for 8 sources: give at least 80M");
+        assert_eq!(
+            e.to_string(),
+            "40M is too small for 8 sources: give at least 80M"
+        );
     }
 
     #[test]

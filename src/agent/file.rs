@@ -7,8 +7,8 @@
 //! one YAML reader, `crate::yaml`, with its limits (an alias bomb is refused after a
 //! bounded number of values, a deep nesting at a bounded depth).
 
+use super::Error;
 use crate::config::limits::AGENT_CONFIG_MAX_BYTES;
-use crate::error::Failure;
 use crate::yaml::{self, Node, Value};
 use std::io::Read;
 use std::path::Path;
@@ -47,9 +47,12 @@ pub const KEYS: [(&str, bool); 28] = [
 ];
 
 /// The file's settings: each key with its values (one for a scalar), in file order.
-pub fn load(path: &Path) -> Result<Vec<(String, Vec<String>)>, Failure> {
+pub fn load(path: &Path) -> Result<Vec<(String, Vec<String>)>, Error> {
     let name = path.display();
-    let err = |m: String| Failure::new(format!("agent: config {name}: {m}"));
+    let err = |why: String| Error::Config {
+        file: name.to_string(),
+        why,
+    };
     let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
     if !meta.is_file() {
         return Err(err("not a regular file".into()));
@@ -82,8 +85,11 @@ pub fn load(path: &Path) -> Result<Vec<(String, Vec<String>)>, Failure> {
 }
 
 /// [`load`] of text read already; `name` (the file's) heads every error.
-pub fn parse(text: &str, name: &str) -> Result<Vec<(String, Vec<String>)>, Failure> {
-    let err = |m: String| Failure::new(format!("agent: config {name}: {m}"));
+pub fn parse(text: &str, name: &str) -> Result<Vec<(String, Vec<String>)>, Error> {
+    let err = |why: String| Error::Config {
+        file: name.to_string(),
+        why,
+    };
     if let Some((n, _)) = text
         .lines()
         .enumerate()
@@ -198,7 +204,7 @@ mod tests {
         let p =
             std::env::temp_dir().join(format!("rocetap-agent-cfg-{}-{n}.yaml", std::process::id()));
         std::fs::write(&p, text).unwrap();
-        let r = load(&p).map_err(|e| e.what);
+        let r = load(&p).map_err(|e| e.to_string());
         let _ = std::fs::remove_file(&p);
         r
     }
@@ -238,7 +244,7 @@ mod tests {
         }
         let e = load(Path::new("/nonexistent/rocetap.yaml"))
             .unwrap_err()
-            .what;
+            .to_string();
         assert!(e.contains("/nonexistent/rocetap.yaml"), "{e}");
     }
 

@@ -26,9 +26,11 @@ pub mod topn;
 pub mod web;
 pub mod window;
 
+mod error;
 mod run;
 mod side;
 
+pub use error::Error;
 pub use run::run;
 
 use crate::capture::live::LiveOptions;

@@ -195,7 +195,7 @@ pub fn check_all(
                     netns: n.name,
                     pod,
                     findings: Vec::new(),
-                    error: Some(e.what),
+                    error: Some(e.to_string()),
                 },
             }
         })

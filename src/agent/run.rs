@@ -15,11 +15,12 @@ use super::state::{Published, SourceState};
 use super::topn::{self, TopN};
 use super::window::{self, Window};
 use super::Config;
+use super::Error;
 use crate::analysis::{Analyzer, Report};
 use crate::capture::live::{LiveSource, SourceInfo, SourceStats};
 use crate::capture::merge::Merger;
 use crate::capture::{rdma, session};
-use crate::error::{exit, Failure};
+use crate::error::exit;
 use crate::pipeline::Pipeline;
 use std::collections::VecDeque;
 use std::path::Path;
@@ -47,17 +48,14 @@ const NOTABLE: [&str; 14] = [
 ];
 
 /// Runs the agent; returns the exit code.
-pub fn run(cfg: &Config) -> Result<i32, Failure> {
+pub fn run(cfg: &Config) -> Result<i32, Error> {
     let log = Log {
         format: cfg.log_format,
     };
     check(cfg)?;
     let tables = side::QpTables::load(&cfg.qp_table)?;
     let devices = resolve(cfg)?;
-    let plan = budget::plan(&wanted(cfg, devices.len())).map_err(|e| {
-        Failure::new(format!("agent: --memory-limit {e}"))
-            .hint("the recorders, analyzers and capture buffers of every source share it")
-    })?;
+    let plan = budget::plan(&wanted(cfg, devices.len())).map_err(Error::Budget)?;
     let live_opts = crate::capture::live::LiveOptions {
         buffer_bytes: plan.pcap_buffer,
         queue_batches: plan.queue_batches,
@@ -69,15 +67,14 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
     let infos = opened.sources();
     // Bound before the privileges go (a port below 1024 needs CAP_NET_BIND_SERVICE); the
     // server's runtime starts no thread until `web::spawn`.
-    let server = super::web::bind(cfg.listen).map_err(|e| {
-        Failure::new(format!("agent: listening on {}: {e}", cfg.listen))
-            .hint("choose a free address with --listen ADDR:PORT")
+    let server = super::web::bind(cfg.listen).map_err(|error| Error::Listen {
+        addr: cfg.listen,
+        error,
     })?;
     // Sources open, listener bound, no thread started yet: give up what is not needed.
     let sysfs = crate::config::sysfs_dir(&cfg.sysfs_root);
     let needs = privileges::Needs::of(cfg.netcheck_interval.is_some(), &devices, &sysfs);
-    let kept = privileges::restrict(needs)
-        .map_err(|e| Failure::new(format!("agent: dropping privileges: {e}")))?;
+    let kept = privileges::restrict(needs).map_err(Error::Privileges)?;
     let mut said = vec![
         ("capabilities", privileges::names(&kept.kept)),
         ("no_new_privs", "1".into()),
@@ -154,14 +151,7 @@ pub fn run(cfg: &Config) -> Result<i32, Failure> {
                 Some(format!("{n}: {e}"))
             })
             .collect();
-        return Err(Failure::new(format!(
-            "agent: every source ended{}",
-            if errs.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", errs.join("; "))
-            }
-        )));
+        return Err(Error::SourcesEnded(errs));
     }
     Ok(exit::OK)
 }
@@ -182,36 +172,34 @@ fn wanted(cfg: &Config, sources: usize) -> budget::Wanted {
 }
 
 /// Checks what can be checked before anything is opened.
-fn check(cfg: &Config) -> Result<(), Failure> {
+fn check(cfg: &Config) -> Result<(), Error> {
     let w = Window::new(cfg.window);
     for r in &cfg.dump_on {
         if !w.knows(&r.name) {
-            return Err(Failure::new(format!(
-                "agent: --dump-on '{r}': unknown name '{}'",
-                r.name
-            ))
-            .hint("use a key of \"totals\" or \"derived\" in the analyze JSON report, e.g. 'nak_psn_seq > 10'"));
+            return Err(Error::DumpOnUnknown {
+                rule: r.to_string(),
+                name: r.name.clone(),
+            });
         }
     }
     if !cfg.dump_on.is_empty() && cfg.dump_dir.is_none() {
-        return Err(Failure::new("agent: --dump-on needs --dump-dir DIR"));
+        return Err(Error::DumpOnWithoutDir);
     }
     if let Some(d) = &cfg.dump_dir {
         prepare_dir(d)?;
     }
     if cfg.interfaces.is_empty() {
-        return Err(Failure::new("agent: no source to capture from")
-            .hint("give --interface IFACE (repeatable) or --interface auto"));
+        return Err(Error::NoSource);
     }
     Ok(())
 }
 
 /// Creates the dump directory and checks it can be written, removing a killed run's
 /// `.part` files.
-fn prepare_dir(d: &Path) -> Result<(), Failure> {
-    let fail = |e: std::io::Error| {
-        Failure::new(format!("agent: dump directory {}: {e}", d.display()))
-            .hint("--dump-dir must be a writable directory")
+fn prepare_dir(d: &Path) -> Result<(), Error> {
+    let fail = |error| Error::DumpDir {
+        dir: d.to_path_buf(),
+        error,
     };
     dump::private_dir(d).map_err(fail)?;
     let probe = d.join(format!(".rocetap-probe-{}", std::process::id()));
@@ -223,7 +211,7 @@ fn prepare_dir(d: &Path) -> Result<(), Failure> {
 
 /// `auto` becomes the node's RDMA devices: each through the libpcap RDMA sniffer when
 /// this libpcap lists it, else its netdevs.
-fn resolve(cfg: &Config) -> Result<Vec<String>, Failure> {
+fn resolve(cfg: &Config) -> Result<Vec<String>, Error> {
     let mut out = Vec::new();
     for i in &cfg.interfaces {
         if i != "auto" {
@@ -236,11 +224,9 @@ fn resolve(cfg: &Config) -> Result<Vec<String>, Failure> {
         let sysfs = crate::config::sysfs_dir(&cfg.sysfs_root);
         let devs = rdma::list(&sysfs);
         if devs.is_empty() {
-            return Err(Failure::new(format!(
-                "agent: --interface auto: no RDMA device in {}",
-                sysfs.join("class/infiniband").display()
-            ))
-            .hint("name the netdevs or mirror ports to capture with --interface IFACE"));
+            return Err(Error::NoRdmaDevice {
+                dir: sysfs.join("class/infiniband"),
+            });
         }
         for d in devs {
             if listed.contains(&d.name) {
@@ -254,8 +240,8 @@ fn resolve(cfg: &Config) -> Result<Vec<String>, Failure> {
     Ok(out)
 }
 
-fn signals(stop: &Arc<AtomicBool>, usr1: &Arc<AtomicBool>) -> Result<(), Failure> {
-    let fail = |e: std::io::Error| Failure::new(format!("agent: installing signal handlers: {e}"));
+fn signals(stop: &Arc<AtomicBool>, usr1: &Arc<AtomicBool>) -> Result<(), Error> {
+    let fail = Error::Signals;
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal ends the process at once.
         let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone());

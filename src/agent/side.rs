@@ -6,8 +6,8 @@ use super::log::Log;
 use super::netns;
 use super::state::{NsState, Published};
 use super::Config;
+use super::Error;
 use crate::analysis::Report;
-use crate::error::Failure;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Mutex;
@@ -108,7 +108,7 @@ pub(super) struct QpTables {
 }
 
 impl QpTables {
-    pub(super) fn load(sources: &[String]) -> Result<Self, Failure> {
+    pub(super) fn load(sources: &[String]) -> Result<Self, Error> {
         let mut t = QpTables {
             files: Vec::new(),
             live: false,
@@ -116,16 +116,11 @@ impl QpTables {
         };
         for s in sources {
             if s == "live" {
-                crate::qptable::netlink::read().map_err(|e| {
-                    Failure::new(format!("agent: --qp-table live: {e}"))
-                        .hint("the node needs RDMA netlink (an RDMA device and its driver)")
-                })?;
+                crate::qptable::netlink::read().map_err(Error::QpTableLive)?;
                 t.live = true;
             } else {
-                t.files.extend(
-                    crate::qptable::load_arg(s)
-                        .map_err(|e| Failure::new(format!("agent: --qp-table: {e}")))?,
-                );
+                t.files
+                    .extend(crate::qptable::load_arg(s).map_err(Error::QpTable)?);
             }
         }
         Ok(t)

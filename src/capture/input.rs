@@ -11,7 +11,7 @@
 use super::file::{for_each_frame, ReadError, Reader};
 use super::merge::{Batch, Merger};
 use super::Frame;
-use crate::error::Failure;
+use std::fmt;
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
 use std::ops::ControlFlow;
@@ -88,17 +88,21 @@ pub struct Opened {
 }
 
 /// Opens a capture for reading (`-` is standard input).
-pub fn open(path: &Path) -> Result<Opened, Failure> {
+pub fn open(path: &Path) -> Result<Opened, InputError> {
     if path.as_os_str() == "-" {
         let stdin = io::stdin();
-        let waits = !File::from(
-            stdin
-                .as_fd()
-                .try_clone_to_owned()
-                .map_err(|e| Failure::new(format!("reading stdin: {e}")))?,
-        )
-        .metadata()
-        .is_ok_and(|m| m.is_file());
+        let waits =
+            !File::from(
+                stdin
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .map_err(|error| InputError::Open {
+                        name: "stdin".to_string(),
+                        error,
+                    })?,
+            )
+            .metadata()
+            .is_ok_and(|m| m.is_file());
         return Ok(Opened {
             reader: Box::new(Stoppable {
                 inner: stdin,
@@ -109,12 +113,16 @@ pub fn open(path: &Path) -> Result<Opened, Failure> {
         });
     }
     let name = path.display().to_string();
-    let f = File::open(path).map_err(|e| Failure::new(format!("reading {name}: {e}")))?;
-    let meta = f
-        .metadata()
-        .map_err(|e| Failure::new(format!("reading {name}: {e}")))?;
+    let f = File::open(path).map_err(|error| InputError::Open {
+        name: name.clone(),
+        error,
+    })?;
+    let meta = f.metadata().map_err(|error| InputError::Open {
+        name: name.clone(),
+        error,
+    })?;
     if meta.is_dir() {
-        return Err(Failure::new(format!("reading {name}: is a directory")));
+        return Err(InputError::Directory { name });
     }
     Ok(Opened {
         reader: Box::new(Stoppable {
@@ -235,7 +243,7 @@ pub fn for_each_frame_of<F>(
     paths: &[std::path::PathBuf],
     quiet: bool,
     mut f: F,
-) -> Result<Vec<CutShort>, Failure>
+) -> Result<Vec<CutShort>, InputError>
 where
     F: FnMut(&Frame<'_>) -> ControlFlow<()>,
 {
@@ -256,13 +264,13 @@ where
             Err(ReadError::Truncated { frames }) if frames > 0 => {
                 Ok(vec![CutShort { file: name, frames }])
             }
-            Err(e) => Err(read_failure(&name, e)),
+            Err(e) => Err(InputError::read(&name, e)),
         };
     }
     let mut slots = Vec::with_capacity(paths.len());
     for p in paths {
         let Opened { reader, name, .. } = open(p)?;
-        let reader = Reader::new(reader).map_err(|e| read_failure(&name, e))?;
+        let reader = Reader::new(reader).map_err(|e| InputError::read(&name, e))?;
         slots.push(FileSlot {
             reader,
             name,
@@ -277,7 +285,7 @@ where
         for (i, s) in slots.iter_mut().enumerate() {
             if merger.is_empty(i) && !merger.ended(i) {
                 if let Some(e) = s.damage.take() {
-                    return Err(read_failure(&s.name, e));
+                    return Err(InputError::read(&s.name, e));
                 }
                 merger.push(s.fill(i as u32));
             }
@@ -347,14 +355,70 @@ impl FileSlot {
     }
 }
 
-/// The one-line error for an input that could not be read (further).
-pub fn read_failure(name: &str, e: ReadError) -> Failure {
-    let f = Failure::new(format!("reading {name}: {e}"));
-    match e {
-        ReadError::NotACapture | ReadError::Empty => {
-            f.hint("rocetap reads pcap and pcapng; convert other formats with editcap")
+/// Why an input could not be read (further).
+#[derive(Debug)]
+pub enum InputError {
+    /// Opening the input (or looking at what it is) failed.
+    Open {
+        /// Name for messages ("stdin" for `-`).
+        name: String,
+        /// Why.
+        error: io::Error,
+    },
+    /// The input is a directory.
+    Directory {
+        /// Name for messages.
+        name: String,
+    },
+    /// The input is no capture, or is damaged (see [`ReadError`]).
+    Read {
+        /// Name for messages.
+        name: String,
+        /// What is wrong with it.
+        error: ReadError,
+    },
+    /// The thread that reads the inputs could not be started.
+    Thread(io::Error),
+}
+
+impl InputError {
+    fn read(name: &str, error: ReadError) -> Self {
+        InputError::Read {
+            name: name.to_string(),
+            error,
         }
-        _ => f,
+    }
+
+    /// How to fix it, when known.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            InputError::Read {
+                error: ReadError::NotACapture | ReadError::Empty,
+                ..
+            } => Some("rocetap reads pcap and pcapng; convert other formats with editcap"),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::Open { name, error } => write!(f, "reading {name}: {error}"),
+            InputError::Directory { name } => write!(f, "reading {name}: is a directory"),
+            InputError::Read { name, error } => write!(f, "reading {name}: {error}"),
+            InputError::Thread(e) => write!(f, "starting the reading thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputError::Open { error, .. } | InputError::Thread(error) => Some(error),
+            InputError::Read { error, .. } => Some(error),
+            InputError::Directory { .. } => None,
+        }
     }
 }
 

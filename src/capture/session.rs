@@ -11,14 +11,14 @@
 //! validated from the command.
 
 use super::annotate::Annotator;
-use super::live::{Filter, LiveOptions, LiveSource, OpenError, Opened, SourceInfo};
+use super::live::{Filter, LiveOptions, LiveSource, Opened, SourceInfo};
 use super::merge::Merger;
 use super::output::{Output, OutputError, OutputOptions};
 use super::stats::{final_report, running_report, Status};
 use super::writer::{Format, Interface};
 use super::{privileges, rdma, Frame};
 use crate::analysis::Analyzer;
-use crate::error::{exit, Failure};
+use crate::error::exit;
 use crate::pipeline::{Pipeline, Sink};
 use dissectors::Decoded;
 use std::io::IsTerminal;
@@ -27,6 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod error;
+pub use error::{explain, SessionError};
 
 /// A validated capture session.
 #[derive(Clone, Debug)]
@@ -94,12 +97,12 @@ pub struct Ended {
     /// What failed after capturing started (a write error, a device that stopped): the
     /// frames before it went through the pipeline, so a caller that analyzes them can
     /// report them first and this after.
-    pub failure: Option<Failure>,
+    pub failure: Option<SessionError>,
 }
 
 /// Runs the session, feeding every frame (in timestamp order across devices) through
 /// `pipeline`; returns the exit code.
-pub fn run(cfg: &Config, pipeline: &mut Pipeline) -> Result<i32, Failure> {
+pub fn run(cfg: &Config, pipeline: &mut Pipeline) -> Result<i32, SessionError> {
     let ended = run_to_end(cfg, pipeline)?;
     match ended.failure {
         Some(f) => Err(f),
@@ -109,7 +112,7 @@ pub fn run(cfg: &Config, pipeline: &mut Pipeline) -> Result<i32, Failure> {
 
 /// [`run`], with what failed once capturing had started kept apart from what failed
 /// before (opening the devices, creating the file: the `Err`).
-pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, Failure> {
+pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, SessionError> {
     let (opened, infos, comment) = open(cfg)?;
     let out = create_output(cfg, &infos, comment)?;
     let signals = Signals::install()?;
@@ -146,7 +149,7 @@ pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, Failur
 
 /// Opens the devices (privileged), notes RDMA devices, drops privileges and checks that
 /// the file format can hold every device's link type.
-fn open(cfg: &Config) -> Result<(Opened, Vec<SourceInfo>, Option<String>), Failure> {
+fn open(cfg: &Config) -> Result<(Opened, Vec<SourceInfo>, Option<String>), SessionError> {
     let opened = LiveSource::open(&cfg.devices, cfg.live.clone())
         .map_err(|e| explain(e, &cfg.sysfs_root))?;
     let infos = opened.sources();
@@ -166,15 +169,13 @@ fn open(cfg: &Config) -> Result<(Opened, Vec<SourceInfo>, Option<String>), Failu
             crate::escape::term(c.trim_start_matches("rocetap: "))
         );
     }
-    privileges::drop_privileges()
-        .map_err(|e| Failure::new(format!("capture: dropping privileges: {e}")))?;
+    privileges::drop_privileges().map_err(SessionError::Privileges)?;
     if cfg.format != Format::PcapNg {
         if let Some(other) = infos.iter().find(|i| i.link != infos[0].link) {
-            return Err(Failure::new(format!(
-                "capture: {} ({:?}) and {} ({:?}) have different link types, which pcap cannot hold",
-                infos[0].name, infos[0].link, other.name, other.link
-            ))
-            .hint("write pcapng (a .pcapng file name or --format pcapng)"));
+            return Err(SessionError::LinkTypes {
+                first: (infos[0].name.clone(), infos[0].link),
+                other: (other.name.clone(), other.link),
+            });
         }
     }
     Ok((opened, infos, comment))
@@ -185,7 +186,7 @@ fn create_output(
     cfg: &Config,
     infos: &[SourceInfo],
     comment: Option<String>,
-) -> Result<Option<Output>, Failure> {
+) -> Result<Option<Output>, SessionError> {
     let Some(path) = &cfg.write else {
         return Ok(None);
     };
@@ -208,7 +209,7 @@ fn create_output(
         force: cfg.force,
     })
     .map(Some)
-    .map_err(output_failure)
+    .map_err(SessionError::Output)
 }
 
 /// SIGINT / SIGTERM stop the capture (a second one ends the process at once); SIGUSR1
@@ -219,9 +220,8 @@ struct Signals {
 }
 
 impl Signals {
-    fn install() -> Result<Self, Failure> {
-        let fail =
-            |e: std::io::Error| Failure::new(format!("capture: installing signal handlers: {e}"));
+    fn install() -> Result<Self, SessionError> {
+        let fail = SessionError::Signals;
         let stop = Arc::new(AtomicBool::new(false));
         let usr1 = Arc::new(AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -374,23 +374,9 @@ fn end(
         );
     }
     let failure = if let Some(e) = write_error {
-        let kept = match e.cut {
-            Some(super::output::Cut { noted: true, .. }) => {
-                "; it ends with a comment that says where and why it was cut"
-            }
-            Some(_) if cfg.format == Format::PcapNg => {
-                "; there was no room left to note the cut in it"
-            }
-            _ => "",
-        };
-        Some(output_failure(e).hint(format!(
-            "the file is valid up to the last complete frame{kept}; {written} frames were written in all"
-        )))
+        Some(SessionError::write_failed(e, cfg.format, written))
     } else if !errors.is_empty() {
-        Some(Failure::new(format!(
-            "capture: reading from {}",
-            errors.join("; ")
-        )))
+        Some(SessionError::Reading(errors))
     } else {
         None
     };
@@ -398,74 +384,4 @@ fn end(
         code: exit::OK,
         failure,
     }
-}
-
-/// The one-line error for an output file that could not be written.
-pub fn output_failure(e: OutputError) -> Failure {
-    let name = e.path.display();
-    if e.exists {
-        Failure::new(format!("writing {name}: the file exists")).hint("add --force to replace it")
-    } else if e.error.kind() == std::io::ErrorKind::PermissionDenied {
-        Failure::new(format!("writing {name}: {}", e.error)).hint(
-            "rocetap drops root (to SUDO_UID under sudo) before creating files: \
-             the directory must be writable by that user",
-        )
-    } else {
-        Failure::new(format!("writing {name}: {}", e.error))
-    }
-}
-
-/// Turns a failure to open a device into one line that says why and what to do.
-pub fn explain(e: OpenError, sysfs_root: &Path) -> Failure {
-    match e {
-        OpenError::Filter {
-            name,
-            filter,
-            message,
-        } => Failure::new(format!("capture filter {filter:?} on {name}: {message}"))
-            .hint("the filter is a BPF expression as tcpdump takes it, e.g. 'udp dst port 4791'"),
-        OpenError::Device {
-            name,
-            message,
-            permission,
-            no_such_device,
-        } => {
-            if permission || (privileges::lacks_net_raw() && message.contains("not permitted")) {
-                return Failure::new(format!(
-                    "capturing on {name}: permission denied: capturing needs the CAP_NET_RAW capability ({message})"
-                ))
-                .hint(privileges::FIX_HINT);
-            }
-            if let Some((dev, _port)) = rdma::parse_name(sysfs_root, &name) {
-                return rdma_unsupported(sysfs_root, &name, &dev, &message);
-            }
-            if no_such_device {
-                return Failure::new(format!("capturing on {name}: no such device"))
-                    .hint("rocetap interfaces lists the devices to capture from");
-            }
-            Failure::new(format!("capturing on {name}: {message}"))
-        }
-    }
-}
-
-/// An RDMA device this libpcap cannot open: why, and the ways around it.
-fn rdma_unsupported(sysfs_root: &Path, name: &str, dev: &str, message: &str) -> Failure {
-    let netdevs = rdma::device(sysfs_root, dev)
-        .map(|d| d.netdevs)
-        .unwrap_or_default();
-    let nd = if netdevs.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "{dev} is the RDMA device of netdev {} (offloaded RoCE bypasses the kernel, so -i {} sees little of it); ",
-            netdevs.join(", "),
-            netdevs[0]
-        )
-    };
-    Failure::new(format!(
-        "capturing on {name}: {name} is an RDMA device, and this libpcap cannot capture from RDMA devices: it was built without RDMA sniffer support, as Debian and Ubuntu build it (libpcap: {message})"
-    ))
-    .hint(format!(
-        "{nd}use a libpcap built with RDMA support (Fedora/RHEL, or build libpcap with rdma-core), the mellanox/tcpdump-rdma container, or: ibdump -d {dev} -w - | rocetap analyze -r -"
-    ))
 }

@@ -82,7 +82,7 @@ fn host_name() -> String {
 
 pub fn run(a: AgentArgs) -> Result<i32, Failure> {
     let cfg = config(&a)?;
-    agent::run(&cfg)
+    Ok(agent::run(&cfg)?)
 }
 
 /// The agent's configuration: defaults, then the file, then the command line.
@@ -188,7 +188,7 @@ fn apply(
         "dump_on" => {
             cfg.dump_on = v
                 .iter()
-                .map(|r| rules::parse(r))
+                .map(|r| rules::parse(r).map_err(|e| e.to_string()))
                 .collect::<Result<_, _>>()?;
         }
         "dump_seconds" => cfg.dump_seconds = positive(num(first)?)?,
@@ -253,9 +253,10 @@ fn apply(
             cfg.analyzer.link_bps = (g * 1e9) as u64;
         }
         "web_config_file" => {
-            cfg.web.config = Some(std::sync::Arc::new(agent::web::WebConfig::load(
-                std::path::Path::new(first),
-            )?))
+            cfg.web.config = Some(std::sync::Arc::new(
+                agent::web::WebConfig::load(std::path::Path::new(first))
+                    .map_err(|e| e.to_string())?,
+            ))
         }
         "max_connections" => {
             let n: usize = num(first)?;

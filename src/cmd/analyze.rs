@@ -89,7 +89,7 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     input.bytes = p.bytes();
     let code = finish(&r.out, p, input, &r.rules, r.qp_table.as_deref())?;
     match late {
-        Some(f) => Err(f),
+        Some(f) => Err(f.into()),
         None => Ok(code),
     }
 }
@@ -107,7 +107,7 @@ fn request(a: AnalyzeArgs, color: bool) -> Result<Request, Failure> {
         .iter()
         .map(|s| rules::parse(s))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(Failure::new)?;
+        .map_err(|e| Failure::new(e.to_string()))?;
     if !(a.idle_timeout > 0.0 && a.idle_timeout.is_finite()) {
         return Err(Failure::new(
             "analyze: --idle-timeout must be a positive number of seconds",
@@ -220,7 +220,8 @@ fn finish(
         input.qp_table = Some(rocetap::qptable::match_flows(&flows, t));
     }
     // An unknown rule name is an error even when the output could be written.
-    let verdicts = rules::check(rules, |n| lookup(&report, n)).map_err(Failure::new)?;
+    let verdicts =
+        rules::check(rules, |n| lookup(&report, n)).map_err(|e| Failure::new(e.to_string()))?;
     let o = out;
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());

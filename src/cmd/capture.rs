@@ -22,7 +22,7 @@ pub fn run(a: CaptureArgs) -> Result<i32, Failure> {
     // Without annotations nothing needs decoding: frames go straight to the file.
     let stop = (!cfg.annotate).then_some(Stage::Read);
     let mut p = Pipeline::new(dcfg, Analyzer::new(AnalyzerConfig::default())).stop_after(stop);
-    session::run(&cfg, &mut p)
+    Ok(session::run(&cfg, &mut p)?)
 }
 
 /// The session `capture`'s arguments ask for, or the one-line reason they make no sense.

@@ -113,9 +113,9 @@ pub fn run(a: DecodeArgs, color: bool) -> Result<i32, Failure> {
     }
     let cut_short = match run {
         Ok(c) => c,
-        Err(f) => {
+        Err(e) => {
             let _ = sink.flush();
-            return Err(f);
+            return Err(e.into());
         }
     };
     if a.format == DecodeFormat::Json {

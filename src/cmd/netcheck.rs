@@ -5,7 +5,7 @@ use rocetap::error::Failure;
 use rocetap::netcheck::{self, checks::Severity};
 
 pub fn run(a: NetcheckArgs, color: bool) -> Result<i32, Failure> {
-    netcheck::run(config(a), color)
+    Ok(netcheck::run(config(a), color)?)
 }
 
 fn config(a: NetcheckArgs) -> netcheck::Config {

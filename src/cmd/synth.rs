@@ -5,7 +5,7 @@ use rocetap::error::Failure;
 use rocetap::synth;
 
 pub fn run(a: SynthArgs) -> Result<i32, Failure> {
-    synth::run(synth::Config {
+    Ok(synth::run(synth::Config {
         scenario: a.scenario,
         output: a.output,
         seed: a.seed,
@@ -18,5 +18,5 @@ pub fn run(a: SynthArgs) -> Result<i32, Failure> {
         msg_size: a.msg_size,
         force: a.force,
         list: a.list,
-    })
+    })?)
 }

@@ -5,7 +5,7 @@ use rocetap::error::Failure;
 use rocetap::tui::{self, Speed};
 
 pub fn run(a: TopArgs) -> Result<i32, Failure> {
-    tui::run(config(a)?)
+    Ok(tui::run(config(a)?)?)
 }
 
 fn config(a: TopArgs) -> Result<tui::Config, Failure> {

@@ -8,7 +8,6 @@
 
 use super::checks::{Evidence, Finding, Severity};
 use crate::analysis::{Analyzer, ArpSymptom, ArpSymptomKind, Config, Report};
-use crate::error::Failure;
 use crate::pipeline::{NoSink, Pipeline};
 use crate::report::findings::{ask as ask_text, seen, symptom_message};
 use std::path::PathBuf;
@@ -17,7 +16,7 @@ use std::path::PathBuf;
 const SHOWN_PER_KIND: usize = 8;
 
 /// Runs the analyzer over `paths` (merged) and returns its report.
-pub fn analyze(paths: &[PathBuf]) -> Result<Report, Failure> {
+pub fn analyze(paths: &[PathBuf]) -> Result<Report, super::Error> {
     let mut p = Pipeline::new(
         dissectors::Config::default(),
         Analyzer::new(Config::default()),
@@ -28,13 +27,9 @@ pub fn analyze(paths: &[PathBuf]) -> Result<Report, Failure> {
             |n| n.to_string_lossy().into(),
         )
     }));
-    let cut = p.read_files(paths, true, &mut NoSink).map_err(|e| {
-        let f = Failure::new(format!("netcheck: --capture: {}", e.what));
-        match e.hint {
-            Some(h) => f.hint(h),
-            None => f,
-        }
-    })?;
+    let cut = p
+        .read_files(paths, true, &mut NoSink)
+        .map_err(super::Error::Capture)?;
     for c in &cut {
         eprintln!("{}", c.warning());
     }

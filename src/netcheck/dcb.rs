@@ -13,7 +13,8 @@
 
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 /// A netdev's DCB state as the recorded outputs give it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -59,7 +60,7 @@ fn prio(s: &str) -> Option<u8> {
 }
 
 /// `dcb app show dev IF`: its `dscp-prio` entries (other lines are other selectors).
-pub fn parse_dcb_app(text: &str, dcb: &mut Dcb) -> Result<(), String> {
+pub fn parse_dcb_app(text: &str, dcb: &mut Dcb) -> Result<(), DcbError> {
     for line in text.lines() {
         let mut w = line.split_whitespace();
         if w.next() != Some("dscp-prio") {
@@ -69,7 +70,7 @@ pub fn parse_dcb_app(text: &str, dcb: &mut Dcb) -> Result<(), String> {
             let (d, p) = e
                 .split_once(':')
                 .and_then(|(d, p)| Some((dscp(d)?, prio(p)?)))
-                .ok_or_else(|| format!("bad dscp-prio entry {e:?} (want DSCP:PRIO)"))?;
+                .ok_or_else(|| DcbError::DscpPrioEntry(e.to_string()))?;
             dcb.dscp_prio.insert(d, p);
         }
     }
@@ -77,7 +78,7 @@ pub fn parse_dcb_app(text: &str, dcb: &mut Dcb) -> Result<(), String> {
 }
 
 /// `dcb apptrust show dev IF`: `order pcp dscp` — DSCP trust when `dscp` is listed.
-pub fn parse_dcb_apptrust(text: &str, dcb: &mut Dcb) -> Result<(), String> {
+pub fn parse_dcb_apptrust(text: &str, dcb: &mut Dcb) -> Result<(), DcbError> {
     for line in text.lines() {
         let mut w = line.split_whitespace();
         if w.next() != Some("order") {
@@ -94,12 +95,12 @@ pub fn parse_dcb_apptrust(text: &str, dcb: &mut Dcb) -> Result<(), String> {
         );
         return Ok(());
     }
-    Err("no `order ...` line".into())
+    Err(DcbError::NoOrder)
 }
 
 /// `dcb pfc show dev IF`: `prio-pfc 0:off 1:off 2:off 3:on ...` (older iproute2 wrote
 /// `pg-pfc`).
-pub fn parse_dcb_pfc(text: &str, dcb: &mut Dcb) -> Result<(), String> {
+pub fn parse_dcb_pfc(text: &str, dcb: &mut Dcb) -> Result<(), DcbError> {
     for line in text.lines() {
         let mut w = line.split_whitespace();
         if !matches!(w.next(), Some("prio-pfc" | "pg-pfc")) {
@@ -118,21 +119,21 @@ pub fn parse_dcb_pfc(text: &str, dcb: &mut Dcb) -> Result<(), String> {
                     };
                     Some((prio(p)?, on))
                 })
-                .ok_or_else(|| format!("bad prio-pfc entry {e:?} (want PRIO:on|off)"))?;
+                .ok_or_else(|| DcbError::PrioPfcEntry(e.to_string()))?;
             pfc[usize::from(p)] = on;
             seen[usize::from(p)] = true;
         }
         if seen != [true; 8] {
-            return Err("prio-pfc does not name all 8 priorities".into());
+            return Err(DcbError::PrioPfcIncomplete);
         }
         dcb.pfc = Some(pfc);
         return Ok(());
     }
-    Err("no `prio-pfc ...` line".into())
+    Err(DcbError::NoPrioPfc)
 }
 
 /// `mlnx_qos -i IF`: the trust state, the dscp2prio table and the PFC `enabled` row.
-pub fn parse_mlnx_qos(text: &str, dcb: &mut Dcb) -> Result<(), String> {
+pub fn parse_mlnx_qos(text: &str, dcb: &mut Dcb) -> Result<(), DcbError> {
     let mut in_pfc = false;
     for line in text.lines() {
         let t = line.trim();
@@ -142,12 +143,12 @@ pub fn parse_mlnx_qos(text: &str, dcb: &mut Dcb) -> Result<(), String> {
         {
             let v = v.trim();
             if v != "dscp" && v != "pcp" {
-                return Err(format!("unknown trust state {v:?}"));
+                return Err(DcbError::TrustState(v.to_string()));
             }
             dcb.trust = Some(v.to_string());
         } else if let Some(rest) = t.strip_prefix("prio:") {
             // prio:3 dscp:31,30,29,28,27,26,25,24,
-            let bad = || format!("bad dscp2prio line {t:?}");
+            let bad = || DcbError::Dscp2PrioLine(t.to_string());
             let (p, ds) = rest.split_once(char::is_whitespace).ok_or_else(bad)?;
             let p = prio(p).ok_or_else(bad)?;
             let ds = ds.trim().strip_prefix("dscp:").ok_or_else(bad)?;
@@ -160,13 +161,13 @@ pub fn parse_mlnx_qos(text: &str, dcb: &mut Dcb) -> Result<(), String> {
             let v: Vec<&str> = t.split_whitespace().skip(1).collect();
             let mut pfc = [false; 8];
             if v.len() != 8 {
-                return Err(format!("PFC `enabled` row has {} values, not 8", v.len()));
+                return Err(DcbError::PfcRowLength(v.len()));
             }
             for (i, x) in v.iter().enumerate() {
                 pfc[i] = match *x {
                     "1" => true,
                     "0" => false,
-                    _ => return Err(format!("PFC `enabled` value {x:?} is not 0 or 1")),
+                    _ => return Err(DcbError::PfcValue(x.to_string())),
                 };
             }
             dcb.pfc = Some(pfc);
@@ -178,8 +179,8 @@ pub fn parse_mlnx_qos(text: &str, dcb: &mut Dcb) -> Result<(), String> {
 
 /// The recorded outputs for `netdev` under `dir`, each file where present; `None` when
 /// none is. Err names the file that does not parse.
-pub fn load(dir: &Path, netdev: &str) -> Result<Option<Dcb>, String> {
-    type Parse = fn(&str, &mut Dcb) -> Result<(), String>;
+pub fn load(dir: &Path, netdev: &str) -> Result<Option<Dcb>, DcbError> {
+    type Parse = fn(&str, &mut Dcb) -> Result<(), DcbError>;
     let files: [(&str, Parse); 4] = [
         ("mlnx_qos", parse_mlnx_qos),
         ("dcb-app", parse_dcb_app),
@@ -192,12 +193,75 @@ pub fn load(dir: &Path, netdev: &str) -> Result<Option<Dcb>, String> {
         let text = match crate::sysfile::read(&p, crate::config::limits::TOOL_OUTPUT_BYTES) {
             Ok(t) => t,
             Err(e) if matches!(e.kind, crate::sysfile::Kind::Missing) => continue,
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(DcbError::Read(e)),
         };
-        parse(&text, &mut dcb).map_err(|e| format!("{}: {e}", p.display()))?;
+        parse(&text, &mut dcb).map_err(|e| DcbError::In {
+            path: p.clone(),
+            error: Box::new(e),
+        })?;
         dcb.sources.push(p.display().to_string());
     }
     Ok((!dcb.sources.is_empty()).then_some(dcb))
+}
+
+/// Why a recorded DCB output was refused.
+#[derive(Debug)]
+pub enum DcbError {
+    /// A `dscp-prio` entry that is not DSCP:PRIO.
+    DscpPrioEntry(String),
+    /// `dcb apptrust` without an `order` line.
+    NoOrder,
+    /// A `prio-pfc` entry that is not PRIO:on|off.
+    PrioPfcEntry(String),
+    /// A `prio-pfc` line that does not name all 8 priorities.
+    PrioPfcIncomplete,
+    /// `dcb pfc` without a `prio-pfc` line.
+    NoPrioPfc,
+    /// An `mlnx_qos` trust state other than dscp or pcp.
+    TrustState(String),
+    /// An `mlnx_qos` dscp2prio line that does not parse.
+    Dscp2PrioLine(String),
+    /// An `mlnx_qos` PFC `enabled` row without 8 values.
+    PfcRowLength(usize),
+    /// An `mlnx_qos` PFC `enabled` value other than 0 or 1.
+    PfcValue(String),
+    /// A file that exists but cannot be read.
+    Read(crate::sysfile::FileError),
+    /// One of the above, in the file `path`.
+    In {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong in it.
+        error: Box<DcbError>,
+    },
+}
+
+impl fmt::Display for DcbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DcbError::DscpPrioEntry(e) => write!(f, "bad dscp-prio entry {e:?} (want DSCP:PRIO)"),
+            DcbError::NoOrder => f.write_str("no `order ...` line"),
+            DcbError::PrioPfcEntry(e) => write!(f, "bad prio-pfc entry {e:?} (want PRIO:on|off)"),
+            DcbError::PrioPfcIncomplete => f.write_str("prio-pfc does not name all 8 priorities"),
+            DcbError::NoPrioPfc => f.write_str("no `prio-pfc ...` line"),
+            DcbError::TrustState(v) => write!(f, "unknown trust state {v:?}"),
+            DcbError::Dscp2PrioLine(t) => write!(f, "bad dscp2prio line {t:?}"),
+            DcbError::PfcRowLength(n) => write!(f, "PFC `enabled` row has {n} values, not 8"),
+            DcbError::PfcValue(x) => write!(f, "PFC `enabled` value {x:?} is not 0 or 1"),
+            DcbError::Read(e) => write!(f, "{e}"),
+            DcbError::In { path, error } => write!(f, "{}: {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for DcbError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DcbError::Read(e) => Some(e),
+            DcbError::In { error, .. } => Some(error.as_ref()),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -294,7 +358,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rocetap-dcb-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("net1.dcb-pfc"), [0xff, 0xfe, 0]).unwrap();
-        assert!(load(&dir, "net1").unwrap_err().contains("not text"));
+        assert!(load(&dir, "net1")
+            .unwrap_err()
+            .to_string()
+            .contains("not text"));
         assert_eq!(load(&dir, "net2").unwrap(), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -16,6 +16,9 @@ use serde_json::Value;
 use std::net::IpAddr;
 use std::path::Path;
 
+mod error;
+pub use error::JsonError;
+
 fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
     v.get(k).and_then(Value::as_str)
 }
@@ -42,12 +45,12 @@ fn flag(v: &Value, k: &str, f: &str) -> bool {
 
 /// The text of `dir/name`, `None` when there is no such file. Err names the file when
 /// it is no regular file, longer than [`limits::JSON_FILE_BYTES`], or unreadable.
-fn read(dir: &Path, name: &str) -> Result<Option<String>, String> {
+fn read(dir: &Path, name: &str) -> Result<Option<String>, JsonError> {
     let p = dir.join(name);
     match crate::sysfile::read(&p, limits::JSON_FILE_BYTES) {
         Ok(t) => Ok(Some(t)),
         Err(e) if matches!(e.kind, crate::sysfile::Kind::Missing) => Ok(None),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(JsonError::Read(e)),
     }
 }
 
@@ -65,28 +68,28 @@ fn each(
     text: &str,
     what: &'static str,
     max: usize,
-    mut f: impl FnMut(Item) -> Result<(), String>,
-) -> Result<(), String> {
+    mut f: impl FnMut(Item) -> Result<(), JsonError>,
+) -> Result<(), JsonError> {
     struct Walk<'a, F> {
         f: &'a mut F,
         what: &'static str,
         max: usize,
         /// An error of `f` or a limit, kept as it is (serde would add its position).
-        stop: &'a mut Option<String>,
+        stop: &'a mut Option<JsonError>,
     }
     impl<F> Walk<'_, F> {
         fn count<E: de::Error>(&mut self, n: usize) -> Result<(), E> {
             if n > self.max {
-                *self.stop = Some(format!(
-                    "more than {} {} (netcheck's limit for one file)",
-                    self.max, self.what
-                ));
+                *self.stop = Some(JsonError::TooMany {
+                    max: self.max,
+                    what: self.what,
+                });
                 return Err(E::custom("limit"));
             }
             Ok(())
         }
     }
-    impl<'de, F: FnMut(Item) -> Result<(), String>> de::Visitor<'de> for Walk<'_, F> {
+    impl<'de, F: FnMut(Item) -> Result<(), JsonError>> de::Visitor<'de> for Walk<'_, F> {
         type Value = ();
         fn expecting(&self, w: &mut std::fmt::Formatter) -> std::fmt::Result {
             write!(w, "{}", self.what)
@@ -128,8 +131,8 @@ fn each(
     match (stop, res) {
         (Some(e), _) => Err(e),
         (None, Ok(())) => Ok(()),
-        (None, Err(e)) if e.is_data() => Err(format!("expected a JSON array of {what}")),
-        (None, Err(e)) => Err(format!("not JSON: {e}")),
+        (None, Err(e)) if e.is_data() => Err(JsonError::ExpectedArray(what)),
+        (None, Err(e)) => Err(JsonError::NotJson(e)),
     }
 }
 
@@ -147,9 +150,9 @@ fn prefix(x: &str, v4: bool) -> Option<Prefix> {
 /// Loads the state saved in `dir`: `addr.json` and `route.json` are required, `rule.json` (else the
 /// default rules apply) and `sysctl.json` (else `have_sysctl` stays false) are optional. The error
 /// names the file and what is wrong with it.
-pub fn load_dir(dir: &Path) -> Result<NetState, String> {
+pub fn load_dir(dir: &Path) -> Result<NetState, JsonError> {
     if !dir.is_dir() {
-        return Err(format!("{}: not a directory", dir.display()));
+        return Err(JsonError::NotADirectory(dir.to_path_buf()));
     }
     let mut st = NetState {
         origin: dir.display().to_string(),
@@ -162,9 +165,17 @@ pub fn load_dir(dir: &Path) -> Result<NetState, String> {
         (StateFile::Sysctl, "sysctl.json", false),
     ] {
         match read(dir, name)? {
-            Some(text) => add_text(&mut st, file, &text)
-                .map_err(|e| format!("{}/{name}: {e}", dir.display()))?,
-            None if required => return Err(format!("{}: no {name}", dir.display())),
+            Some(text) => add_text(&mut st, file, &text).map_err(|e| JsonError::In {
+                dir: dir.to_path_buf(),
+                name,
+                error: Box::new(e),
+            })?,
+            None if required => {
+                return Err(JsonError::Missing {
+                    dir: dir.to_path_buf(),
+                    name,
+                })
+            }
             None => {}
         }
     }
@@ -186,8 +197,8 @@ pub enum StateFile {
 
 /// Adds the text of one state file to `st`, one element at a time within the limits of
 /// `config::limits` (what [`load_dir`] does with each file; the fuzz target's entry).
-pub fn add_text(st: &mut NetState, file: StateFile, text: &str) -> Result<(), String> {
-    let array_of = |what: &str| Err(format!("expected a JSON array of {what}"));
+pub fn add_text(st: &mut NetState, file: StateFile, text: &str) -> Result<(), JsonError> {
+    let array_of = |what: &'static str| Err(JsonError::ExpectedArray(what));
     match file {
         StateFile::Addr => {
             each(text, "links", limits::NETCHECK_LINKS, |i| match i {
@@ -214,7 +225,7 @@ pub fn add_text(st: &mut NetState, file: StateFile, text: &str) -> Result<(), St
                     st.sysctl.insert(k, v);
                     Ok(())
                 }
-                Item::Element(_) => Err("expected a JSON object of sysctls".into()),
+                Item::Element(_) => Err(JsonError::ExpectedSysctls),
             })?;
             st.have_sysctl = true;
         }
@@ -223,21 +234,17 @@ pub fn add_text(st: &mut NetState, file: StateFile, text: &str) -> Result<(), St
 }
 
 /// Err when `v` is no array or has more than `max` elements (named `what`).
-fn array<'a>(v: &'a Value, what: &str, max: usize) -> Result<&'a Vec<Value>, String> {
-    let a = v
-        .as_array()
-        .ok_or_else(|| format!("expected a JSON array of {what}"))?;
+fn array<'a>(v: &'a Value, what: &'static str, max: usize) -> Result<&'a Vec<Value>, JsonError> {
+    let a = v.as_array().ok_or(JsonError::ExpectedArray(what))?;
     if a.len() > max {
-        return Err(format!(
-            "more than {max} {what} (netcheck's limit for one file)"
-        ));
+        return Err(JsonError::TooMany { max, what });
     }
     Ok(a)
 }
 
 /// Adds the links and addresses of an `ip -j addr` dump (an array of links, each with its
 /// `addr_info`) to `st`, keeping device and address order.
-pub fn parse_addrs(v: &Value, st: &mut NetState) -> Result<(), String> {
+pub fn parse_addrs(v: &Value, st: &mut NetState) -> Result<(), JsonError> {
     for l in array(v, "links", limits::NETCHECK_LINKS)? {
         add_link(l, st)?;
     }
@@ -247,8 +254,8 @@ pub fn parse_addrs(v: &Value, st: &mut NetState) -> Result<(), String> {
 
 /// One link of an `ip -j addr` dump with its addresses (at most
 /// [`limits::NETCHECK_ADDRESSES`] in all).
-fn add_link(l: &Value, st: &mut NetState) -> Result<(), String> {
-    let name = s(l, "ifname").ok_or("a link without ifname")?.to_string();
+fn add_link(l: &Value, st: &mut NetState) -> Result<(), JsonError> {
+    let name = s(l, "ifname").ok_or(JsonError::NoIfname)?.to_string();
     let index = u(l, "ifindex").unwrap_or(0) as u32;
     st.links.push(Link {
         index,
@@ -266,10 +273,10 @@ fn add_link(l: &Value, st: &mut NetState) -> Result<(), String> {
             continue;
         };
         if st.addrs.len() >= limits::NETCHECK_ADDRESSES {
-            return Err(format!(
-                "more than {} addresses (netcheck's limit for one file)",
-                limits::NETCHECK_ADDRESSES
-            ));
+            return Err(JsonError::TooMany {
+                max: limits::NETCHECK_ADDRESSES,
+                what: "addresses",
+            });
         }
         st.addrs.push(Address {
             dev: name.clone(),
@@ -289,7 +296,7 @@ fn route_is_v6(r: &Value) -> bool {
 
 /// Adds the routes of an `ip -j route show table all` dump (an array of routes, IPv4 and IPv6
 /// mixed; no `table` means main) to `st`.
-pub fn parse_routes(v: &Value, st: &mut NetState) -> Result<(), String> {
+pub fn parse_routes(v: &Value, st: &mut NetState) -> Result<(), JsonError> {
     for r in array(v, "routes", limits::NETCHECK_ROUTES)? {
         add_route(r, st)?;
     }
@@ -297,18 +304,20 @@ pub fn parse_routes(v: &Value, st: &mut NetState) -> Result<(), String> {
 }
 
 /// One route of an `ip -j route` dump.
-fn add_route(r: &Value, st: &mut NetState) -> Result<(), String> {
+fn add_route(r: &Value, st: &mut NetState) -> Result<(), JsonError> {
     let v4 = !route_is_v6(r);
     let kind = RouteType::parse(s(r, "type").unwrap_or("unicast"));
-    let dst_s = s(r, "dst").ok_or("a route without dst")?;
+    let dst_s = s(r, "dst").ok_or(JsonError::NoDst)?;
     let Some(dst) = prefix(dst_s, v4) else {
-        return Err(format!("bad dst {dst_s:?}"));
+        return Err(JsonError::BadDst(dst_s.to_string()));
     };
     let table = match r.get("table") {
         None => RT_TABLE_MAIN,
         Some(Value::Number(n)) => n.as_u64().unwrap_or(0) as u32,
-        Some(Value::String(t)) => parse_table(t).ok_or(format!("unknown table {t:?}"))?,
-        Some(_) => return Err("bad table".into()),
+        Some(Value::String(t)) => {
+            parse_table(t).ok_or_else(|| JsonError::UnknownTable(t.clone()))?
+        }
+        Some(_) => return Err(JsonError::BadTable),
     };
     let gw = |x: &Value| s(x, "gateway").and_then(|g| g.parse::<IpAddr>().ok());
     let mut nexthops = Vec::new();
@@ -352,7 +361,7 @@ fn add_route(r: &Value, st: &mut NetState) -> Result<(), String> {
 
 /// Adds the policy rules of an `ip -j rule` dump (either family; the family is taken from the
 /// addresses or `family`) to `st`.
-pub fn parse_rules(v: &Value, st: &mut NetState) -> Result<(), String> {
+pub fn parse_rules(v: &Value, st: &mut NetState) -> Result<(), JsonError> {
     for r in array(v, "rules", limits::NETCHECK_RULES)? {
         add_rule(r, st)?;
     }
@@ -360,15 +369,18 @@ pub fn parse_rules(v: &Value, st: &mut NetState) -> Result<(), String> {
 }
 
 /// One rule of an `ip -j rule` dump.
-fn add_rule(r: &Value, st: &mut NetState) -> Result<(), String> {
+fn add_rule(r: &Value, st: &mut NetState) -> Result<(), JsonError> {
     let addr_fam = |k: &str| s(r, k).filter(|x| *x != "all").map(|x| x.contains(':'));
     let v4 = !(addr_fam("src") == Some(true) || addr_fam("dst") == Some(true))
         && s(r, "family") != Some("inet6");
-    let pfx = |k: &str, lk: &str| -> Result<Option<Prefix>, String> {
+    let pfx = |k: &str, lk: &str| -> Result<Option<Prefix>, JsonError> {
         match s(r, k) {
             None | Some("all") => Ok(None),
             Some(x) => {
-                let a: IpAddr = x.parse().map_err(|_| format!("bad {k} {x:?}"))?;
+                let a: IpAddr = x.parse().map_err(|_| JsonError::BadAddress {
+                    key: k.to_string(),
+                    value: x.to_string(),
+                })?;
                 let len = u(r, lk).unwrap_or(if a.is_ipv4() { 32 } else { 128 }) as u8;
                 Ok(Some(Prefix::new(a, len)))
             }
@@ -383,12 +395,12 @@ fn add_rule(r: &Value, st: &mut NetState) -> Result<(), String> {
             Some("blackhole") => RuleAction::Blackhole,
             Some("unreachable") => RuleAction::Unreachable,
             Some("prohibit") => RuleAction::Prohibit,
-            Some(x) if x != "lookup" => return Err(format!("unknown rule action {x:?}")),
+            Some(x) if x != "lookup" => return Err(JsonError::UnknownAction(x.to_string())),
             _ => {
                 let t = match r.get("table") {
                     Some(Value::Number(n)) => n.as_u64().unwrap_or(0) as u32,
                     Some(Value::String(t)) => {
-                        parse_table(t).ok_or(format!("unknown table {t:?}"))?
+                        parse_table(t).ok_or_else(|| JsonError::UnknownTable(t.clone()))?
                     }
                     _ => RT_TABLE_MAIN,
                 };
@@ -431,7 +443,7 @@ mod tests {
     #[test]
     fn each_reads_one_item_at_a_time_within_its_limit() {
         let mut n = 0;
-        let count = |_: Item| -> Result<(), String> {
+        let count = |_: Item| -> Result<(), JsonError> {
             n += 1;
             Ok(())
         };
@@ -439,22 +451,26 @@ mod tests {
         assert_eq!(n, 4);
         let ok = |_: Item| Ok(());
         assert_eq!(
-            each("[1, 2, 3, 4]", "routes", 3, ok).unwrap_err(),
+            each("[1, 2, 3, 4]", "routes", 3, ok)
+                .unwrap_err()
+                .to_string(),
             "more than 3 routes (netcheck's limit for one file)"
         );
         assert_eq!(
-            each("\"routes\"", "routes", 3, ok).unwrap_err(),
+            each("\"routes\"", "routes", 3, ok).unwrap_err().to_string(),
             "expected a JSON array of routes"
         );
         assert!(each("[1,", "routes", 3, ok)
             .unwrap_err()
+            .to_string()
             .starts_with("not JSON: "));
         assert!(each("[1] x", "routes", 3, ok)
             .unwrap_err()
+            .to_string()
             .starts_with("not JSON: "));
-        let fail = |_: Item| Err("a route without dst".to_string());
+        let fail = |_: Item| Err(JsonError::NoDst);
         assert_eq!(
-            each("[{}]", "routes", 3, fail).unwrap_err(),
+            each("[{}]", "routes", 3, fail).unwrap_err().to_string(),
             "a route without dst"
         );
         // an object's entries for sysctl.json
@@ -478,11 +494,11 @@ mod tests {
         // sparse: no disk used; refused after JSON_FILE_BYTES + 1 bytes, never parsed
         let route = std::fs::File::create(d.join("route.json")).unwrap();
         route.set_len(limits::JSON_FILE_BYTES as u64 + 1).unwrap();
-        let e = load_dir(&d).unwrap_err();
+        let e = load_dir(&d).unwrap_err().to_string();
         assert!(e.ends_with("route.json: longer than 16777216 bytes"), "{e}");
         std::fs::remove_file(d.join("route.json")).unwrap();
         nix::unistd::mkfifo(&d.join("route.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
-        let e = load_dir(&d).unwrap_err();
+        let e = load_dir(&d).unwrap_err().to_string();
         assert!(
             e.ends_with("route.json: not a regular file (a FIFO)"),
             "{e}"
@@ -490,7 +506,7 @@ mod tests {
         std::fs::remove_file(d.join("route.json")).unwrap();
         std::fs::write(d.join("route.json"), "[]").unwrap();
         std::fs::write(d.join("sysctl.json"), "[1]").unwrap();
-        let e = load_dir(&d).unwrap_err();
+        let e = load_dir(&d).unwrap_err().to_string();
         assert!(
             e.ends_with("sysctl.json: expected a JSON object of sysctls"),
             "{e}"

@@ -61,18 +61,19 @@ impl Query {
         self
     }
     /// Parses `DST [from SRC] [iif DEV] [oif DEV] [mark N]` (the words of `ip route get`).
-    pub fn parse(s: &str) -> Result<Query, String> {
+    pub fn parse(s: &str) -> Result<Query, QueryError> {
         let w: Vec<&str> = s.split_whitespace().collect();
         let mut q = Query::default();
         let mut i = 0;
-        let addr = |x: &str| -> Result<IpAddr, String> {
-            x.parse().map_err(|_| format!("{x:?} is not an IP address"))
+        let addr = |x: &str| -> Result<IpAddr, QueryError> {
+            x.parse()
+                .map_err(|_| QueryError::NotAnAddress(x.to_string()))
         };
         while i < w.len() {
             let val = || {
                 w.get(i + 1)
                     .copied()
-                    .ok_or(format!("{} needs a value", w[i]))
+                    .ok_or_else(|| QueryError::NeedsValue(w[i].to_string()))
             };
             match w[i] {
                 "from" => q.src = Some(addr(val()?)?),
@@ -85,7 +86,7 @@ impl Query {
                     } else {
                         v.parse()
                     }
-                    .map_err(|_| format!("bad mark {v:?}"))?;
+                    .map_err(|_| QueryError::BadMark(v.to_string()))?;
                 }
                 "to" => q.dst = Some(addr(val()?)?),
                 x if q.dst.is_none() => {
@@ -93,16 +94,45 @@ impl Query {
                     i += 1;
                     continue;
                 }
-                x => return Err(format!("unexpected word {x:?}")),
+                x => return Err(QueryError::UnexpectedWord(x.to_string())),
             }
             i += 2;
         }
         if q.dst.is_none() {
-            return Err("no destination".into());
+            return Err(QueryError::NoDestination);
         }
         Ok(q)
     }
 }
+
+/// Why a `--route-get` question does not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueryError {
+    /// A word that should be an IP address.
+    NotAnAddress(String),
+    /// A keyword at the end, without its value.
+    NeedsValue(String),
+    /// A `mark` that is no number.
+    BadMark(String),
+    /// A word that is no keyword, after the destination.
+    UnexpectedWord(String),
+    /// No destination.
+    NoDestination,
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueryError::NotAnAddress(x) => write!(f, "{x:?} is not an IP address"),
+            QueryError::NeedsValue(k) => write!(f, "{k} needs a value"),
+            QueryError::BadMark(v) => write!(f, "bad mark {v:?}"),
+            QueryError::UnexpectedWord(x) => write!(f, "unexpected word {x:?}"),
+            QueryError::NoDestination => f.write_str("no destination"),
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
 
 impl fmt::Display for Query {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -352,6 +382,16 @@ mod tests {
         assert!(Query::parse("1.2.3.4 from").is_err());
         assert!(Query::parse("1.2.3.4 bogus 5").is_err());
         assert!(Query::parse("nothost").is_err());
+        // the words users see after `netcheck: --route-get "...": `
+        for (q, want) in [
+            ("nothost", "\"nothost\" is not an IP address"),
+            ("1.2.3.4 from", "from needs a value"),
+            ("1.2.3.4 mark x", "bad mark \"x\""),
+            ("1.2.3.4 bogus 5", "unexpected word \"bogus\""),
+            ("", "no destination"),
+        ] {
+            assert_eq!(Query::parse(q).unwrap_err().to_string(), want, "{q:?}");
+        }
     }
 
     fn state() -> NetState {

@@ -13,6 +13,7 @@
 pub mod capture;
 pub mod checks;
 pub mod dcb;
+mod error;
 pub mod load_json;
 pub mod lookup;
 pub mod model;
@@ -22,7 +23,9 @@ pub mod qos;
 pub mod report;
 pub mod sysfs;
 
-use crate::error::{exit, Failure};
+pub use error::Error;
+
+use crate::error::exit;
 use std::path::PathBuf;
 
 /// How a netcheck report is written.
@@ -78,7 +81,7 @@ fn gate(a: &Config) -> checks::Severity {
 }
 
 /// `--nad`: the command line turned into the lint's own configuration, then the report.
-fn run_nad(a: &Config, color: bool) -> Result<i32, Failure> {
+fn run_nad(a: &Config, color: bool) -> Result<i32, Error> {
     let cfg = nad::Config {
         nads: a.nad.clone(),
         policies: a.sriov_policy.clone(),
@@ -88,13 +91,7 @@ fn run_nad(a: &Config, color: bool) -> Result<i32, Failure> {
         sbr_version: a.sbr_version.clone(),
         gate: Some(gate(a)),
     };
-    let rep = nad::check(&cfg).map_err(|e| {
-        let f = Failure::new(e.what);
-        match e.hint {
-            Some(h) => f.hint(h),
-            None => f,
-        }
-    })?;
+    let rep = nad::check(&cfg).map_err(Error::Nad)?;
     let text = match a.format {
         NetcheckFormat::Json => json_text(&rep)?,
         NetcheckFormat::Text => rep.text(crate::report::style::Paint::new(color)),
@@ -108,13 +105,12 @@ fn run_nad(a: &Config, color: bool) -> Result<i32, Failure> {
 }
 
 /// Runs the checks and prints the report; returns the exit code.
-pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
+pub fn run(a: Config, color: bool) -> Result<i32, Error> {
     if !a.nad.is_empty() {
         return run_nad(&a, color);
     }
     if a.from.len() > 1 {
-        return Err(Failure::new("netcheck: --from can be given once here")
-            .hint("several --from DIR are node facts for --nad; check one namespace's state at a time"));
+        return Err(Error::FromTwice);
     }
     // With only captures, no namespace is read (not even the current one).
     let need_state = !a.from.is_empty()
@@ -123,10 +119,7 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
         || a.capture.is_empty()
         || !a.route_get.is_empty();
     if !need_state && a.sysfs_root.is_some() {
-        return Err(Failure::new(
-            "netcheck: --sysfs-root needs a namespace state to check against",
-        )
-        .hint("add --netns NAME, --pid PID or --from DIR next to --capture"));
+        return Err(Error::SysfsWithoutState);
     }
     let capture = if a.capture.is_empty() {
         None
@@ -164,14 +157,13 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
         };
         if let Some(root) = &sysfs_root {
             if a.sysfs_root.is_some() && !root.is_dir() {
-                return Err(Failure::new(format!(
-                    "netcheck: --sysfs-root {}: not a directory",
-                    root.display()
-                ))
-                .hint("give sysfs's directory, which holds class/infiniband (default /sys)"));
+                return Err(Error::NotADirectory {
+                    flag: "--sysfs-root",
+                    dir: root.clone(),
+                    hint: "give sysfs's directory, which holds class/infiniband (default /sys)",
+                });
             }
-            ports = sysfs::read_ports(root)
-                .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?;
+            ports = sysfs::read_ports(root).map_err(Error::Sysfs)?;
         }
         findings.extend(host_checks(state, sysfs_root.as_deref(), &ports)?);
         if let Some(root) = &sysfs_root {
@@ -188,10 +180,7 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
             } else {
                 "--peer-sysfs-root"
             };
-            return Err(Failure::new(format!(
-                "netcheck: {flag} needs the host's RDMA ports to join with"
-            ))
-            .hint("offline, add --sysfs-root DIR (this host's sysfs)"));
+            return Err(Error::NeedsPorts { flag });
         }
         interfaces = checks::iface_sysctls(state);
     }
@@ -214,9 +203,8 @@ pub fn run(a: Config, color: bool) -> Result<i32, Failure> {
 }
 
 /// A report as its pretty JSON document, ending in a newline.
-fn json_text(rep: &impl serde::Serialize) -> Result<String, Failure> {
-    let mut t =
-        serde_json::to_string_pretty(rep).map_err(|e| Failure::new(format!("netcheck: {e}")))?;
+fn json_text(rep: &impl serde::Serialize) -> Result<String, Error> {
+    let mut t = serde_json::to_string_pretty(rep).map_err(Error::Json)?;
     t.push('\n');
     Ok(t)
 }
@@ -224,13 +212,13 @@ fn json_text(rep: &impl serde::Serialize) -> Result<String, Failure> {
 /// Writes the report to stdout and returns `code`, the way `analyze` does: a reader that
 /// went away (`| head`) ends the run quietly with exit 0, any other write error (a full
 /// disk) is a one-line failure.
-fn emit(text: &str, code: i32) -> Result<i32, Failure> {
+fn emit(text: &str, code: i32) -> Result<i32, Error> {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(code),
         Err(e) if crate::error::is_broken_pipe(&e) => Ok(exit::OK),
-        Err(e) => Err(Failure::new(format!("writing output: {e}"))),
+        Err(e) => Err(Error::Write(e)),
     }
 }
 
@@ -241,15 +229,14 @@ fn host_checks(
     state: &model::NetState,
     sysfs_root: Option<&std::path::Path>,
     ports: &[sysfs::Port],
-) -> Result<Vec<checks::Finding>, Failure> {
+) -> Result<Vec<checks::Finding>, Error> {
     let mut findings = Vec::new();
     let rdma_netdevs: Vec<String> = ports.iter().flat_map(|p| p.netdevs.clone()).collect();
     checks::reply_path(state, &mut findings);
     checks::node_source(state, &rdma_netdevs, &mut findings);
     checks::arp_sysctls(state, &mut findings);
     if let Some(root) = sysfs_root {
-        sysfs::check(root, state, ports, &mut findings)
-            .map_err(|e| Failure::new(format!("netcheck: {e}")))?;
+        sysfs::check(root, state, ports, &mut findings).map_err(Error::Check)?;
     }
     Ok(findings)
 }
@@ -264,20 +251,18 @@ pub fn check_live(
     sysfs_root: &std::path::Path,
     qos_from: Option<&std::path::Path>,
     captures: &[crate::analysis::Report],
-) -> Result<Vec<checks::Finding>, Failure> {
+) -> Result<Vec<checks::Finding>, Error> {
     let state = load_live(target)?;
     let root = sysfs_root.is_dir().then_some(sysfs_root);
     let ports = match root {
-        Some(r) => sysfs::read_ports(r)
-            .map_err(|e| Failure::new(format!("netcheck: reading sysfs: {e}")))?,
+        Some(r) => sysfs::read_ports(r).map_err(Error::Sysfs)?,
         None => Vec::new(),
     };
     let mut findings = host_checks(&state, root, &ports)?;
     // The host's QoS (ECN, CNP DSCP, traffic class, RDMA-CM defaults, GIDs, MTUs, and the
     // DCB state of `qos_from`), alone and joined with the captures.
     if let Some(r) = root {
-        let q = qos::read(r, qos_from, &state, &ports)
-            .map_err(|e| Failure::new(format!("netcheck: {e}")))?;
+        let q = qos::read(r, qos_from, &state, &ports).map_err(Error::Check)?;
         qos::host::check(&q, &mut findings);
         for c in captures {
             qos::joined::check(c, &state, &q, &mut findings);
@@ -286,14 +271,8 @@ pub fn check_live(
     Ok(findings)
 }
 
-fn load_live(target: &netlink::Target) -> Result<model::NetState, Failure> {
-    netlink::load(target).map_err(|e| {
-        let f = Failure::new(format!("netcheck: {}", e.what));
-        match e.hint {
-            Some(h) => f.hint(h),
-            None => f,
-        }
-    })
+fn load_live(target: &netlink::Target) -> Result<model::NetState, Error> {
+    netlink::load(target).map_err(Error::Live)
 }
 
 /// The host's QoS state under `root`, with `--qos-from`'s recorded DCB outputs.
@@ -302,33 +281,30 @@ fn read_qos(
     root: &std::path::Path,
     st: &model::NetState,
     ports: &[sysfs::Port],
-) -> Result<qos::HostQos, Failure> {
+) -> Result<qos::HostQos, Error> {
     if let Some(d) = &a.qos_from {
         if !d.is_dir() {
-            return Err(Failure::new(format!(
-                "netcheck: --qos-from {}: not a directory",
-                d.display()
-            ))
-            .hint(
-                "give the directory holding IF.dcb-app, IF.dcb-apptrust, IF.dcb-pfc or IF.mlnx_qos",
-            ));
+            return Err(Error::NotADirectory {
+                flag: "--qos-from",
+                dir: d.clone(),
+                hint: "give the directory holding IF.dcb-app, IF.dcb-apptrust, IF.dcb-pfc or IF.mlnx_qos",
+            });
         }
     }
-    qos::read(root, a.qos_from.as_deref(), st, ports)
-        .map_err(|e| Failure::new(format!("netcheck: {e}")))
+    qos::read(root, a.qos_from.as_deref(), st, ports).map_err(Error::Check)
 }
 
 /// The RDMA ports of each `--peer-sysfs-root DIR`, named by the directory (its parent
 /// when the directory is a `sys`).
-fn read_peers(dirs: &[PathBuf]) -> Result<Vec<qos::gids::Peer>, Failure> {
+fn read_peers(dirs: &[PathBuf]) -> Result<Vec<qos::gids::Peer>, Error> {
     dirs.iter()
         .map(|d| {
             if !d.is_dir() {
-                return Err(Failure::new(format!(
-                    "netcheck: --peer-sysfs-root {}: not a directory",
-                    d.display()
-                ))
-                .hint("give another node's sysfs directory (holding class/infiniband)"));
+                return Err(Error::NotADirectory {
+                    flag: "--peer-sysfs-root",
+                    dir: d.clone(),
+                    hint: "give another node's sysfs directory (holding class/infiniband)",
+                });
             }
             let named = if d.file_name().is_some_and(|n| n == "sys") {
                 d.parent().unwrap_or(d)
@@ -338,22 +314,16 @@ fn read_peers(dirs: &[PathBuf]) -> Result<Vec<qos::gids::Peer>, Failure> {
             let name = named
                 .file_name()
                 .map_or(d.display().to_string(), |n| n.to_string_lossy().into());
-            let ports = sysfs::read_ports(d)
-                .map_err(|e| Failure::new(format!("netcheck: --peer-sysfs-root: {e}")))?;
+            let ports = sysfs::read_ports(d).map_err(Error::PeerSysfs)?;
             Ok(qos::gids::Peer { name, ports })
         })
         .collect()
 }
 
 /// The namespace's routing state: offline from `--from`, else live.
-fn load_state(a: &Config) -> Result<model::NetState, Failure> {
+fn load_state(a: &Config) -> Result<model::NetState, Error> {
     if let Some(dir) = a.from.first() {
-        load_json::load_dir(dir).map_err(|e| {
-            Failure::new(format!("netcheck: reading state: {e}")).hint(
-                "--from DIR needs addr.json, route.json (and rule.json, sysctl.json) as printed by \
-`ip -j addr`, `ip -j route show table all`, `ip -j rule`",
-            )
-        })
+        load_json::load_dir(dir).map_err(Error::State)
     } else {
         let target = match (&a.netns, a.pid) {
             (Some(n), _) => netlink::Target::Netns(n.clone()),
@@ -365,14 +335,13 @@ fn load_state(a: &Config) -> Result<model::NetState, Failure> {
 }
 
 /// `--route-get`: answers the questions and returns the exit code; None when not asked.
-fn route_get(a: &Config, state: &model::NetState) -> Result<Option<i32>, Failure> {
+fn route_get(a: &Config, state: &model::NetState) -> Result<Option<i32>, Error> {
     if !a.route_get.is_empty() {
         let mut answers = Vec::new();
         for spec in &a.route_get {
-            let q = lookup::Query::parse(spec).map_err(|e| {
-                Failure::new(format!("netcheck: --route-get {spec:?}: {e}")).hint(
-                    "use the words of `ip route get`: DST [from SRC] [iif DEV] [oif DEV] [mark N]",
-                )
+            let q = lookup::Query::parse(spec).map_err(|error| Error::RouteGet {
+                spec: spec.clone(),
+                error,
             })?;
             let o = lookup::lookup(state, &q);
             answers.push((q, o));

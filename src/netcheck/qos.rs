@@ -20,7 +20,7 @@ pub mod joined;
 
 use super::dcb::{self, Dcb};
 use super::model::NetState;
-use super::sysfs::{self, rd};
+use super::sysfs::{self, rd, SysfsError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::Ipv6Addr;
@@ -167,7 +167,7 @@ impl HostQos {
     }
 }
 
-fn num<T: std::str::FromStr>(p: &Path) -> Result<Option<T>, String> {
+fn num<T: std::str::FromStr>(p: &Path) -> Result<Option<T>, SysfsError> {
     Ok(rd(p)?.and_then(|v| v.parse().ok()))
 }
 
@@ -176,7 +176,7 @@ fn tclass(s: &str) -> Option<u8> {
     s.rsplit('=').next()?.trim().parse().ok()
 }
 
-fn ecn_map(dir: &Path) -> Result<BTreeMap<u8, bool>, String> {
+fn ecn_map(dir: &Path) -> Result<BTreeMap<u8, bool>, SysfsError> {
     let mut m = BTreeMap::new();
     for p in sysfs::entries(dir) {
         let Some(prio) = p.parse().ok().filter(|x: &u8| *x < 8) else {
@@ -221,7 +221,7 @@ pub fn read(
     qos_from: Option<&Path>,
     st: &NetState,
     ports: &[sysfs::Port],
-) -> Result<HostQos, String> {
+) -> Result<HostQos, SysfsError> {
     let netns_mode =
         rd(&sysfs.join("module/ib_core/parameters/netns_mode"))?.and_then(|v| match v.as_str() {
             "Y" | "1" => Some("shared".to_string()),
@@ -248,7 +248,7 @@ pub fn read(
                 None => None,
             };
             let dcb = match qos_from {
-                Some(dir) => dcb::load(dir, nd).map_err(|e| format!("--qos-from: {e}"))?,
+                Some(dir) => dcb::load(dir, nd).map_err(SysfsError::QosFrom)?,
                 None => None,
             };
             out.push(PortQos {

@@ -10,6 +10,7 @@ use super::model::NetState;
 use crate::capture::rdma;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
@@ -76,8 +77,8 @@ pub struct Port {
 
 /// The trimmed value of a sysfs file through [`crate::sysfile`] (bounded, regular files
 /// only); `Ok(None)` when missing or without a value, Err naming a file that cannot be read.
-pub(super) fn rd(p: &Path) -> Result<Option<String>, String> {
-    crate::sysfile::value(p).map_err(|e| format!("reading sysfs: {e}"))
+pub(super) fn rd(p: &Path) -> Result<Option<String>, SysfsError> {
+    crate::sysfile::value(p).map_err(SysfsError::File)
 }
 
 pub(super) fn entries(p: &Path) -> Vec<String> {
@@ -94,16 +95,19 @@ pub(super) fn entries(p: &Path) -> Vec<String> {
 /// Reads every RDMA port under `sysfs` (through [`rdma`], the one sysfs reader). Err when
 /// `sysfs/class/infiniband` exists but cannot be read, or names the first file of a port
 /// (a counter, a GID, its state) that exists but cannot be read.
-pub fn read_ports(sysfs: &Path) -> Result<Vec<Port>, String> {
+pub fn read_ports(sysfs: &Path) -> Result<Vec<Port>, SysfsError> {
     let ib = sysfs.join("class/infiniband");
     if !ib.exists() {
         return Ok(Vec::new());
     }
-    std::fs::read_dir(&ib).map_err(|e| format!("{}: {e}", ib.display()))?;
+    std::fs::read_dir(&ib).map_err(|error| SysfsError::Dir {
+        path: ib.clone(),
+        error,
+    })?;
     let mut out = Vec::new();
     for dev in rdma::list(sysfs) {
         if let Some(e) = dev.unreadable.first() {
-            return Err(e.clone());
+            return Err(SysfsError::Unreadable(e.clone()));
         }
         for p in dev.ports {
             let gids: Vec<Gid> = p
@@ -130,7 +134,8 @@ pub fn read_ports(sysfs: &Path) -> Result<Vec<Port>, String> {
             netdevs.sort();
             netdevs.dedup();
             out.push(Port {
-                counters: rdma::read_counters(&rdma::counters_dir(sysfs, &dev.name, p.number))?,
+                counters: rdma::read_counters(&rdma::counters_dir(sysfs, &dev.name, p.number))
+                    .map_err(SysfsError::Unreadable)?,
                 zero_gids: p.zero_gids,
                 device: dev.name.clone(),
                 port: p.number.to_string(),
@@ -154,7 +159,11 @@ pub fn roce_mtu_for(netdev_mtu: u32) -> Option<u32> {
         .find(|m| *m <= avail)
 }
 
-pub(super) fn netdev_mtu(sysfs: &Path, st: &NetState, netdev: &str) -> Result<Option<u32>, String> {
+pub(super) fn netdev_mtu(
+    sysfs: &Path,
+    st: &NetState,
+    netdev: &str,
+) -> Result<Option<u32>, SysfsError> {
     if let Some(m) = st.link(netdev).and_then(|l| l.mtu) {
         return Ok(Some(m));
     }
@@ -162,7 +171,11 @@ pub(super) fn netdev_mtu(sysfs: &Path, st: &NetState, netdev: &str) -> Result<Op
     Ok(v.and_then(|v| v.parse().ok()))
 }
 
-fn ecn_disabled(sysfs: &Path, netdev: &str, which: &str) -> Result<Option<Vec<String>>, String> {
+fn ecn_disabled(
+    sysfs: &Path,
+    netdev: &str,
+    which: &str,
+) -> Result<Option<Vec<String>>, SysfsError> {
     let dir: PathBuf = sysfs
         .join("class/net")
         .join(netdev)
@@ -188,7 +201,7 @@ pub fn check(
     st: &NetState,
     ports: &[Port],
     out: &mut Vec<Finding>,
-) -> Result<(), String> {
+) -> Result<(), SysfsError> {
     for p in ports {
         let name = format!("{} port {}", p.device, p.port);
         if p.link_layer.as_deref().is_some_and(|l| l != "Ethernet") {
@@ -306,6 +319,46 @@ pub fn check(
         }
     }
     Ok(())
+}
+
+/// Why sysfs (or, for the QoS state, a recorded DCB output) could not be read.
+#[derive(Debug)]
+pub enum SysfsError {
+    /// A sysfs file that exists but cannot be read.
+    File(crate::sysfile::FileError),
+    /// A sysfs directory that exists but cannot be listed.
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A file of an RDMA port that cannot be read (as [`rdma`] words it).
+    Unreadable(String),
+    /// A `--qos-from` output that cannot be read or does not parse.
+    QosFrom(super::dcb::DcbError),
+}
+
+impl fmt::Display for SysfsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SysfsError::File(e) => write!(f, "reading sysfs: {e}"),
+            SysfsError::Dir { path, error } => write!(f, "{}: {error}", path.display()),
+            SysfsError::Unreadable(e) => f.write_str(e),
+            SysfsError::QosFrom(e) => write!(f, "--qos-from: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SysfsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SysfsError::File(e) => Some(e),
+            SysfsError::Dir { error, .. } => Some(error),
+            SysfsError::Unreadable(_) => None,
+            SysfsError::QosFrom(e) => Some(e),
+        }
+    }
 }
 
 #[cfg(test)]

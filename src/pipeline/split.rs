@@ -26,7 +26,7 @@
 //! - Threads: one scoped reading thread per run, joined before [`Pipeline::read_files`]
 //!   returns (a panic on it is resumed on the caller's thread); the analyzer's own
 //!   helper thread (`crate::analysis::store`) is separate. A reading thread that cannot
-//!   be started is a [`Failure`], not a silent fall back to one thread.
+//!   be started is an error ([`InputError::Thread`](crate::capture::input::InputError::Thread)), not a silent fall back to one thread.
 //! - The analyzer is only ever called from the calling thread, frame by frame in read
 //!   order: its results are those of the one-thread pipeline, byte for byte (the tests of
 //!   `lookahead` compare them).
@@ -36,8 +36,7 @@
 
 use super::{Pipeline, AHEAD, WARM_STEPS};
 use crate::analysis::{Analyzer, Hint};
-use crate::capture::input::{for_each_frame_of, CutShort};
-use crate::error::Failure;
+use crate::capture::input::{for_each_frame_of, CutShort, InputError};
 use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -167,7 +166,7 @@ impl Pipeline {
         &mut self,
         paths: &[PathBuf],
         quiet: bool,
-    ) -> Result<Vec<CutShort>, Failure> {
+    ) -> Result<Vec<CutShort>, InputError> {
         let blank = dissectors::decode(LinkType::Ethernet, &[], 0, &self.dcfg);
         let ring = Ring {
             slots: (0..SLOTS)
@@ -210,7 +209,7 @@ impl Pipeline {
                     let _closed = EndOnDrop(&ring.closed, &ring.analysis);
                     read(paths, quiet, dcfg, ring, frames, bytes)
                 })
-                .map_err(|e| Failure::new(format!("starting the reading thread: {e}")))?;
+                .map_err(InputError::Thread)?;
             {
                 let _gone = EndOnDrop(&ring.gone, &ring.reader);
                 analyze(an, warm_from, ring);
@@ -232,7 +231,7 @@ fn read(
     ring: &Ring,
     frames: &mut u64,
     bytes: &mut u64,
-) -> Result<Vec<CutShort>, Failure> {
+) -> Result<Vec<CutShort>, InputError> {
     let mut n = 0;
     let mut b = Some(ring.slot(0));
     let res = for_each_frame_of(paths, quiet, |f| {

@@ -98,7 +98,7 @@ fn ws<'a, O>(
 }
 
 /// Parses one rule, e.g. `cnp_per_s < 1000` or `nak_psn_seq==0`.
-pub fn parse(s: &str) -> Result<Rule, String> {
+pub fn parse(s: &str) -> Result<Rule, RuleError> {
     let r = all_consuming((ws(name), ws(op), ws(double))).parse(s);
     match r {
         Ok((_, (n, o, v))) if v.is_finite() => Ok(Rule {
@@ -106,9 +106,7 @@ pub fn parse(s: &str) -> Result<Rule, String> {
             op: o,
             value: v,
         }),
-        _ => Err(format!(
-            "bad --fail-on rule '{s}': expected NAME OP NUMBER with OP one of > >= < <= == != (e.g. 'nak_psn_seq > 0')"
-        )),
+        _ => Err(RuleError::Syntax(s.to_string())),
     }
 }
 
@@ -128,7 +126,7 @@ pub struct Verdict<'a> {
 pub fn check<'a>(
     rules: &'a [Rule],
     lookup: impl Fn(&str) -> Option<f64>,
-) -> Result<Vec<Verdict<'a>>, String> {
+) -> Result<Vec<Verdict<'a>>, RuleError> {
     rules
         .iter()
         .map(|r| match lookup(&r.name) {
@@ -137,13 +135,44 @@ pub fn check<'a>(
                 actual,
                 failed: r.op.holds(actual, r.value),
             }),
-            None => Err(format!(
-                "unknown name '{}' in --fail-on rule '{}' (use a key of \"totals\" or \"derived\" in the JSON report)",
-                r.name, r
-            )),
+            None => Err(RuleError::UnknownName {
+                name: r.name.clone(),
+                rule: r.to_string(),
+            }),
         })
         .collect()
 }
+
+/// A rule that does not parse, or names no value of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleError {
+    /// Not `NAME OP NUMBER` (the rule as given).
+    Syntax(String),
+    /// A name the report has no value for.
+    UnknownName {
+        /// The name.
+        name: String,
+        /// The whole rule.
+        rule: String,
+    },
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleError::Syntax(s) => write!(
+                f,
+                "bad --fail-on rule '{s}': expected NAME OP NUMBER with OP one of > >= < <= == != (e.g. 'nak_psn_seq > 0')"
+            ),
+            RuleError::UnknownName { name, rule } => write!(
+                f,
+                "unknown name '{name}' in --fail-on rule '{rule}' (use a key of \"totals\" or \"derived\" in the JSON report)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RuleError {}
 
 #[cfg(test)]
 mod tests {
@@ -189,6 +218,7 @@ mod tests {
         let bad = vec![parse("z > 0").unwrap()];
         assert!(check(&bad, |_| None)
             .unwrap_err()
+            .to_string()
             .contains("unknown name 'z'"));
     }
 }

@@ -17,6 +17,8 @@
 
 mod cm;
 mod encap;
+mod error;
+pub use error::KnobError;
 mod fabric;
 pub mod frame;
 mod malformed;
@@ -28,8 +30,9 @@ pub mod rng;
 mod sbr;
 mod traffic;
 
-use crate::error::{exit, Failure};
+use crate::error::exit;
 use dissectors::LinkType;
+pub use error::Error;
 use out::{Observable, Out};
 use rng::Rng;
 use serde::Serialize;
@@ -373,7 +376,7 @@ pub struct Config {
 }
 
 /// Lists the scenarios or writes one (and its truth); returns the exit code.
-pub fn run(a: Config) -> Result<i32, Failure> {
+pub fn run(a: Config) -> Result<i32, Error> {
     if a.list {
         let width = SCENARIOS.iter().map(|s| s.name.len()).max().unwrap_or(0);
         let mut o = io::stdout().lock();
@@ -382,27 +385,26 @@ pub fn run(a: Config) -> Result<i32, Failure> {
                 return if crate::error::is_broken_pipe(&e) {
                     Ok(exit::OK)
                 } else {
-                    Err(Failure::new(format!("writing output: {e}")))
+                    Err(Error::List(e))
                 };
             }
         }
         return Ok(exit::OK);
     }
     let name = a.scenario.as_deref().unwrap_or_default();
-    let sc = find(name).ok_or_else(|| {
-        Failure::new(format!(
-            "synth: unknown scenario '{name}' (rocetap synth --list shows all {})",
-            SCENARIOS.len()
-        ))
+    let sc = find(name).ok_or_else(|| Error::UnknownScenario {
+        name: name.to_string(),
+        count: SCENARIOS.len(),
     })?;
     let Some(path) = a.output.as_deref() else {
-        return Err(Failure::new("synth: no output file (give -o FILE)"));
+        return Err(Error::NoOutput);
     };
     if let Some(n) = a.snaplen {
         if n < MIN_SNAPLEN {
-            return Err(Failure::new(format!(
-                "synth: --snaplen {n} is below {MIN_SNAPLEN}, which would hide the headers the truth file counts"
-            )));
+            return Err(Error::Snaplen {
+                given: n,
+                min: MIN_SNAPLEN,
+            });
         }
     }
     let knobs = Knobs {
@@ -411,7 +413,7 @@ pub fn run(a: Config) -> Result<i32, Failure> {
         loss_permille: a.loss,
         msg_size: a.msg_size,
     };
-    check_knobs(sc, &knobs).map_err(|e| Failure::new(format!("synth: {e}")))?;
+    check_knobs(sc, &knobs).map_err(Error::Knobs)?;
     let params = Params {
         seed: a.seed,
         packets: a.packets.unwrap_or(sc.default_packets).max(1),
@@ -423,14 +425,14 @@ pub fn run(a: Config) -> Result<i32, Failure> {
     let name = path.display().to_string();
     for p in [path, truth_path.as_path()] {
         if !a.force && p.exists() {
-            return Err(Failure::new(format!(
-                "synth: {} already exists (use --force to overwrite)",
-                p.display()
-            )));
+            return Err(Error::Exists(p.to_path_buf()));
         }
     }
-    let file =
-        open(path, a.force).map_err(|e| Failure::new(format!("synth: writing {name}: {e}")))?;
+    let write = |name: &str| {
+        let name = name.to_string();
+        move |error| Error::Write { name, error }
+    };
+    let file = open(path, a.force).map_err(write(&name))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     let out_name = path
         .file_name()
@@ -438,47 +440,38 @@ pub fn run(a: Config) -> Result<i32, Failure> {
         .unwrap_or_else(|| name.clone());
     let doc = generate(sc, &params, &mut w, &out_name)
         .and_then(|d| w.flush().map(|_| d))
-        .map_err(|e| Failure::new(format!("synth: writing {name}: {e}")))?;
-    std::fs::write(&truth_path, doc)
-        .map_err(|e| Failure::new(format!("synth: writing {}: {e}", truth_path.display())))?;
+        .map_err(write(&name))?;
+    std::fs::write(&truth_path, doc).map_err(write(&truth_path.display().to_string()))?;
     Ok(exit::OK)
 }
 
 /// The scenario options make sense for this scenario and are in range.
-fn check_knobs(sc: &Scenario, k: &Knobs) -> Result<(), String> {
+fn check_knobs(sc: &Scenario, k: &Knobs) -> Result<(), KnobError> {
     if !sc.knobs {
         if k.any() {
-            return Err(format!(
-                "--qps, --peers, --loss and --msg-size are options of many-qp, not of {}",
-                sc.name
-            ));
+            return Err(KnobError::NotManyQp(sc.name));
         }
         return Ok(());
     }
     let qps = k.qps.unwrap_or(manyqp::QPS);
     if !(1..=manyqp::MAX_QPS).contains(&qps) {
-        return Err(format!("--qps {qps}: give 1 to {}", manyqp::MAX_QPS));
+        return Err(KnobError::Qps(qps));
     }
     let peers = k.peers.unwrap_or(manyqp::PEERS.min(qps));
     if peers == 0 || peers > qps || peers > manyqp::MAX_PEERS {
-        return Err(format!(
-            "--peers {peers}: give 1 to --qps ({qps}), at most {}",
-            manyqp::MAX_PEERS
-        ));
+        return Err(KnobError::Peers { peers, qps });
     }
     if let Some(l) = k.loss_permille {
         if l > 100 {
-            return Err(format!("--loss {l}: at most 100 per mille"));
+            return Err(KnobError::Loss(l));
         }
         if l > 0 && k.msg_size.unwrap_or(manyqp::MSG_SIZE) <= 4096 {
-            return Err(
-                "--loss needs multi-packet messages: give --msg-size above 4096 (the PMTU)".into(),
-            );
+            return Err(KnobError::LossNeedsBigMessages);
         }
     }
     if let Some(m) = k.msg_size {
         if !(1..=1 << 20).contains(&m) {
-            return Err(format!("--msg-size {m}: give 1 to 1048576 bytes"));
+            return Err(KnobError::MsgSize(m));
         }
     }
     Ok(())

@@ -293,7 +293,7 @@ pub fn replay(
     }
     let state = match res {
         Ok(_) => FeedState::Ended,
-        Err(e) => FeedState::Failed(e.what),
+        Err(e) => FeedState::Failed(e.to_string()),
     };
     let Replay {
         rings,

@@ -14,15 +14,17 @@
 #![warn(missing_docs)]
 
 pub mod app;
+mod error;
 pub mod feed;
 pub mod keys;
 pub mod render;
 
 use crate::capture::live::{Filter, LiveOptions, LiveSource};
 use crate::capture::privileges;
-use crate::error::{exit, Failure};
+use crate::error::exit;
 use app::{Action, App, Effect, Mode};
 use crossterm::event::{self, Event};
+pub use error::Error;
 use feed::Control;
 pub use feed::Speed;
 use std::io::IsTerminal;
@@ -71,7 +73,7 @@ pub struct Config {
 }
 
 /// Runs the UI until the user quits; returns the exit code.
-pub fn run(a: Config) -> Result<i32, Failure> {
+pub fn run(a: Config) -> Result<i32, Error> {
     let files = a.files.clone();
     let speed = a.speed;
     let dcfg = dissectors::Config {
@@ -89,8 +91,7 @@ pub fn run(a: Config) -> Result<i32, Failure> {
         };
         let opened = LiveSource::open(&a.devices, opts)
             .map_err(|e| crate::capture::session::explain(e, &a.sysfs_root))?;
-        privileges::drop_privileges()
-            .map_err(|e| Failure::new(format!("top: dropping privileges: {e}")))?;
+        privileges::drop_privileges().map_err(Error::Privileges)?;
         need_terminal()?;
         let live = opened.start();
         let names: Vec<String> = live.sources().iter().map(|s| s.name.clone()).collect();
@@ -98,7 +99,10 @@ pub fn run(a: Config) -> Result<i32, Failure> {
         let t = std::thread::Builder::new()
             .name("top-live".into())
             .spawn(move || feed::live(live, hw, dcfg, dir, tx, ctl_rx))
-            .map_err(|e| Failure::new(format!("top: starting the capture thread: {e}")))?;
+            .map_err(|error| Error::Thread {
+                what: "capture thread",
+                error,
+            })?;
         (Mode::Live, format!("live {}", names.join(", ")), t)
     } else {
         for p in &files {
@@ -122,7 +126,10 @@ pub fn run(a: Config) -> Result<i32, Failure> {
         let t = std::thread::Builder::new()
             .name("top-replay".into())
             .spawn(move || feed::replay(fl, speed, dcfg, dir, tx, ctl_rx))
-            .map_err(|e| Failure::new(format!("top: starting the replay thread: {e}")))?;
+            .map_err(|error| Error::Thread {
+                what: "replay thread",
+                error,
+            })?;
         (Mode::Replay, format!("replay {} {sp}", names.join(", ")), t)
     };
     // SIGTERM, SIGHUP (a closed terminal), and SIGINT / SIGQUIT sent from outside
@@ -130,8 +137,7 @@ pub fn run(a: Config) -> Result<i32, Failure> {
     // put back: their default action would leave it raw and on the alternate screen.
     let stop = Arc::new(AtomicBool::new(false));
     for sig in STOP_SIGNALS {
-        signal_hook::flag::register(sig, stop.clone())
-            .map_err(|e| Failure::new(format!("top: installing signal handlers: {e}")))?;
+        signal_hook::flag::register(sig, stop.clone()).map_err(Error::Signals)?;
     }
     let done = Arc::new(AtomicBool::new(false));
     watch_stop(stop.clone(), done.clone())?;
@@ -153,7 +159,7 @@ pub fn run(a: Config) -> Result<i32, Failure> {
 /// no longer a terminal) counts as SIGHUP, and one second after `stop` without the UI
 /// having returned, the terminal is put back as far as it can be and the process exits
 /// as `q` would.
-fn watch_stop(stop: Arc<AtomicBool>, done: Arc<AtomicBool>) -> Result<(), Failure> {
+fn watch_stop(stop: Arc<AtomicBool>, done: Arc<AtomicBool>) -> Result<(), Error> {
     std::thread::Builder::new()
         .name("top-stop".into())
         .spawn(move || {
@@ -177,16 +183,16 @@ fn watch_stop(stop: Arc<AtomicBool>, done: Arc<AtomicBool>) -> Result<(), Failur
             std::process::exit(exit::OK);
         })
         .map(|_| ())
-        .map_err(|e| Failure::new(format!("top: starting the signal watcher: {e}")))
+        .map_err(|error| Error::Thread {
+            what: "signal watcher",
+            error,
+        })
 }
 
 /// Checked after the sources open, so a bad file or device is reported as such.
-fn need_terminal() -> Result<(), Failure> {
+fn need_terminal() -> Result<(), Error> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return Err(
-            Failure::new("top: standard input and output must be a terminal")
-                .hint("for a report without a terminal use rocetap analyze"),
-        );
+        return Err(Error::NotATerminal);
     }
     Ok(())
 }
@@ -196,11 +202,10 @@ fn ui(
     rx: &mpsc::Receiver<Action>,
     ctl: &mpsc::Sender<Control>,
     stop: &AtomicBool,
-) -> Result<(), Failure> {
-    let mut term =
-        ratatui::try_init().map_err(|e| Failure::new(format!("top: opening the terminal: {e}")))?;
+) -> Result<(), Error> {
+    let mut term = ratatui::try_init().map_err(Error::OpenTerminal)?;
     let _restore = Restore;
-    let fail = |e: std::io::Error| Failure::new(format!("top: terminal: {e}"));
+    let fail = Error::Terminal;
     let mut dirty = true;
     let mut last_draw = Instant::now() - REDRAW_EVERY;
     loop {
@@ -251,7 +256,7 @@ fn ui(
                 Err(mpsc::TryRecvError::Empty) => break,
                 Err(mpsc::TryRecvError::Disconnected) => {
                     if !matches!(app.feed, app::FeedState::Ended | app::FeedState::Failed(_)) {
-                        return Err(Failure::new("top: the feeder thread stopped unexpectedly"));
+                        return Err(Error::FeederStopped);
                     }
                     break;
                 }

@@ -25,6 +25,9 @@ use crate::yaml::{self, Node, Pos, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod error;
+pub use error::{ConfError, Why};
+
 /// A checked web configuration: TLS settings ready to serve, the users, extra headers.
 pub struct WebConfig {
     /// The file it came from.
@@ -59,19 +62,14 @@ const HEADERS: [&str; 5] = [
 
 /// Reads `path` (at most `max` bytes of text) through the project's one bounded reader,
 /// [`crate::sysfile::read`]: a FIFO or device put in its place is refused without blocking.
-pub fn read_bounded(path: &Path, max: u64, what: &str) -> Result<String, String> {
-    crate::sysfile::read(path, usize::try_from(max).unwrap_or(usize::MAX)).map_err(|e| {
-        if e.too_long() {
-            format!("{e}; {what} is at most {} KiB", max >> 10)
-        } else {
-            e.to_string()
-        }
-    })
+pub fn read_bounded(path: &Path, max: u64, what: &'static str) -> Result<String, ConfError> {
+    crate::sysfile::read(path, usize::try_from(max).unwrap_or(usize::MAX))
+        .map_err(|error| ConfError::Read { error, what, max })
 }
 
 impl WebConfig {
     /// Reads and checks the file; the error is one line without the option's name.
-    pub fn load(path: &Path) -> Result<WebConfig, String> {
+    pub fn load(path: &Path) -> Result<WebConfig, ConfError> {
         let text = read_bounded(path, WEB_CONFIG_MAX_BYTES, "a web config file")?;
         let dir = path.parent().unwrap_or(Path::new("."));
         Self::parse(&text, dir)
@@ -81,7 +79,10 @@ impl WebConfig {
                 users,
                 headers,
             })
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(|e| ConfError::In {
+                path: path.to_path_buf(),
+                error: Box::new(e),
+            })
     }
 
     /// The text of a web config; relative file names are taken from `dir` (as the
@@ -96,21 +97,18 @@ impl WebConfig {
             Users,
             Vec<(String, String)>,
         ),
-        String,
+        ConfError,
     > {
         if let Some((n, _)) = text
             .lines()
             .enumerate()
             .find(|(_, l)| l.chars().any(|c| c.is_control() && c != '\t' && c != '\r'))
         {
-            return Err(format!(
-                "line {}: a control character (not a text file?)",
-                n + 1
-            ));
+            return Err(at_line(n + 1, Why::ControlChar));
         }
-        let docs = yaml::load(text).map_err(|e| format!("not YAML: {e}"))?;
+        let docs = yaml::load(text).map_err(ConfError::NotYaml)?;
         if docs.len() > 1 {
-            return Err("more than one YAML document".into());
+            return Err(ConfError::ManyDocuments);
         }
         let mut tls_cfg = None;
         let mut users = Users::default();
@@ -124,9 +122,15 @@ impl WebConfig {
                 "basic_auth_users" => {
                     for (user, up, hash) in mapping(v, "basic_auth_users")? {
                         let h = string(hash, up, user)?;
-                        users
-                            .add(user, h)
-                            .map_err(|e| format!("line {}: user '{}': {e}", up.line, safe(user)))?;
+                        users.add(user, h).map_err(|why| {
+                            at_line(
+                                up.line,
+                                Why::User {
+                                    user: user.clone(),
+                                    why,
+                                },
+                            )
+                        })?;
                     }
                 }
                 "http_server_config" => {
@@ -135,7 +139,7 @@ impl WebConfig {
                             "http2" => {
                                 // rocetap serves HTTP/1.1 only, what `http2: false` asks.
                                 v.bool().ok_or_else(|| {
-                                    format!("line {}: 'http2' takes true or false", p.line)
+                                    at_line(p.line, Why::NotABool("http2".to_string()))
                                 })?;
                             }
                             "headers" => {
@@ -143,19 +147,17 @@ impl WebConfig {
                                     let Some(n) =
                                         HEADERS.iter().find(|h| h.eq_ignore_ascii_case(name))
                                     else {
-                                        return Err(format!(
-                                            "line {}: header '{}' cannot be set (allowed: {})",
+                                        return Err(at_line(
                                             hp.line,
-                                            safe(name),
-                                            HEADERS.join(", ")
+                                            Why::HeaderNotAllowed {
+                                                name: name.clone(),
+                                                allowed: &HEADERS,
+                                            },
                                         ));
                                     };
                                     let val = string(val, hp, name)?;
                                     if val.chars().any(|c| c.is_control()) {
-                                        return Err(format!(
-                                            "line {}: header '{n}': a control character",
-                                            hp.line
-                                        ));
+                                        return Err(at_line(hp.line, Why::HeaderControl(n)));
                                     }
                                     headers.push((n.to_string(), val.to_string()));
                                 }
@@ -179,64 +181,69 @@ impl WebConfig {
         }
         let tls = tls_cfg
             .map(|t| tls::server_config(&t))
-            .transpose()?
+            .transpose()
+            .map_err(ConfError::Tls)?
             .map(Arc::new);
         Ok((tls, users, headers))
     }
 }
 
-fn safe(s: &str) -> String {
-    crate::report::safe::term(s).to_string()
+fn at_line(line: usize, why: Why) -> ConfError {
+    ConfError::At { line, why }
 }
 
-fn unknown(key: &str, p: &Pos, known: &[&str]) -> String {
-    format!(
-        "line {}: unknown key '{}' (known: {})",
+fn unknown(key: &str, p: &Pos, known: &'static [&'static str]) -> ConfError {
+    at_line(
         p.line,
-        safe(key),
-        known.join(", ")
+        Why::UnknownKey {
+            key: key.to_string(),
+            known,
+        },
     )
 }
 
 /// A mapping (a null value is an empty one, as YAML writes `key:`).
-fn mapping<'a>(n: &'a Node, what: &str) -> Result<&'a [(String, Pos, Node)], String> {
+fn mapping<'a>(n: &'a Node, what: &'static str) -> Result<&'a [(String, Pos, Node)], ConfError> {
     if n.is_null() {
         return Ok(&[]);
     }
     n.map()
-        .ok_or_else(|| format!("line {}: {what} must be a mapping", n.pos.line))
+        .ok_or_else(|| at_line(n.pos.line, Why::NotAMapping(what)))
 }
 
-fn string<'a>(n: &'a Node, kp: &Pos, key: &str) -> Result<&'a str, String> {
+fn string<'a>(n: &'a Node, kp: &Pos, key: &str) -> Result<&'a str, ConfError> {
     match &n.value {
         Value::Str(s) if !s.is_empty() => Ok(s),
-        _ => Err(format!(
-            "line {}: '{}' must be a non-empty string",
-            kp.line,
-            safe(key)
-        )),
+        _ => Err(at_line(kp.line, Why::NotAString(key.to_string()))),
     }
 }
 
 /// `tls_server_config`, with its files read (relative to `dir`).
-fn tls_section(n: &Node, dir: &Path) -> Result<Tls, String> {
+fn tls_section(n: &Node, dir: &Path) -> Result<Tls, ConfError> {
     let mut t = Tls::default();
     let mut at = 0;
-    let pem = |v: &Node, p: &Pos, k: &str| -> Result<String, String> {
+    let pem = |v: &Node, p: &Pos, k: &str| -> Result<String, ConfError> {
         let f = dir.join(string(v, p, k)?);
-        read_bounded(&f, WEB_PEM_MAX_BYTES, "a PEM file")
-            .map_err(|e| format!("line {}: '{k}': {e}", p.line))
+        read_bounded(&f, WEB_PEM_MAX_BYTES, "a PEM file").map_err(|e| {
+            at_line(
+                p.line,
+                Why::Pem {
+                    key: k.to_string(),
+                    error: Box::new(e),
+                },
+            )
+        })
     };
     for (k, p, v) in mapping(n, "tls_server_config")? {
         at = p.line;
         let s = |v: &Node| string(v, p, k).map(str::to_string);
-        let list = |v: &Node| -> Result<Vec<String>, String> {
+        let list = |v: &Node| -> Result<Vec<String>, ConfError> {
             match v.seq() {
                 Some(items) => items
                     .iter()
                     .map(|i| string(i, p, k).map(str::to_string))
                     .collect(),
-                None => Err(format!("line {}: '{k}' must be a list", p.line)),
+                None => Err(at_line(p.line, Why::NotAList(k.to_string()))),
             }
         };
         match k.as_str() {
@@ -253,7 +260,7 @@ fn tls_section(n: &Node, dir: &Path) -> Result<Tls, String> {
             "prefer_server_cipher_suites" => {
                 t.prefer_server = v
                     .bool()
-                    .ok_or_else(|| format!("line {}: '{k}' takes true or false", p.line))?
+                    .ok_or_else(|| at_line(p.line, Why::NotABool(k.to_string())))?
             }
             _ => {
                 return Err(unknown(
@@ -285,7 +292,9 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<usize, String> {
-        WebConfig::parse(text, Path::new("/nonexistent")).map(|(_, u, h)| u.len() + h.len())
+        WebConfig::parse(text, Path::new("/nonexistent"))
+            .map(|(_, u, h)| u.len() + h.len())
+            .map_err(|e| e.to_string())
     }
 
     #[test]

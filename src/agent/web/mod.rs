@@ -20,9 +20,9 @@ mod routes;
 mod timed;
 mod tls;
 
+use super::Error;
 use crate::agent::http::ReportRequest;
 use crate::agent::state::Published;
-use crate::error::Failure;
 pub use conf::WebConfig;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::server::conn::http1;
@@ -115,7 +115,7 @@ pub fn spawn(
     shared: Arc<Mutex<Published>>,
     reports: SyncSender<ReportRequest>,
     stop: Arc<AtomicBool>,
-) -> Result<JoinHandle<()>, Failure> {
+) -> Result<JoinHandle<()>, Error> {
     let Bound { rt, listener } = bound;
     let (users, headers, tls) = match &opts.config {
         Some(c) => (
@@ -147,7 +147,7 @@ pub fn spawn(
             rt.block_on(accept(listener, ctx, tls, max, stop));
             rt.shutdown_timeout(Duration::from_secs(1));
         })
-        .map_err(|e| Failure::new(format!("agent: starting the HTTP server: {e}")))
+        .map_err(Error::Http)
 }
 
 /// The answer to a connection past the limit (plain HTTP only).

@@ -14,6 +14,13 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
 use std::sync::Arc;
 
+mod error;
+pub use error::{TlsError, TlsWhy};
+
+fn at(line: usize, why: TlsWhy) -> TlsError {
+    TlsError { line, why }
+}
+
 /// `tls_server_config` as written: each value with its line.
 #[derive(Default)]
 pub struct Tls {
@@ -30,35 +37,34 @@ pub struct Tls {
     pub line: usize,
 }
 
-fn version(v: &str, line: usize, min: bool) -> Result<u8, String> {
+fn version(v: &str, line: usize, min: bool) -> Result<u8, TlsError> {
     match v {
         "TLS10" | "TLS11" if min => Ok(12),
         "TLS12" => Ok(12),
         "TLS13" => Ok(13),
-        _ => Err(format!(
-            "line {line}: TLS version '{}': use TLS12 or TLS13{}",
-            crate::report::safe::term(v),
-            if min { "" } else { " (rustls speaks no older)" }
+        _ => Err(at(
+            line,
+            TlsWhy::Version {
+                given: v.to_string(),
+                min,
+            },
         )),
     }
 }
 
 /// The rustls configuration, or why the section is wrong.
-pub fn server_config(t: &Tls) -> Result<ServerConfig, String> {
+pub fn server_config(t: &Tls) -> Result<ServerConfig, TlsError> {
     let (Some((cert, cl)), Some((key, kl))) = (&t.cert, &t.key) else {
-        return Err(format!(
-            "line {}: tls_server_config needs cert_file (or cert) and key_file (or key)",
-            t.line
-        ));
+        return Err(at(t.line, TlsWhy::NeedsCertAndKey));
     };
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert.as_bytes())
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("line {cl}: certificate: {e}"))?;
+        .map_err(|e| at(*cl, TlsWhy::Certificate(e)))?;
     if certs.is_empty() {
-        return Err(format!("line {cl}: no PEM certificate in the certificate"));
+        return Err(at(*cl, TlsWhy::NoCertificate));
     }
     let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
-        .map_err(|e| format!("line {kl}: private key: {e}"))?;
+        .map_err(|e| at(*kl, TlsWhy::PrivateKey(e)))?;
 
     // Deprecated since rustls 0.23.48 for lacking post-quantum key exchange (only the
     // aws-lc provider has it, and aws-lc needs cmake and a C toolchain to build): the
@@ -79,10 +85,12 @@ pub fn server_config(t: &Tls) -> Result<ServerConfig, String> {
                     .filter(|s| s.tls13().is_none())
                     .map(|s| format!("{:?}", s.suite()))
                     .collect();
-                return Err(format!(
-                    "line {line}: cipher suite '{}' is not supported (supported: {})",
-                    crate::report::safe::term(n),
-                    known.join(", ")
+                return Err(at(
+                    *line,
+                    TlsWhy::CipherSuite {
+                        name: n.clone(),
+                        supported: known,
+                    },
                 ));
             };
             keep.push(*s);
@@ -110,12 +118,7 @@ pub fn server_config(t: &Tls) -> Result<ServerConfig, String> {
                 all.iter()
                     .find(|g| format!("{:?}", g.name()) == want)
                     .copied()
-                    .ok_or_else(|| {
-                        format!(
-                            "line {line}: curve '{}' is not supported (use X25519, CurveP256, CurveP384)",
-                            crate::report::safe::term(n)
-                        )
-                    })
+                    .ok_or_else(|| at(*line, TlsWhy::Curve(n.clone())))
             })
             .collect::<Result<_, _>>()?;
     }
@@ -128,9 +131,9 @@ pub fn server_config(t: &Tls) -> Result<ServerConfig, String> {
         None => 13,
     };
     if min > max {
-        return Err(format!(
-            "line {}: min_version is above max_version",
-            t.max_version.as_ref().map_or(t.line, |x| x.1)
+        return Err(at(
+            t.max_version.as_ref().map_or(t.line, |x| x.1),
+            TlsWhy::MinAboveMax,
         ));
     }
     let versions: Vec<&'static SupportedProtocolVersion> =
@@ -144,50 +147,43 @@ pub fn server_config(t: &Tls) -> Result<ServerConfig, String> {
     let auth = t.client_auth.as_ref().map(|(s, l)| (s.as_str(), *l));
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
-        .map_err(|e| format!("line {}: {e}", t.line))?;
+        .map_err(|e| at(t.line, TlsWhy::Protocols(e)))?;
     let builder = match (auth, &t.client_ca) {
         (None | Some(("NoClientCert", _)), None) => builder.with_no_client_auth(),
         (None | Some(("NoClientCert", _)), Some((_, l))) => {
-            return Err(format!(
-                "line {l}: client_ca_file is set but client_auth_type is NoClientCert: set client_auth_type to RequireAndVerifyClientCert or VerifyClientCertIfGiven"
-            ))
+            return Err(at(*l, TlsWhy::CaWithoutAuth))
         }
         (Some((a @ ("RequireAndVerifyClientCert" | "VerifyClientCertIfGiven"), l)), ca) => {
             let Some((ca, cal)) = ca else {
-                return Err(format!("line {l}: client_auth_type {a} needs client_ca_file"));
+                return Err(at(l, TlsWhy::AuthNeedsCa(a.to_string())));
             };
             let mut roots = RootCertStore::empty();
             for c in CertificateDer::pem_slice_iter(ca.as_bytes()) {
-                let c = c.map_err(|e| format!("line {cal}: client CA: {e}"))?;
+                let c = c.map_err(|e| at(*cal, TlsWhy::ClientCa(Box::new(e))))?;
                 roots
                     .add(c)
-                    .map_err(|e| format!("line {cal}: client CA: {e}"))?;
+                    .map_err(|e| at(*cal, TlsWhy::ClientCa(Box::new(e))))?;
             }
             if roots.is_empty() {
-                return Err(format!("line {cal}: no PEM certificate in client_ca_file"));
+                return Err(at(*cal, TlsWhy::NoClientCa));
             }
             let mut v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
             if a == "VerifyClientCertIfGiven" {
                 v = v.allow_unauthenticated();
             }
-            let v = v.build().map_err(|e| format!("line {cal}: client CA: {e}"))?;
+            let v = v
+                .build()
+                .map_err(|e| at(*cal, TlsWhy::ClientCa(Box::new(e))))?;
             builder.with_client_cert_verifier(v)
         }
         (Some((a @ ("RequestClientCert" | "RequireAnyClientCert"), l)), _) => {
-            return Err(format!(
-                "line {l}: client_auth_type {a} accepts a certificate without checking it: use RequireAndVerifyClientCert or VerifyClientCertIfGiven with client_ca_file"
-            ))
+            return Err(at(l, TlsWhy::AuthUnchecked(a.to_string())))
         }
-        (Some((a, l)), _) => {
-            return Err(format!(
-                "line {l}: client_auth_type '{}': use NoClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert",
-                crate::report::safe::term(a)
-            ))
-        }
+        (Some((a, l)), _) => return Err(at(l, TlsWhy::AuthUnknown(a.to_string()))),
     };
     let mut cfg = builder
         .with_single_cert(certs, key)
-        .map_err(|e| format!("line {kl}: certificate and key: {e}"))?;
+        .map_err(|e| at(*kl, TlsWhy::CertAndKey(e)))?;
     cfg.ignore_client_order = t.prefer_server;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)
@@ -206,7 +202,7 @@ mod tests {
             ..Tls::default()
         };
         extra(&mut t);
-        server_config(&t)
+        server_config(&t).map_err(|e| e.to_string())
     }
 
     #[test]
