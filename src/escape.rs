@@ -67,6 +67,6 @@ mod tests {
         assert_eq!(term("abc\u{202e}def\u{2066}"), "abc\\u{202e}def\\u{2066}");
         assert_eq!(term("a\\x1b"), "a\\\\x1b");
         let all: String = (0u8..0x20).map(char::from).collect();
-        assert!(!term(&all).chars().any(|c| c.is_control()));
+        assert!(!term(&all).chars().any(char::is_control));
     }
 }

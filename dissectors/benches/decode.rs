@@ -87,7 +87,7 @@ fn bench(c: &mut Criterion) {
             };
             let label = format!("{name}/{}", if icrc { "icrc" } else { "no_icrc" });
             g.bench_function(label, |b| {
-                b.iter(|| decode(LinkType::Ethernet, black_box(f), f.len() as u32, &cfg))
+                b.iter(|| decode(LinkType::Ethernet, black_box(f), f.len() as u32, &cfg));
             });
         }
     }
@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
                 f.len() as u32,
                 &Config::default(),
             )
-        })
+        });
     });
     g.finish();
 }

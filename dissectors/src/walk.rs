@@ -130,7 +130,7 @@ impl<'a> Walker<'a, '_> {
                 }
             }
             LinkType::RawIp => match self.frame.first().map(|b| b >> 4) {
-                Some(4) | Some(6) => self.ip(d, 0),
+                Some(4 | 6) => self.ip(d, 0),
                 Some(_) => malformed(
                     Layer::Ip,
                     0,

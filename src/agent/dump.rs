@@ -174,7 +174,7 @@ pub fn write(
     match res {
         Ok((frames, naks)) => {
             std::fs::rename(&part_p, &pcapng)
-                .and_then(|_| std::fs::rename(&part_j, &json))
+                .and_then(|()| std::fs::rename(&part_j, &json))
                 .inspect_err(|_| {
                     let _ = std::fs::remove_file(&part_p);
                     let _ = std::fs::remove_file(&part_j);
@@ -224,7 +224,9 @@ fn write_parts(
         return Err(e);
     }
     let file = sink.w.into_inner()?;
-    file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    file.into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?
+        .sync_all()?;
     let (report, input) = finish(p, srcs, qp);
     let frames = input.frames;
     let mut j = private_file(part_j)?;

@@ -137,7 +137,7 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<(String, Vec<String>)>, Error
                 vec![scalar(v).ok_or_else(|| at(format!("'{key}' must be a single value")))?]
             }
         };
-        out.push((key.to_string(), vals));
+        out.push((key.clone(), vals));
     }
     Ok(out)
 }

@@ -62,7 +62,7 @@ pub fn kept(needs: Needs) -> Vec<Capability> {
         v.push(Capability::CAP_SYS_ADMIN);
         v.push(Capability::CAP_SYS_PTRACE);
     }
-    v.sort_by_key(|c| c.index());
+    v.sort_by_key(caps::Capability::index);
     v
 }
 
@@ -117,10 +117,9 @@ pub fn restrict(needs: Needs) -> Result<Restricted, String> {
     caps::set(None, CapSet::Permitted, &keep).map_err(|e| format!("setting permitted: {e}"))?;
     rustix::thread::set_no_new_privs(true).map_err(|e| format!("setting no_new_privs: {e}"))?;
     let mut kept: Vec<Capability> = keep.into_iter().collect();
-    kept.sort_by_key(|c| c.index());
-    let other_threads = std::fs::read_dir("/proc/self/task")
-        .map(|d| d.count().saturating_sub(1))
-        .unwrap_or(0);
+    kept.sort_by_key(caps::Capability::index);
+    let other_threads =
+        std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count().saturating_sub(1));
     Ok(Restricted {
         kept,
         other_threads,

@@ -86,7 +86,9 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
     let names: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
     let shared = Arc::new(Mutex::new(Published::new(cfg.node.clone(), &names)));
     {
-        let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         p.memory.budget = plan.limit;
         p.memory.shares = plan.shares.clone();
     }
@@ -147,7 +149,11 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
             .iter()
             .zip(&names)
             .filter_map(|(s, n)| {
-                let e = s.error.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+                let e = s
+                    .error
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone()?;
                 Some(format!("{n}: {e}"))
             })
             .collect();

@@ -40,7 +40,9 @@ pub(super) fn netcheck_loop(
         drop(captures);
         log_changes(before.as_deref().unwrap_or(&[]), &now, log);
         {
-            let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let mut p = shared
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             p.netcheck.runs += 1;
             p.netcheck.last_run = Some(SystemTime::now());
             p.netcheck.namespaces = now.clone();

@@ -152,7 +152,7 @@ impl TopN {
             changed: now,
         };
         // Stale places go to flows in trouble, when there are any.
-        for c in self.chosen.iter_mut() {
+        for c in &mut self.chosen {
             if now.duration_since(c.changed) < STALE {
                 continue;
             }

@@ -43,7 +43,7 @@ fn bucket(v: u64) -> usize {
     if v < u64::from(SUB) {
         return v as usize;
     }
-    let octave = 63 - v.leading_zeros(); // >= 2
+    let octave = v.ilog2(); // >= 2
     let mantissa = (v >> (octave - 2)) & u64::from(SUB - 1);
     let b = (octave - 1) * SUB + mantissa as u32;
     (b as usize).min(BUCKETS - 1)

@@ -409,7 +409,7 @@ impl Analyzer {
                             NakCode::InvalidRequest => f.counters.nak_invalid_request += 1,
                             NakCode::RemoteAccessError => f.counters.nak_remote_access += 1,
                             NakCode::RemoteOperationalError => {
-                                f.counters.nak_remote_operational += 1
+                                f.counters.nak_remote_operational += 1;
                             }
                             NakCode::InvalidRdRequest => f.counters.nak_invalid_rd_request += 1,
                             NakCode::Unknown(_) => f.counters.nak_reserved += 1,

@@ -84,7 +84,7 @@ pub(super) fn note_retry(f: &mut Flow, p: Psn, ts: u64) {
                 count: 1,
                 first_ns: ts,
                 last_ns: ts,
-            })
+            });
         }
     }
 }

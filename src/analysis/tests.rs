@@ -89,8 +89,12 @@ fn pkt(src: [u8; 4], dst: [u8; 4], qp: u32, opcode: u8, psn: u32) -> Decoded {
     });
     let operation = op.operation();
     let payload_len = match operation {
-        Some(Operation::WriteFirst | Operation::WriteMiddle | Operation::ReadResponseFirst)
-        | Some(Operation::ReadResponseMiddle) => 1024,
+        Some(
+            Operation::WriteFirst
+            | Operation::WriteMiddle
+            | Operation::ReadResponseFirst
+            | Operation::ReadResponseMiddle,
+        ) => 1024,
         _ => 100,
     };
     d.roce = Some(Roce {
@@ -152,7 +156,7 @@ fn resp(opcode: u8, psn: u32, syndrome: u8) -> Decoded {
         r.aeth = Some(AethRepr {
             syndrome,
             msn: Msn(0),
-        })
+        });
     })
 }
 
@@ -166,7 +170,7 @@ fn read_req(psn: u32, va: u64, len: u32) -> Decoded {
             va,
             rkey: 7,
             dma_len: len,
-        })
+        });
     })
 }
 
@@ -436,7 +440,7 @@ fn responses_pair_with_the_qp_whose_psns_they_answer() {
             r.aeth = Some(AethRepr {
                 syndrome: 0x60,
                 msn: Msn(0),
-            })
+            });
         }),
         pkt(A, B, 0x23, SEND_ONLY, 500_001),
     ]);
@@ -909,7 +913,7 @@ mod properties {
                     pkt(B, A, QA, op, psn)
                 };
                 let d = with(d, |r| {
-                    if r.operation.is_some_and(|o| o.is_response()) {
+                    if r.operation.is_some_and(dissectors::Operation::is_response) {
                         r.aeth = Some(AethRepr {
                             syndrome: syn,
                             msn: Msn(0),
@@ -1087,7 +1091,7 @@ fn a_nak_arriving_during_a_resend_run_belongs_to_the_rewind_it_causes() {
         f.push(at(t, req_id(SEND_ONLY, p, id)));
     };
     for p in [0, 1, 2, 4, 5, 6, 7, 8, 9] {
-        send(&mut f, p as u64, p);
+        send(&mut f, u64::from(p), p);
     }
     f.push(at(20, resp(ACK, 3, 0x60)));
     for (i, p) in [3, 4, 5].into_iter().enumerate() {
@@ -1446,7 +1450,11 @@ fn qos_marks_change_counts_and_cnps_kept_apart() {
     // Data: 3 packets on 26 (one Not-ECT), 1 on 0; ACKs and CNPs are not data.
     assert_eq!((t.data_dscp_mixed, t.data_dscp0, t.data_not_ect), (1, 1, 1));
     assert_eq!(t.qos_direction_mismatch, 0);
-    let codes: Vec<&str> = r.findings.iter().map(|f| f.code()).collect();
+    let codes: Vec<&str> = r
+        .findings
+        .iter()
+        .map(crate::analysis::report::Finding::code)
+        .collect();
     for c in ["data_dscp_mixed", "data_dscp0", "data_not_ect"] {
         assert!(codes.contains(&c), "{c}: {codes:?}");
     }
@@ -1533,7 +1541,7 @@ fn first_packets_missing_are_found_on_a_flow_that_also_carries_responses() {
         r.aeth = Some(AethRepr {
             syndrome: 0x1f,
             msn: Msn(0),
-        })
+        });
     });
     frames.insert(at, (t, a));
     let r = run_at(&frames);

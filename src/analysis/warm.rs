@@ -160,7 +160,7 @@ impl Analyzer {
             return;
         };
         if let Some((_, next)) = p.req.sent.ends() {
-            prefetch((next as *const SentPsn).wrapping_sub(1));
+            prefetch(std::ptr::from_ref::<SentPsn>(next).wrapping_sub(1));
         }
         if let Some((front, _)) = p.req.ackreq.ends() {
             prefetch(front);

@@ -386,7 +386,7 @@ mod tests {
                 x.to_be_bytes()
             } else {
                 x.to_le_bytes()
-            })
+            });
         };
         let mut v = Vec::new();
         w(&mut v, if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 });

@@ -24,7 +24,7 @@ fn counts(stats: &[Arc<SourceStats>]) -> Vec<Counts> {
             let p = s
                 .pcap
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .unwrap_or_default();
             Counts {
                 received: s.received.load(Ordering::Relaxed),

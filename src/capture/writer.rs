@@ -246,7 +246,7 @@ mod tests {
                 Writer::with_comment(Vec::new(), format, &ifaces, Some("section note")).unwrap();
             w.write(1_700_000_000_123_456_789, 0, &[1, 2, 3], 3, Some("hello"))
                 .unwrap();
-            let iface = if format == Format::PcapNg { 1 } else { 0 };
+            let iface = u32::from(format == Format::PcapNg);
             w.write(1_700_000_001_000_001_000, iface, &[4; 61], 100, None)
                 .unwrap();
             let buf = w.into_inner().unwrap();

@@ -148,7 +148,7 @@ fn apply(
     roce_port: &mut Option<u16>,
     filter: &mut Option<String>,
 ) -> Result<(), String> {
-    let first = v.first().map(String::as_str).unwrap_or("");
+    let first = v.first().map_or("", String::as_str);
     match key {
         "interface" => cfg.interfaces = v.to_vec(),
         "listen" => cfg.listen = listen_addr(first)?,
@@ -236,14 +236,14 @@ fn apply(
             if d.is_zero() {
                 return Err("give a positive duration".into());
             }
-            cfg.analyzer.idle_timeout_ns = d.as_nanos().min(u64::MAX as u128) as u64;
+            cfg.analyzer.idle_timeout_ns = d.as_nanos().min(u128::from(u64::MAX)) as u64;
         }
         "gap_timeout" => {
             let d = file::parse_duration(first)?;
             if d.is_zero() {
                 return Err("give a positive duration".into());
             }
-            cfg.analyzer.gap_timeout_ns = d.as_nanos().min(u64::MAX as u128) as u64;
+            cfg.analyzer.gap_timeout_ns = d.as_nanos().min(u128::from(u64::MAX)) as u64;
         }
         "link_speed" => {
             let g: f64 = num(first)?;
@@ -256,7 +256,7 @@ fn apply(
             cfg.web.config = Some(std::sync::Arc::new(
                 agent::web::WebConfig::load(std::path::Path::new(first))
                     .map_err(|e| e.to_string())?,
-            ))
+            ));
         }
         "max_connections" => {
             let n: usize = num(first)?;

@@ -230,7 +230,7 @@ fn finish(
         verbose: o.verbose,
     };
     let res = write_report(&mut w, o.format, o.events, look, &input, &report, &verdicts)
-        .and_then(|_| w.flush());
+        .and_then(|()| w.flush());
     if let Err(e) = res {
         if is_broken_pipe(&e) {
             return Ok(exit::OK);

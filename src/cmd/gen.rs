@@ -15,7 +15,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<i32, Failure> {
     clap_complete::generate(shell, &mut cmd, "rocetap", &mut buf);
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    match out.write_all(&buf).and_then(|_| out.flush()) {
+    match out.write_all(&buf).and_then(|()| out.flush()) {
         Ok(()) => Ok(exit::OK),
         Err(e) if is_broken_pipe(&e) => Ok(exit::OK),
         Err(e) => Err(Failure::new(format!("writing output: {e}"))),
@@ -34,7 +34,7 @@ pub fn man_pages(dir: &Path) -> Result<i32, Failure> {
         list.push_str(&format!("{}\n", path.display()));
     }
     let mut out = io::stdout().lock();
-    match out.write_all(list.as_bytes()).and_then(|_| out.flush()) {
+    match out.write_all(list.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(exit::OK),
         Err(e) if is_broken_pipe(&e) => Ok(exit::OK),
         Err(e) => Err(Failure::new(format!("writing output: {e}"))),
@@ -109,7 +109,7 @@ mod tests {
     #[test]
     fn a_man_page_per_subcommand_with_its_long_options() {
         let pages = pages();
-        let names: Vec<String> = pages.iter().map(|p| p.get_filename()).collect();
+        let names: Vec<String> = pages.iter().map(clap_mangen::Man::get_filename).collect();
         for (sub, longs) in tree() {
             let file = if sub.is_empty() {
                 "rocetap.1".to_string()

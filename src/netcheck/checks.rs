@@ -240,7 +240,7 @@ pub fn apply_sbr(st: &NetState, dev: &str, table: u32) -> (NetState, Vec<String>
         ));
         prio = prio.saturating_sub(1);
     }
-    for r in new.routes.iter_mut() {
+    for r in &mut new.routes {
         if r.table == RT_TABLE_MAIN
             && r.dst.addr.is_ipv4()
             && r.nexthops.iter().any(|n| n.dev.as_deref() == Some(dev))

@@ -369,7 +369,7 @@ fn convert_rule(r: &RuleMessage) -> Rule {
             RuleAttribute::Table(t) => table = *t,
             RuleAttribute::Goto(g) => goto = Some(*g),
             RuleAttribute::SuppressPrefixLen(p) if *p != u32::MAX => {
-                rule.suppress_prefixlen = Some(*p)
+                rule.suppress_prefixlen = Some(*p);
             }
             RuleAttribute::L3MDev(true) => unsupported.push("l3mdev"),
             RuleAttribute::UidRange(_) => unsupported.push("uidrange"),

@@ -108,7 +108,7 @@ fn entry(device: &str, port: Option<u32>, a: Attrs<'_>) -> Option<QpEntry> {
     let name = |table: &[&str], v: Option<u8>| match v {
         Some(v) => table
             .get(usize::from(v))
-            .map_or_else(|| format!("{v}"), |s| s.to_string()),
+            .map_or_else(|| format!("{v}"), std::string::ToString::to_string),
         None => String::new(),
     };
     Some(QpEntry {

@@ -198,7 +198,7 @@ const BASE: &[(&str, Extract)] = &[
     ("ip.ttl", |c| c.d.ip.map(|i| Value::Int(u64::from(i.ttl)))),
     ("ipv6.flow", |c| {
         c.d.ip
-            .filter(|i| i.is_ipv6())
+            .filter(dissectors::IpRepr::is_ipv6)
             .map(|i| Value::Hex(u64::from(i.flow_label), 5))
     }),
     ("ip.proto", |c| {

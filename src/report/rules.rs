@@ -123,10 +123,10 @@ pub struct Verdict<'a> {
 
 /// Checks every rule; `lookup` gives the value of a name, `None` for an unknown name
 /// (an error naming the rule).
-pub fn check<'a>(
-    rules: &'a [Rule],
+pub fn check(
+    rules: &[Rule],
     lookup: impl Fn(&str) -> Option<f64>,
-) -> Result<Vec<Verdict<'a>>, RuleError> {
+) -> Result<Vec<Verdict<'_>>, RuleError> {
     rules
         .iter()
         .map(|r| match lookup(&r.name) {

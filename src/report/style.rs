@@ -51,7 +51,7 @@ impl Paint {
     }
 
     /// `text` in the color of `tone` (unchanged when color is off).
-    pub fn tone<'a>(self, tone: Tone, text: &'a str) -> Cow<'a, str> {
+    pub fn tone(self, tone: Tone, text: &str) -> Cow<'_, str> {
         if self.on && !text.is_empty() {
             Cow::Owned(format!("{}{text}{RESET}", tone.sgr()))
         } else {

@@ -289,9 +289,10 @@ fn flows_ended(expired: u64, restarted: u64) -> String {
             "{restarted} times a QP number came back with a PSN of a new connection"
         ));
     }
-    match parts.is_empty() {
-        true => String::new(),
-        false => format!(" ({})", parts.join("; ")),
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
     }
 }
 

@@ -120,7 +120,7 @@ pub fn mixed_encap(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> 
     let mut conns: Vec<Conn> = vec![vlan, v6, v1, xrc];
     let mut round = 0u64;
     while out.frames() < target {
-        for c in conns.iter_mut() {
+        for c in &mut conns {
             let op = if round == 0 {
                 // First round: a multi-packet WRITE, so First/Middle/Last appear in each.
                 super::rc::Op::Write {
@@ -138,7 +138,7 @@ pub fn mixed_encap(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> 
         }
         round += 1;
     }
-    for c in conns.iter_mut() {
+    for c in &mut conns {
         c.finish(out)?;
     }
     Ok(())

@@ -81,7 +81,7 @@ pub fn congestion(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
             out.now += rng.range(200, 1_500);
         }
     }
-    for c in conns.iter_mut() {
+    for c in &mut conns {
         c.finish(out)?;
     }
     cold.finish(out)?;

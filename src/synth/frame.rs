@@ -144,12 +144,7 @@ impl Pkt {
 
     /// BTH through ICRC, in bytes.
     pub fn transport_len(&self) -> usize {
-        let ext = self
-            .bth
-            .opcode
-            .decode()
-            .map(|(_, c)| c.ext_len())
-            .unwrap_or(0);
+        let ext = self.bth.opcode.decode().map_or(0, |(_, c)| c.ext_len());
         ib::bth::LEN + ext + self.payload_len as usize + self.pad() + 4
     }
 }

@@ -117,7 +117,7 @@ pub fn many_qp(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()> {
     let active = sent.iter().filter(|&&s| s > 0).count() as u64;
     out.obs.connections = Some(active);
     out.obs.flows = Some(2 * active);
-    for c in conns.iter_mut() {
+    for c in &mut conns {
         c.finish(out)?;
     }
     Ok(())

@@ -436,10 +436,9 @@ pub fn run(a: Config) -> Result<i32, Error> {
     let mut w = BufWriter::with_capacity(1 << 20, file);
     let out_name = path
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| name.clone());
+        .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
     let doc = generate(sc, &params, &mut w, &out_name)
-        .and_then(|d| w.flush().map(|_| d))
+        .and_then(|d| w.flush().map(|()| d))
         .map_err(write(&name))?;
     std::fs::write(&truth_path, doc).map_err(write(&truth_path.display().to_string()))?;
     Ok(exit::OK)
@@ -691,7 +690,7 @@ pub(crate) mod tests {
         let mut asked_pod = 0;
         for (_, d) in &frames {
             let s = d.sll.expect("SLL2 frames");
-            assert!(matches!(s.ifindex, Some(3) | Some(4)));
+            assert!(matches!(s.ifindex, Some(3 | 4)));
             if let Some(a) = d.arp {
                 let pod = a.target_ip == std::net::Ipv4Addr::new(198, 18, 1, 5);
                 if a.op == ArpOp::Request && pod && a.sender_ip.octets() == [198, 19, 8, 1] {

@@ -109,7 +109,7 @@ pub fn qos_mismarked(out: &mut Out, rng: &mut Rng, target: u64) -> io::Result<()
         }
         round += 1;
     }
-    for c in conns.iter_mut() {
+    for c in &mut conns {
         c.finish(out)?;
     }
     Ok(())

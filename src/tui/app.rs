@@ -283,7 +283,7 @@ impl App {
                 v = k.into_iter().map(|x| x.2).collect();
             }
             Sort::Problems => {
-                v.sort_by_cached_key(|&i| (std::cmp::Reverse(problems(&flows[i])), flows[i].id))
+                v.sort_by_cached_key(|&i| (std::cmp::Reverse(problems(&flows[i])), flows[i].id));
             }
             Sort::Name => v.sort_by(|&a, &b| {
                 let (a, b) = (&flows[a], &flows[b]);

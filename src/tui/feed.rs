@@ -131,13 +131,13 @@ impl Replay<'_> {
         };
         let n = an.events_recorded();
         let res = if force {
-            self.tx
-                .send(Action::Snapshot(Box::new(s)))
-                .map(|_| true)
-                .unwrap_or_else(|_| {
+            self.tx.send(Action::Snapshot(Box::new(s))).map_or_else(
+                |_| {
                     self.quit = true;
                     false
-                })
+                },
+                |()| true,
+            )
         } else {
             match self.tx.try_send(Action::Snapshot(Box::new(s))) {
                 Ok(()) => true,
@@ -336,7 +336,7 @@ fn drops(live: &LiveSource) -> Drops {
         let p = s
             .pcap
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .unwrap_or_default();
         d.kernel += p.kernel_dropped;
         d.iface += p.if_dropped;
@@ -394,7 +394,12 @@ pub fn live(
             let dr = drops(&live);
             let mut errors = Vec::new();
             for (n, s) in names.iter().zip(live.stats()) {
-                if let Some(e) = s.error.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+                if let Some(e) = s
+                    .error
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone()
+                {
                     errors.push(format!("{n}: {e}"));
                 }
             }

@@ -148,7 +148,7 @@ pub fn run(a: Config) -> Result<i32, Error> {
     let _ = ctl_tx.send(Control::Quit);
     drop(rx);
     let _ = thread.join();
-    res.map(|_| exit::OK)
+    res.map(|()| exit::OK)
 }
 
 /// Makes sure a signal, or a terminal that went away, ends the process. The UI checks
@@ -207,7 +207,7 @@ fn ui(
     let _restore = Restore;
     let fail = Error::Terminal;
     let mut dirty = true;
-    let mut last_draw = Instant::now() - REDRAW_EVERY;
+    let mut last_draw = Instant::now().checked_sub(REDRAW_EVERY).unwrap();
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(());

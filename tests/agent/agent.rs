@@ -24,7 +24,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 #[test]
 fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay", "prometheus", "promtool", "tshark"]) {
         return;
     }
@@ -281,7 +283,9 @@ fn prometheus_scrapes_the_truth_and_netcheck_follows_the_pods() {
 
 #[test]
 fn a_full_disk_fails_the_dump_cleanly() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay", "mount"]) {
         return;
     }
@@ -452,7 +456,9 @@ fn bad_configurations_are_one_line_errors() {
 
 #[test]
 fn qos_checks_join_the_capture_with_the_host() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay"]) {
         return;
     }
@@ -515,7 +521,9 @@ fn qos_checks_join_the_capture_with_the_host() {
 
 #[test]
 fn the_kernels_qp_table_labels_the_report() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay"]) {
         return;
     }

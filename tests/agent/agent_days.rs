@@ -229,7 +229,9 @@ fn analyze_of_n_replays_with_pauses_counts_n_times_the_truth() {
 /// on each: Soft-RoCE with 2 % loss before the tap, Soft-RoCE clean, a synthetic loss.
 #[test]
 fn the_agent_counts_n_replays_with_pauses_n_times_the_truth() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay"]) {
         return;
     }
@@ -354,7 +356,9 @@ fn cut_after_first_nak(sample_pcap: &Path) -> Vec<u8> {
 /// (loss-upstream cut after its first NAK).
 #[test]
 fn an_unrecovered_gap_shows_while_the_flow_lives() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay"]) {
         return;
     }

@@ -132,7 +132,7 @@ fn hostile_clients_cost_bounded_memory_and_threads() {
         })
         .collect();
     let mut peak = 0;
-    while !big.iter().all(|h| h.is_finished()) {
+    while !big.iter().all(std::thread::JoinHandle::is_finished) {
         peak = peak.max(status(pid, "VmRSS"));
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -276,6 +276,6 @@ fn fd_room() -> usize {
         .args(["--pid", &std::process::id().to_string()])
         .arg(format!("--nofile={hard}:{hard}"))
         .output();
-    let open = std::fs::read_dir("/proc/self/fd").map_or(64, |d| d.count());
+    let open = std::fs::read_dir("/proc/self/fd").map_or(64, std::iter::Iterator::count);
     limit(3).saturating_sub(open + 100)
 }

@@ -29,7 +29,9 @@ use std::process::Command;
 
 #[test]
 fn every_thread_keeps_only_what_it_uses_and_dumps_are_private() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay", "setpriv", "unshare"]) {
         return;
     }
@@ -137,7 +139,9 @@ fn every_thread_keeps_only_what_it_uses_and_dumps_are_private() {
 
 #[test]
 fn without_netcheck_only_net_raw_is_kept() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay"]) {
         return;
     }
@@ -188,7 +192,9 @@ fn without_netcheck_only_net_raw_is_kept() {
 /// Each kept capability is needed, each dropped one is not.
 #[test]
 fn each_kept_capability_is_needed() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay", "setpriv", "unshare"]) {
         return;
     }

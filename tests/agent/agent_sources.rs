@@ -226,7 +226,9 @@ fn metric_sum_what(text: &str, what: &str) -> f64 {
 
 #[test]
 fn eight_sources_stay_within_one_memory_budget() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay"]) {
         return;
     }
@@ -255,7 +257,9 @@ fn eight_sources_stay_within_one_memory_budget() {
 
 #[test]
 fn too_small_a_budget_is_a_one_line_error() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&[]) {
         return;
     }
@@ -375,7 +379,9 @@ fn lose_and_find(n: usize, lost: usize) {
 
 #[test]
 fn one_source_lost_and_back() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay"]) {
         return;
     }
@@ -384,7 +390,9 @@ fn one_source_lost_and_back() {
 
 #[test]
 fn one_of_three_sources_lost_and_back() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["tcpreplay"]) {
         return;
     }

@@ -26,7 +26,9 @@ use web_support::*;
 
 #[test]
 fn prometheus_scrapes_over_tls_with_a_client_certificate_and_basic_auth() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !ready(&["curl", "tcpreplay", "prometheus"]) {
         return;
     }

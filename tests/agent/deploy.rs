@@ -411,11 +411,11 @@ fn prometheus_keeps_the_agent_pods_and_names_their_node() {
     let ds = &yaml("kubernetes/daemonset.yaml")[2];
     let labels = template_labels(ds);
     let mut other = labels.clone();
-    other.iter_mut().for_each(|(k, v)| {
+    for (k, v) in &mut other {
         if k == "app.kubernetes.io/name" {
-            *v = "node-exporter".into()
+            *v = "node-exporter".into();
         }
-    });
+    }
     let targets = [
         ("127.0.0.1:19470", pod_meta(ds, "gpu-a", &labels, "metrics")),
         ("127.0.0.1:19471", pod_meta(ds, "gpu-a", &other, "metrics")),

@@ -260,7 +260,7 @@ fn cases(dir: &Path) -> Vec<Case> {
             exit,
             inputs,
             says: None,
-        })
+        });
     };
     let findings: &'static [i32] = &[0, 1];
 

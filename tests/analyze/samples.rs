@@ -130,7 +130,7 @@ fn maybe_update() {
                     };
                     let mut a: Vec<String> = ["synth", &name, "--seed", "1"]
                         .iter()
-                        .map(|s| s.to_string())
+                        .map(std::string::ToString::to_string)
                         .collect();
                     if ext == "pcapng" {
                         a.push("--pcapng".into());
@@ -274,7 +274,7 @@ fn num(s: &str, hex: bool) -> Option<u64> {
 }
 
 fn field<'a>(row: &'a Row, k: &str) -> &'a str {
-    row.get(k).map(String::as_str).unwrap_or("")
+    row.get(k).map_or("", String::as_str)
 }
 
 /// What the truth counts from the model must agree with what the decoder sees in the
@@ -431,9 +431,10 @@ fn tshark_decodes_every_roce_frame_the_same_way() {
     maybe_update();
     if tshark_missing() {
         let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-        if ci {
-            panic!("tshark not installed, and CI is set: this check must run in CI");
-        }
+        assert!(
+            !ci,
+            "tshark not installed, and CI is set: this check must run in CI"
+        );
         eprintln!("SKIP: tshark not installed (set CI to make this a failure)");
         return;
     }
@@ -783,7 +784,7 @@ fn recount(rows: &[Row]) -> Recount {
                 }
                 // The request flow's next PSN follows the READ's last response.
                 if matches!(rc_op, 0x0f | 0x10) {
-                    for ((s, d, _), rf) in flows.iter_mut() {
+                    for ((s, d, _), rf) in &mut flows {
                         if *s == dst
                             && *d == src
                             && rf.next.is_none()

@@ -573,8 +573,7 @@ fn compare_addrs(
                         .parse::<std::net::Ipv6Addr>()
                         .ok()
                         .and_then(|a| a.to_ipv4_mapped())
-                        .map(|a| a.to_string())
-                        .unwrap_or_else(|| ov.to_string());
+                        .map_or_else(|| ov.to_string(), |a| a.to_string());
                     (v4.to_string(), mapped)
                 }
                 None => (t[tf].clone(), ov.to_string()),

@@ -77,7 +77,7 @@ fn interfaces_lists_rdma_devices_from_sysfs() {
         assert!(
             text.lines().any(|l| l.contains(needle)),
             "{needle:?} in\n{text}"
-        )
+        );
     };
     l("mlx5_0 netdev ens1f0np0 — this libpcap cannot capture from it");
     l("  port 1: state ACTIVE, link layer Ethernet");

@@ -110,7 +110,7 @@ impl Netns {
 
     /// Replays `pcap` out of side A (tcpreplay, top speed unless `pps`).
     fn replay(&self, pcap: &Path, pps: Option<u32>) {
-        self.replay_on(&self.if_a, pcap, pps)
+        self.replay_on(&self.if_a, pcap, pps);
     }
 
     fn replay_on(&self, iface: &str, pcap: &Path, pps: Option<u32>) {

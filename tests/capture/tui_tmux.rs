@@ -61,9 +61,10 @@ impl Session {
             if ok(&s) {
                 return s;
             }
-            if Instant::now() > end {
-                panic!("timed out waiting for {what}; screen:\n{s}");
-            }
+            assert!(
+                Instant::now() <= end,
+                "timed out waiting for {what}; screen:\n{s}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }

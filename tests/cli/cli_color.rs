@@ -73,7 +73,7 @@ fn strip_sgr(b: &[u8]) -> Vec<u8> {
 }
 
 fn with(args: &[&str], color: &str) -> Vec<String> {
-    let mut v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let mut v: Vec<String> = args.iter().map(std::string::ToString::to_string).collect();
     v.insert(1, format!("--color={color}"));
     v
 }
@@ -184,7 +184,7 @@ fn on_a_terminal(args: &[&str], no_color: Option<&str>) -> Option<Vec<u8>> {
         return None;
     }
     let cmd = std::iter::once(common::bin().to_string())
-        .chain(args.iter().map(|a| a.to_string()))
+        .chain(args.iter().map(std::string::ToString::to_string))
         .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
         .collect::<Vec<_>>()
         .join(" ");

@@ -336,7 +336,10 @@ fn slugs_follow_githubs_rules() {
     assert_eq!(slug("truth.json"), "truthjson");
     assert_eq!(slug("See [the lab](lab.md) — now"), "see-the-lab--now");
     let a = anchors("# A\n```\n# not a heading\n```\n## A\n### B b\n");
-    let want: BTreeSet<String> = ["a", "a-1", "b-b"].iter().map(|s| s.to_string()).collect();
+    let want: BTreeSet<String> = ["a", "a-1", "b-b"]
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     assert_eq!(a, want);
     assert_eq!(
         link_targets("see [x](a.md#b) and ![i](img.png \"t\") but not `[c](d.md)`"),

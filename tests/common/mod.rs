@@ -33,9 +33,7 @@ pub fn in_ci() -> bool {
 
 /// Prints why a test is skipped — or fails under CI, where it must run.
 pub fn skip(why: &str) {
-    if in_ci() {
-        panic!("cannot run under CI: {why}");
-    }
+    assert!(!in_ci(), "cannot run under CI: {why}");
     eprintln!("SKIP: {why}");
 }
 
@@ -173,5 +171,7 @@ pub static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Takes [`SERIAL`] for the rest of the caller's scope.
 pub fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

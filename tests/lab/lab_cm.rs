@@ -220,7 +220,7 @@ fn rdma_readings(vm: &Value, lqpn: i64) -> Vec<&Value> {
 
 /// A QP reading past RESET and INIT: its port and remote QPN are set (RTR and on).
 fn connected(q: &Value) -> bool {
-    !matches!(q["state"].as_str(), Some("RESET") | Some("INIT"))
+    !matches!(q["state"].as_str(), Some("RESET" | "INIT"))
 }
 
 /// The fields of a QP compared between rdma's table and rocetap's (JSON values; absent =
@@ -419,7 +419,7 @@ fn peer_readings<'a>(truth: &'a Value, vm: &str) -> Vec<&'a Value> {
 
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
+    v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 

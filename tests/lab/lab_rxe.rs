@@ -1052,7 +1052,7 @@ fn check_scenario(name: &str, pcap: &Path, truth: &Value) -> Table {
     }
     let mut story = Vec::new();
     lab_story::rows(truth, &an, &end, |what, ok, detail, why| {
-        story.push((what.to_string(), ok, detail, why.to_string()))
+        story.push((what.to_string(), ok, detail, why.to_string()));
     });
     for (what, ok, detail, why) in story {
         t.check("rocetap", &what, ok, detail, &why);

@@ -88,7 +88,10 @@ fn expected_verdicts(phase: &str) -> Vec<(&'static str, i32, Vec<&'static str>)>
 
 fn check_verdict(label: &str, code: i32, v: &Value, want_code: i32, want_ids: &[&str]) {
     let ids = finding_ids(v, &["error", "warning"]);
-    let want: BTreeSet<String> = want_ids.iter().map(|s| s.to_string()).collect();
+    let want: BTreeSet<String> = want_ids
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     assert_eq!(
         (code, &ids),
         (want_code, &want),
@@ -610,7 +613,7 @@ fn generate_queries(ns: &str) -> Vec<String> {
         "198.18.0.1",
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(std::string::ToString::to_string)
     .collect();
     for l in addr.as_array().unwrap() {
         let name = l["ifname"].as_str().unwrap().to_string();
@@ -740,7 +743,9 @@ fn dump_state(ns: &str, dir: &Path) {
 
 #[test]
 fn live_scenario_verdicts_and_lookups_match_the_kernel() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !is_root() || !netns_works() {
         skip("needs root and network namespaces");
         return;
@@ -869,7 +874,9 @@ fn sysctl(kv: &[&str]) {
 /// every answer must equal the kernel's.
 #[test]
 fn live_rule_features_match_the_kernel() {
-    let _lock = NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !is_root() || !netns_works() {
         skip("needs root and network namespaces");
         return;

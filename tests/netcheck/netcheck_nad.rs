@@ -70,7 +70,7 @@ fn lint(nads: &[&Path], extra: &[&str]) -> (i32, Value) {
         a.push("--nodes".into());
         a.push(s(&fx("nodes.yaml")));
     }
-    a.extend(extra.iter().map(|x| x.to_string()));
+    a.extend(extra.iter().map(std::string::ToString::to_string));
     let args: Vec<&str> = a.iter().map(String::as_str).collect();
     let r = run(&args, None);
     assert!(
@@ -133,7 +133,7 @@ fn only(nads: &Path, extra: &[&str], id: &str, severity: &str) -> Value {
             nads.display()
         );
     }
-    let want = if severity == "info" { 0 } else { 1 };
+    let want = i32::from(severity != "info");
     assert_eq!(code, want, "{id}: exit code");
     v
 }
@@ -1499,7 +1499,7 @@ fn the_readme_shows_the_real_missing_sbr_output() {
         "$ rocetap netcheck --nad bad/no-sbr.yaml --sriov-policy policies.yaml --nodes nodes.yaml";
     let start = readme.find(cmd).expect("the example in the README");
     let block = &readme[start..];
-    let block = &block[block.find('\n').unwrap() + 1..block.find("\n$ kubectl").unwrap() + 1];
+    let block = &block[(block.find('\n').unwrap() + 1)..=block.find("\n$ kubectl").unwrap()];
     let o = Command::new(bin())
         .current_dir(fx(""))
         .args([

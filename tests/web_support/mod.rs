@@ -41,8 +41,13 @@ fn leaf(
     usage: ExtendedKeyUsagePurpose,
 ) -> (String, String) {
     let key = KeyPair::generate().unwrap();
-    let mut p =
-        CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    let mut p = CertificateParams::new(
+        names
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     p.distinguished_name.push(DnType::CommonName, names[0]);
     p.extended_key_usages = vec![usage];
     let cert = p.signed_by(&key, issuer).unwrap();

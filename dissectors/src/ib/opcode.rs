@@ -360,7 +360,7 @@ const fn decode_raw(v: u8) -> Option<(Operation, Chain)> {
         // RD: RDETH before every operation; requests also carry a DETH (IBTA 9.3.3:
         // ACK, atomic ACK and READ responses carry RDETH + AETH only).
         2 => match rc {
-            Some((Operation::Flush, _)) | Some((Operation::AtomicWrite, _)) | None => None,
+            Some((Operation::Flush | Operation::AtomicWrite, _)) | None => None,
             Some((o, c)) => {
                 let mut c = c;
                 c.rdeth = true;

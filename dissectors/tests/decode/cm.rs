@@ -255,7 +255,7 @@ fn corrupt_mads_are_malformed_not_panics() {
     let mut x: u32 = 0x1234_5678;
     for _ in 0..200 {
         let f = frame(&messages()[0], |m| {
-            for b in m[mad::LEN..].iter_mut() {
+            for b in &mut m[mad::LEN..] {
                 x ^= x << 13;
                 x ^= x >> 17;
                 x ^= x << 5;

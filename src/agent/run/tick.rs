@@ -47,11 +47,15 @@ impl Loop<'_> {
                 let pc = st
                     .pcap
                     .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .unwrap_or_default();
                 s.kernel_dropped = pc.kernel_dropped;
                 s.if_dropped = pc.if_dropped;
-                s.error = st.error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                s.error = st
+                    .error
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
                 s.up = st.up.load(Ordering::SeqCst);
                 s.losses = st.losses.load(Ordering::SeqCst);
                 s.reopens = st.reopens.load(Ordering::SeqCst);
@@ -80,7 +84,9 @@ impl Loop<'_> {
         self.note_drops(now, drops);
         self.note_sources(&states);
         let memory = self.memory(analyzer_bytes);
-        let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         p.sources = states;
         p.memory = memory;
         p.tick = now;
@@ -230,7 +236,7 @@ impl Loop<'_> {
             if rising {
                 shared
                     .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .dumps
                     .suppressed += 1;
                 self.log.event(
@@ -278,7 +284,9 @@ impl Loop<'_> {
                 crate::report::analyze::num(self.window.value(&r.name).unwrap_or(0.0)),
             ));
         }
-        let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match res {
             Ok(w) => {
                 if why == "signal" {

@@ -67,7 +67,7 @@ impl Users {
         if self
             .ok
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .contains(&(user.clone(), password.clone()))
         {
             return Verdict::Pass;
@@ -89,7 +89,10 @@ impl Users {
     pub fn verify(&self, hash: &str, known: bool, user: String, password: String) -> bool {
         let ok = bcrypt::verify(password.as_bytes(), hash).unwrap_or(false) && known;
         if ok {
-            let mut set = self.ok.lock().unwrap_or_else(|e| e.into_inner());
+            let mut set = self
+                .ok
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if set.len() >= CACHE {
                 set.clear();
             }
@@ -115,14 +118,14 @@ fn decode(v: &[u8]) -> Option<(String, String)> {
 /// Standard base64 with padding (RFC 4648), or `None`.
 fn base64(s: &str) -> Option<Vec<u8>> {
     let val = |c: u8| -> Option<u32> {
-        Some(match c {
+        Some(u32::from(match c {
             b'A'..=b'Z' => c - b'A',
             b'a'..=b'z' => c - b'a' + 26,
             b'0'..=b'9' => c - b'0' + 52,
             b'+' => 62,
             b'/' => 63,
             _ => return None,
-        } as u32)
+        }))
     };
     let b = s.as_bytes();
     if !b.len().is_multiple_of(4) {

@@ -156,7 +156,7 @@ impl WebConfig {
                                         ));
                                     };
                                     let val = string(val, hp, name)?;
-                                    if val.chars().any(|c| c.is_control()) {
+                                    if val.chars().any(char::is_control) {
                                         return Err(at_line(hp.line, Why::HeaderControl(n)));
                                     }
                                     headers.push((n.to_string(), val.to_string()));
@@ -243,7 +243,7 @@ fn tls_section(n: &Node, dir: &Path) -> Result<Tls, ConfError> {
                     .iter()
                     .map(|i| string(i, p, k).map(str::to_string))
                     .collect(),
-                None => Err(at_line(p.line, Why::NotAList(k.to_string()))),
+                None => Err(at_line(p.line, Why::NotAList(k.clone()))),
             }
         };
         match k.as_str() {
@@ -260,7 +260,7 @@ fn tls_section(n: &Node, dir: &Path) -> Result<Tls, ConfError> {
             "prefer_server_cipher_suites" => {
                 t.prefer_server = v
                     .bool()
-                    .ok_or_else(|| at_line(p.line, Why::NotABool(k.to_string())))?
+                    .ok_or_else(|| at_line(p.line, Why::NotABool(k.clone())))?;
             }
             _ => {
                 return Err(unknown(

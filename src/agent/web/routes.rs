@@ -52,7 +52,10 @@ pub async fn handle(ctx: Arc<Ctx>, req: Request<Incoming>) -> Result<Resp, Infal
 }
 
 async fn answer(ctx: &Arc<Ctx>, req: &Request<Incoming>) -> Resp {
-    let auth = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+    let auth = req
+        .headers()
+        .get(AUTHORIZATION)
+        .map(hyper::http::HeaderValue::as_bytes);
     match ctx.users.judge(auth) {
         Verdict::Pass => {}
         Verdict::Missing => return unauthorized(),
@@ -81,7 +84,10 @@ async fn answer(ctx: &Arc<Ctx>, req: &Request<Incoming>) -> Resp {
     match req.uri().path() {
         "/metrics" => {
             let body = {
-                let p = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+                let p = ctx
+                    .shared
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 metrics::render(&p)
             };
             let mut r = text(StatusCode::OK, body);
@@ -93,7 +99,10 @@ async fn answer(ctx: &Arc<Ctx>, req: &Request<Incoming>) -> Resp {
         }
         "/healthz" => {
             let why = {
-                let p = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+                let p = ctx
+                    .shared
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 health(&p)
             };
             match why {

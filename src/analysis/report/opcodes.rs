@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn names_are_distinct_and_other_sorts_last() {
         let mut names: Vec<&str> = (0..=OTHER).map(name).collect();
-        names.sort();
+        names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), N_OPS + 1);
         assert_eq!(usize::from(*by_name().last().unwrap()), OTHER);

@@ -116,7 +116,7 @@ impl Out {
             count,
             t_ns: None,
             worst,
-        })
+        });
     }
 }
 

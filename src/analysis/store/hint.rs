@@ -13,7 +13,7 @@ pub(in crate::analysis) fn prefetch<T>(p: *const T) {
     // SAFETY: PREFETCHT0 reads nothing architecturally: any address is allowed, none
     // faults, and no memory is read or written as far as the program can tell.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
@@ -22,7 +22,7 @@ pub(in crate::analysis) fn prefetch<T>(p: *const T) {
 /// Starts loading bytes `from..to` of `p`: every line they cross.
 #[inline]
 pub(in crate::analysis) fn lines<T: ?Sized>(p: &T, from: usize, to: usize) {
-    let base = (p as *const T).cast::<u8>();
+    let base = std::ptr::from_ref::<T>(p).cast::<u8>();
     let mut off = from;
     while off < to {
         prefetch(base.wrapping_add(off));

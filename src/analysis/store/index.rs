@@ -67,7 +67,7 @@ impl FlowIndex {
     /// Where a lookup of `hash` starts (for a cache hint).
     #[inline]
     pub fn home(&self, hash: u32) -> *const u8 {
-        (&self.table[hash as usize & self.mask()] as *const Entry).cast()
+        (&raw const self.table[hash as usize & self.mask()]).cast()
     }
 
     /// Adds `slot` under `hash` (the caller knows its key is not indexed yet).

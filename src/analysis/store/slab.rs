@@ -240,7 +240,7 @@ mod tests {
         let f = slot.as_ref().unwrap();
         assert_eq!(
             std::ptr::addr_of!(slot).cast::<u8>(),
-            (f as *const Flow).cast::<u8>()
+            std::ptr::from_ref::<Flow>(f).cast::<u8>()
         );
         assert_eq!(
             std::mem::size_of::<Option<Flow>>(),

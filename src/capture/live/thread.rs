@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 
 fn read_pcap_stats(cap: &mut Capture<Active>, base: PcapStats, st: &SourceStats) {
     if let Ok(s) = cap.stats() {
-        let mut g = st.pcap.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = st
+            .pcap
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Earlier handles' counts stay in: the counters never go back after a reopen.
         *g = Some(PcapStats {
             received: base.received + u64::from(s.received),
@@ -83,7 +86,10 @@ pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx
         let res = capture(c, link, dev.margin, &ctx, &mut run);
         let Err(why) = res else { break };
         let set_error = |e: String| {
-            *ctx.stats.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            *ctx.stats
+                .error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
         };
         set_error(why);
         if !dev.opts.reopen {
@@ -101,7 +107,10 @@ pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx
                 Ok((_, c)) => {
                     let l = cap_link(&c);
                     cap = Some((c, l));
-                    *ctx.stats.error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    *ctx.stats
+                        .error
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
                     ctx.stats.reopens.fetch_add(1, Ordering::SeqCst);
                     ctx.stats.up.store(true, Ordering::SeqCst);
                     break;
@@ -229,7 +238,12 @@ fn capture(
         }
     }
     read_pcap_stats(&mut cap, run.base, &ctx.stats);
-    if let Some(p) = *ctx.stats.pcap.lock().unwrap_or_else(|e| e.into_inner()) {
+    if let Some(p) = *ctx
+        .stats
+        .pcap
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
         run.base = p;
     }
     failed.map_or(Ok(()), Err)

@@ -119,7 +119,7 @@ fn borrowed_sources(st: &NetState, main_src: Option<IpAddr>) -> (Vec<Group>, usi
             continue;
         }
         let Some(src) = a.prefsrc else { continue };
-        let Some(src_dev) = dev_of.get(&src).map(|d| d.to_string()) else {
+        let Some(src_dev) = dev_of.get(&src).map(std::string::ToString::to_string) else {
             continue;
         };
         if src_dev == "lo" || Some(src) == main_src {

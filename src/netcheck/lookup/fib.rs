@@ -147,7 +147,7 @@ pub(super) fn fib_lookup<'a>(st: &'a NetState, fl: &Flow<'_>) -> Result<Hit<'a>,
                     });
                     return Ok(h);
                 }
-                Err(Errno::XDev) => continue,
+                Err(Errno::XDev) => {}
                 Err(e) => return Err(err(e, "the matching route is of a rejecting type")),
             }
         }

@@ -471,7 +471,7 @@ pub fn with_sbr(cfg: &Config) -> Value {
     let old_sbr = plugins.iter().find(|v| is_sbr(v)).cloned();
     plugins.retain(|v| !is_sbr(v));
     let sbr = old_sbr.unwrap_or_else(|| json!({"type": "sbr"}));
-    let at = if plugins.is_empty() { 0 } else { 1 };
+    let at = usize::from(!plugins.is_empty());
     plugins.insert(at, sbr);
     if cfg.conflist {
         obj.insert("plugins".into(), Value::Array(plugins));

@@ -547,7 +547,7 @@ pub fn load_nodes_text(name: &str, text: &str, inp: &mut Inputs) -> Result<(), L
                             x.int()
                                 .and_then(|m| u32::try_from(m).ok())
                                 .ok_or_else(|| bad(x.pos, "mtu is a number"))?,
-                        )
+                        );
                     }
                     "gateway" => {
                         let t = x.text().unwrap_or_default();
@@ -610,10 +610,10 @@ pub fn load_node_dirs(dirs: &[PathBuf], inp: &mut Inputs) -> Result<(), LoadErro
         for dir in list {
             let st = crate::netcheck::load_json::load_dir(&dir)
                 .map_err(|e| LoadError(format!("reading node state: {e}")))?;
-            let name = dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| dir.display().to_string());
+            let name = dir.file_name().map_or_else(
+                || dir.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
             inp.nodes.push(facts_of(name, &st));
         }
     }

@@ -377,7 +377,7 @@ pub fn finding(l: &Lint) -> NadFinding {
             name: o.name.clone(),
         }),
         path: l.path.clone(),
-        location: l.loc.as_ref().map(|x| x.to_string()),
+        location: l.loc.as_ref().map(std::string::ToString::to_string),
         config_position: l.config_pos.map(|p| ConfigPos {
             line: p.line,
             column: p.col,

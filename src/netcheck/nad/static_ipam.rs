@@ -68,7 +68,7 @@ pub fn check(ipam: &Node, path: &str) -> Vec<Bad> {
             pos: n.pos,
             value: n.text().unwrap_or_default(),
             problem,
-        })
+        });
     };
     for (list, addr_key, gw_key) in [("addresses", "address", "gateway"), ("routes", "dst", "gw")] {
         let Some(l) = ipam.get(list) else { continue };

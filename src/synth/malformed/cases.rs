@@ -47,7 +47,7 @@ impl Cases {
             orig_len,
             kind,
             layer,
-        })
+        });
     }
 }
 

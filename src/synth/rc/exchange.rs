@@ -274,7 +274,7 @@ impl Conn {
         for e in &evs {
             let ts = e.ts.max(out.now);
             if e.pkt.bth.opcode == Opcode::CNP {
-                let path = self.cc.as_ref().map(|c| c.cnp_path).unwrap_or(self.resp);
+                let path = self.cc.as_ref().map_or(self.resp, |c| c.cnp_path);
                 out.roce(ts, &path, Ecn::NotEct, &e.pkt, e.mark)?;
                 continue;
             }

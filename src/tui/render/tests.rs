@@ -287,7 +287,7 @@ fn the_selected_row_stays_on_screen() {
 /// redraw of the flows view, sorted by rate, by problems and filtered. Prints figures,
 /// asserts nothing about time.
 #[test]
-#[ignore]
+#[ignore = "a benchmark: run by hand, not with the tests"]
 fn tui_scale_bench_16384_flows() {
     use std::time::Instant;
     const FLOWS: u32 = 16_384;

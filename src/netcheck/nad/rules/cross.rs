@@ -114,11 +114,10 @@ fn sbr_without_gateway(seen: &[Seen], out: &mut Vec<Lint>) {
             }
         }
         if total > 0 {
-            let path = a
-                .ranges
-                .first()
-                .map(|(r, _)| r.path.replace(".range", "").replace(".ipRanges[0]", ""))
-                .unwrap_or_else(|| "spec.config".into());
+            let path = a.ranges.first().map_or_else(
+                || "spec.config".into(),
+                |(r, _)| r.path.replace(".range", "").replace(".ipRanges[0]", ""),
+            );
             push(
                 out,
                 a,
