@@ -23,6 +23,9 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        Err(e) => assert!(e.what.starts_with("agent: config fuzz.yaml: "), "{}", e.what),
+        Err(e) => {
+            let what = e.to_string();
+            assert!(what.starts_with("agent: config fuzz.yaml: "), "{what}");
+        }
     }
 });

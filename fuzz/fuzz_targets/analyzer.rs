@@ -129,5 +129,8 @@ fuzz_target!(|data: &[u8]| {
     w.list_field("flows", &rep.flows).unwrap();
     w.finish().unwrap();
     let theirs = serde_json::to_vec_pretty(&serde_json::json!({ "flows": &rep.flows })).unwrap();
-    assert!(ours == theirs, "the document's writer differs from serde_json");
+    assert!(
+        ours == theirs,
+        "the document's writer differs from serde_json"
+    );
 });

@@ -5,15 +5,20 @@
 
 use libfuzzer_sys::fuzz_target;
 use rocetap::netcheck::dcb::{
-    parse_dcb_app, parse_dcb_apptrust, parse_dcb_pfc, parse_mlnx_qos, Dcb,
+    parse_dcb_app, parse_dcb_apptrust, parse_dcb_pfc, parse_mlnx_qos, Dcb, DcbError,
 };
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    type Parse = fn(&str, &mut Dcb) -> Result<(), String>;
-    let parsers: [Parse; 4] = [parse_dcb_app, parse_dcb_apptrust, parse_dcb_pfc, parse_mlnx_qos];
+    type Parse = fn(&str, &mut Dcb) -> Result<(), DcbError>;
+    let parsers: [Parse; 4] = [
+        parse_dcb_app,
+        parse_dcb_apptrust,
+        parse_dcb_pfc,
+        parse_mlnx_qos,
+    ];
     for parse in parsers {
         let mut d = Dcb::default();
         let _ = parse(s, &mut d);

@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
     match parse_within("fuzz.json", "fuzz", text, limits) {
         Ok(t) => {
             assert!(t.len() <= limits.qps, "more QPs than the limit were read");
-            assert!(text.len() as u64 <= limits.bytes, "a text over the limit was read");
+            assert!(
+                text.len() as u64 <= limits.bytes,
+                "a text over the limit was read"
+            );
             for e in &t {
                 assert!(e.lqpn.0 <= 0x00ff_ffff, "a QPN beyond 24 bits was accepted");
             }
