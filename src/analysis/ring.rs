@@ -125,6 +125,12 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
         self.c.pop_front_while(&self.buf, pred, out);
     }
 
+    /// The records held, oldest first (never a slot not yet written).
+    #[inline]
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
     /// Removes every record, handing each to `out`, oldest first.
     #[inline]
     pub fn drain(&mut self, mut out: impl FnMut(T)) {

@@ -6,7 +6,7 @@
 //! PSNs resend runs skipped at the tap (their resends lost before it).
 
 use super::flow::Flow;
-use super::trouble::{Retry, Trouble, SKIP_SLOTS};
+use super::trouble::{Retry, Trouble};
 pub use super::trouble::{Stop, StopKind};
 use dissectors::{Psn, Transport};
 
@@ -93,8 +93,7 @@ pub(super) fn note_retry(f: &mut Flow, p: Psn, ts: u64) {
 /// timer retry naming one of them points before the tap).
 pub(super) fn note_skip(f: &mut Flow, from: Psn, to: Psn) {
     let t = f.trouble_mut();
-    t.run_skips[t.skips as usize % SKIP_SLOTS] = (from, to.diff(from) as u32);
-    t.skips = t.skips.wrapping_add(1);
+    t.run_skips.push((from, to.diff(from) as u32));
 }
 
 /// Whether one of the latest resend runs skipped `p` at the tap.
@@ -114,8 +113,7 @@ pub(super) fn note_late(f: &mut Flow, p: Psn) {
     let ahead = f.req.next.diff(p) - 1;
     let t = f.trouble_mut();
     if ahead > 0 {
-        t.late[t.lates as usize % SKIP_SLOTS] = (p, ahead as u32);
-        t.lates = t.lates.wrapping_add(1);
+        t.late.push((p, ahead as u32));
     }
     late_nak(t, p);
 }
@@ -130,8 +128,9 @@ pub(super) fn note_late_nak(f: &mut Flow, p: Psn) {
 }
 
 fn late_nak(t: &mut Trouble, p: Psn) {
-    if let Some(slot) = t.gap_naks.iter_mut().find(|q| **q == Some(p)) {
-        *slot = None;
+    let naks = &mut t.gap_naks;
+    if let Some(i) = (0..naks.len()).find(|&i| *naks.get(i) == Some(p)) {
+        *naks.get_mut(i) = None;
         t.reorder_naks += 1;
     }
 }
@@ -140,8 +139,7 @@ fn late_nak(t: &mut Trouble, p: Psn) {
 /// late packet of `p` shows otherwise).
 pub(super) fn note_gap_nak(f: &mut Flow, p: Psn) {
     let t = f.trouble_mut();
-    t.gap_naks[t.gap_nak_count as usize % SKIP_SLOTS] = Some(p);
-    t.gap_nak_count = t.gap_nak_count.wrapping_add(1);
+    t.gap_naks.push(Some(p));
 }
 
 /// Whether a sequence NAK for `p` is one of the latest late originals' doing: `p` passed

@@ -3,6 +3,7 @@
 //! request stream ended (`Stop`). Allocated with a flow's first trouble; `stop` decides
 //! and updates them.
 
+use super::ring::Ring;
 use dissectors::Psn;
 
 /// A requester retrying one PSN: how often, since when, until when.
@@ -27,21 +28,19 @@ pub(crate) struct Trouble {
     pub stop: Option<Stop>,
     /// The PSN of an RNR NAK that was this side's latest response packet.
     pub rnr_psn: Option<Psn>,
-    /// PSNs the latest resend runs skipped at the tap (start, count; `skips` written so
-    /// far, the oldest overwritten): resends lost before the tap.
-    pub run_skips: [(Psn, u32); SKIP_SLOTS],
-    pub skips: u32,
+    /// PSNs the latest resend runs skipped at the tap (start, count; the oldest dropped):
+    /// resends lost before the tap.
+    pub run_skips: Ring<(Psn, u32), SKIP_SLOTS>,
     /// Late originals the tap saw (their PSN, and how many PSNs had passed ahead of them):
     /// the responder, which sees the tap's order, dropped those as out of sequence.
-    pub late: [(Psn, u32); SKIP_SLOTS],
-    pub lates: u32,
+    pub late: Ring<(Psn, u32), SKIP_SLOTS>,
     /// NAKs that named a gap a late original then filled, not yet moved from the
     /// responder's `nak_psn_seq_gap_at_tap` to its `nak_psn_seq_reorder`.
     pub reorder_naks: u32,
     /// PSNs the latest sequence NAKs named while the tap saw them missing (or saw their
     /// resend skipped), until a late packet of one of them shows the NAK was reordering's.
-    pub gap_naks: [Option<Psn>; SKIP_SLOTS],
-    pub gap_nak_count: u32,
+    /// A slot is emptied (`None`) once its NAK is explained.
+    pub gap_naks: Ring<Option<Psn>, SKIP_SLOTS>,
     /// RNR NAKs by timer code.
     pub rnr_timers: [u32; 32],
     /// The RNR waits the RNR NAKs this side's requests met asked for, summed, µs.

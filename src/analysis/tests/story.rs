@@ -430,3 +430,31 @@ fn a_gap_on_a_qp_that_gave_up_is_network_loss_not_capture_loss() {
     );
     assert_eq!(r.findings[0].code(), "retry_exhausted");
 }
+
+#[test]
+fn only_recorded_late_originals_explain_naks() {
+    // A flow in trouble (allocated by anything: here one noted skip) holds no late
+    // original yet: a NAK for PSN 0 is not reordering's (a never-written slot is not a
+    // late original of PSN 0 with nothing ahead of it).
+    use crate::analysis::stop;
+    let mut f = Flow::new(
+        0,
+        FlowKey {
+            src: Addr::Ip(IpAddr::V4(Ipv4Addr::from(A))),
+            dst: Addr::Ip(IpAddr::V4(Ipv4Addr::from(B))),
+            qp: Qpn(1),
+        },
+        RoceVersion::V2,
+        0,
+    );
+    stop::note_skip(&mut f, Psn(100), Psn(101));
+    assert!(!stop::passed_ahead_of_late(&f, Psn(0)));
+    assert!(!stop::skipped(&f, Psn(0)));
+    assert!(stop::skipped(&f, Psn(100)));
+    // The ring keeps the latest eight: the first skip is gone after eight more.
+    for i in 0..8 {
+        stop::note_skip(&mut f, Psn(200 + 10 * i), Psn(201 + 10 * i));
+    }
+    assert!(!stop::skipped(&f, Psn(100)));
+    assert!(stop::skipped(&f, Psn(270)));
+}
