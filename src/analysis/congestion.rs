@@ -10,32 +10,32 @@ impl Analyzer {
     /// marked most recently. `dscp` is the CNP's: one on another DSCP than the data it
     /// answers counts in that flow's `cnp_other_dscp`.
     pub(super) fn cnp(&mut self, slot: u32, ts: u64, dscp: Option<u8>) {
-        let f = self.slots[slot as usize].as_mut().expect("live flow");
+        let f = self.flows.flow_mut(slot);
         f.counters.cnp_sent += 1;
-        let f = self.slots[slot as usize].as_ref().expect("live flow");
+        let f = self.flows.flow(slot);
         let target = f.peer.filter(|&p| {
-            self.slots[p as usize]
-                .as_ref()
+            self.flows
+                .get(p)
                 .is_some_and(|pf| pf.counters.ce_marked > 0)
         });
         let target = target.or_else(|| {
             let key = f.key;
-            self.by_pair.get(&(key.dst, key.src)).and_then(|v| {
-                v.iter()
-                    .copied()
-                    .filter_map(|s| self.slots[s as usize].as_ref().map(|x| (s, x)))
-                    .filter(|(_, x)| x.counters.ce_marked > 0)
-                    .max_by_key(|(_, x)| x.last_ce_ts)
-                    .map(|(s, _)| s)
-            })
+            self.flows
+                .pair(key.dst, key.src)
+                .iter()
+                .copied()
+                .filter_map(|s| self.flows.get(s).map(|x| (s, x)))
+                .filter(|(_, x)| x.counters.ce_marked > 0)
+                .max_by_key(|(_, x)| x.last_ce_ts)
+                .map(|(s, _)| s)
         });
         let Some(t) = target else {
             self.capture.cnp_unmatched += 1;
-            let id = self.slots[slot as usize].as_ref().map_or(0, |f| f.id);
+            let id = self.flows.get(slot).map_or(0, |f| f.id);
             self.log.push(Event::new(ts, id, EventKind::CnpWithoutCe));
             return;
         };
-        let tf = self.slots[t as usize].as_mut().expect("live flow");
+        let tf = self.flows.flow_mut(t);
         tf.counters.cnp_received += 1;
         if dscp.is_some() && tf.dscp.is_some() && dscp != tf.dscp {
             tf.mark_counts.cnp_other_dscp += 1;
@@ -50,7 +50,7 @@ impl Analyzer {
             let id = tf.id;
             self.log.push(Event::new(ts, id, EventKind::CnpWithoutCe));
         }
-        let tf = self.slots[t as usize].as_mut().expect("live flow");
+        let tf = self.flows.flow_mut(t);
         if tf.first_cnp.is_none() {
             tf.first_cnp = Some((ts, tf.bytes));
         }

@@ -55,15 +55,15 @@ impl Analyzer {
     /// longer than the gap timeout as unrecovered (looked at every eighth of it).
     pub(super) fn sweep(&mut self, now: u64) {
         let limit = now.saturating_sub(self.cfg.idle_timeout_ns);
-        for slot in 0..self.last_seen.len() {
-            if self.last_seen[slot] < limit {
+        for slot in 0..self.flows.slot_count() {
+            if self.flows.last_seen(slot) < limit {
                 self.expire(slot as u32);
             }
         }
         if now >= self.next_gap_check {
             self.next_gap_check = now.saturating_add(self.cfg.gap_timeout_ns / 8);
-            for slot in 0..self.last_seen.len() {
-                if let Some(f) = self.slots[slot].as_mut() {
+            for slot in 0..self.flows.slot_count() {
+                if let Some(f) = self.flows.get_mut(slot as u32) {
                     super::gaps::age(f, now, &mut self.log);
                 }
             }
@@ -73,7 +73,7 @@ impl Analyzer {
 
     /// Retires a flow whose last frame is older than the idle timeout.
     pub(super) fn expire(&mut self, slot: u32) {
-        if self.slots[slot as usize].is_some() {
+        if self.flows.get(slot).is_some() {
             self.sums.flows_expired += 1;
             self.retire(slot);
         }
@@ -91,15 +91,13 @@ impl Analyzer {
         r: &Roce,
         ts: u64,
     ) -> u32 {
-        let f = self.slots[slot as usize]
-            .as_ref()
-            .expect("slot of a live flow");
+        let f = self.flows.flow(slot);
         let Some(reused) = over(f, d, r, ts, self.cfg.idle_timeout_ns) else {
             return slot;
         };
         self.begin_again(slot, reused);
         let s = self.new_flow(packed, hint.hash_of(&packed), d, r, ts);
-        self.cache[packed.way()] = (packed, s);
+        self.flows.cache(packed, s);
         s
     }
 
@@ -112,7 +110,7 @@ impl Analyzer {
             return;
         }
         self.sums.flows_restarted += 1;
-        let peer = self.slots[slot as usize].as_ref().and_then(|f| f.peer);
+        let peer = self.flows.get(slot).and_then(|f| f.peer);
         self.retire(slot);
         if let Some(p) = peer {
             self.retire(p);

@@ -46,7 +46,7 @@ mod trouble;
 mod warm;
 
 use account::{account, nak_value};
-use dissectors::{Addr, AethKind, Decoded, Ecn, NakCode, Operation, Roce, StopKind, Transport};
+use dissectors::{AethKind, Decoded, Ecn, NakCode, Operation, Roce, StopKind, Transport};
 pub(crate) use events::EventLog;
 pub use events::{Event, EventKind};
 use flow::{Cause, Pending};
@@ -56,8 +56,7 @@ pub use net::{
 };
 use packed::Packed;
 pub use report::{FlowSummary, Report, Totals};
-use rustc_hash::FxHashMap;
-use table::{send_tag, CACHE_WAYS, NO_SLOT};
+use store::send_tag;
 pub(crate) use warm::Hint;
 
 /// Analyzer settings.
@@ -144,20 +143,9 @@ pub(crate) struct Global {
 /// Deterministic: the same frames give the same report.
 pub struct Analyzer {
     cfg: Config,
-    index: store::index::FlowIndex,
-    /// Direct-mapped cache of recent flows (key, slot); slot `NO_SLOT` when empty.
-    cache: [(Packed, u32); CACHE_WAYS],
-    /// Live flows, in place (`slab`): a slot's number is where its flow is.
-    slots: store::slab::Slots,
-    /// Each slot's flow's last packet time (`u64::MAX` for a free slot), dense so the
-    /// sweep for idle flows reads 8 bytes per flow instead of touching every flow.
-    last_seen: Vec<u64>,
-    free: Vec<u32>,
-    /// Live flows by (src, dst): where to look for a flow's other direction.
-    by_pair: FxHashMap<(Addr, Addr), Vec<u32>>,
-    /// Which request flow sent a PSN most recently, by (requester, responder, PSN),
-    /// direct-mapped: how a response finds the request stream it answers in one probe.
-    recent: table::Recent,
+    /// The live flows (see `store`): found by key or slot, their pairs, the recent-PSN
+    /// table.
+    flows: store::FlowStore,
     done: Vec<FlowSummary>,
     /// Totals of every retired flow, kept or not.
     sums: Totals,
@@ -186,21 +174,7 @@ impl Analyzer {
     pub fn new(cfg: Config) -> Self {
         Analyzer {
             cfg,
-            index: store::index::FlowIndex::default(),
-            cache: [(
-                Packed {
-                    src: 0,
-                    dst: 0,
-                    qp: 0,
-                    live: packed::Live::Yes,
-                },
-                NO_SLOT,
-            ); CACHE_WAYS],
-            slots: store::slab::Slots::default(),
-            last_seen: Vec::new(),
-            free: Vec::new(),
-            by_pair: FxHashMap::default(),
-            recent: table::Recent::default(),
+            flows: store::FlowStore::default(),
             done: Vec::new(),
             sums: Totals::default(),
             connections: Vec::new(),
@@ -315,11 +289,10 @@ impl Analyzer {
         };
         // A flow idle past the timeout, or a QP number a new connection reuses: a new flow.
         let slot = self.renewed(slot, packed, hint, d, r, ts);
-        let f = self.slots[slot as usize]
-            .as_mut()
-            .expect("slot of a live flow");
+        let f = self.flows.flow_mut(slot);
         account(f, ts, d, r, stall);
-        self.last_seen[slot as usize] = f.last_ts;
+        let last = f.last_ts;
+        self.flows.touch(slot, last);
         let Some(op) = r.operation else {
             self.capture.roce_unknown_opcode += 1;
             return;
@@ -339,11 +312,12 @@ impl Analyzer {
             self.response(slot, ts, op, r);
         } else {
             self.request(slot, ts, op, r, d.ip.map_or(0, |ip| ip.ident));
-            let f = self.slots[slot as usize].as_ref().expect("live flow");
+            let f = self.flows.flow(slot);
             // Only an unpaired request stream can be paired by a response's PSN (a paired
             // one is never taken over), so only its PSNs go into the table.
             if f.peer.is_none() && r.transport() != Transport::Ud {
-                self.recent.note(send_tag(f.pair_hash[0], r.bth.psn), slot);
+                let tag = send_tag(f.pair_hash[0], r.bth.psn);
+                self.flows.note_sent(tag, slot);
             }
         }
     }
@@ -352,13 +326,11 @@ impl Analyzer {
     /// the paired direction's (a pairing can still be wrong early on, so the flow's own
     /// evidence wins).
     fn pmtu_of(&self, slot: u32) -> u32 {
-        let f = self.slots[slot as usize].as_ref().expect("live flow");
+        let f = self.flows.flow(slot);
         if f.pmtu > 0 {
             return f.pmtu;
         }
-        f.peer
-            .and_then(|p| self.slots[p as usize].as_ref())
-            .map_or(0, |p| p.pmtu)
+        f.peer.and_then(|p| self.flows.get(p)).map_or(0, |p| p.pmtu)
     }
 
     fn request(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce, ident: u16) {
@@ -368,7 +340,7 @@ impl Analyzer {
         } else {
             0
         };
-        let f = self.slots[slot as usize].as_mut().expect("live flow");
+        let f = self.flows.flow_mut(slot);
         let sent = requester::Sent {
             ts,
             op,
@@ -382,7 +354,7 @@ impl Analyzer {
     fn response(&mut self, slot: u32, ts: u64, op: Operation, r: &Roce) {
         let p = r.bth.psn;
         let after_rnr = {
-            let f = self.slots[slot as usize].as_mut().expect("live flow");
+            let f = self.flows.flow_mut(slot);
             // Soft-RoCE follows an RNR NAK(p) at once with a sequence NAK(p): the packet
             // it had no buffer for was dropped, and those behind it arrive out of sequence.
             let after_rnr = f.trouble.as_deref_mut().and_then(|t| t.rnr_psn.take()) == Some(p);
@@ -423,7 +395,7 @@ impl Analyzer {
             }
             after_rnr
         };
-        let peer = match self.slots[slot as usize].as_ref().and_then(|f| f.peer) {
+        let peer = match self.flows.get(slot).and_then(|f| f.peer) {
             // The paired request stream sent exactly this PSN: the pairing holds.
             Some(old) if self.sent_at(old, p, ts).is_some() => Some(old),
             // Another request stream sent exactly this PSN, or the response does not
@@ -442,7 +414,7 @@ impl Analyzer {
         let Some(peer) = peer else {
             return;
         };
-        let (resp_flow, req_flow) = self.slots.two(slot, peer);
+        let (resp_flow, req_flow) = self.flows.two(slot, peer);
         stop::settle_reorder_naks(resp_flow, req_flow);
         let log = &mut self.log;
         if let Some(a) = r.aeth {
@@ -517,7 +489,7 @@ impl Analyzer {
     pub fn snapshot(&self, events_from: usize) -> Report {
         let mut sums = self.sums;
         let mut flows = self.done.clone();
-        self.slots.each(|f| {
+        self.flows.each(|f| {
             let s = report::summarize(f);
             report::add_flow(&mut sums, &s);
             flows.push(s);
@@ -547,7 +519,7 @@ impl Analyzer {
 
     /// Flows (one per direction and QP) held live now, not yet retired.
     pub fn live_flows(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.flows.live()
     }
 
     /// RoCE packets not followed because `max_flows` flows were live when their flow

@@ -2,7 +2,7 @@
 //! it answers — the one that sent exactly its PSN (one probe of the recent-PSN table),
 //! else, rationed where a host pair has many QPs, the closest one below its next PSN.
 
-use super::table::send_tag;
+use super::store::send_tag;
 use super::Analyzer;
 use dissectors::Psn;
 
@@ -21,8 +21,8 @@ impl Analyzer {
     /// direction whose recent requests cover PSN `p`. Pairs the two flows for good.
     /// True when a response with PSN `p` fits the recent requests of flow `req_slot`.
     pub(super) fn answers(&self, req_slot: u32, p: Psn) -> bool {
-        self.slots[req_slot as usize]
-            .as_ref()
+        self.flows
+            .get(req_slot)
             .is_some_and(|qf| qf.req.started && (0..=PAIR_WINDOW).contains(&qf.req.next.diff(p)))
     }
 
@@ -30,7 +30,7 @@ impl Analyzer {
     /// ring is searched newest first: a response answers a recent request, so the search
     /// usually ends after a step or two.
     pub(super) fn sent_at(&self, req_slot: u32, p: Psn, now: u64) -> Option<u64> {
-        let sent = &self.slots[req_slot as usize].as_ref()?.req.sent;
+        let sent = &self.flows.get(req_slot)?.req.sent;
         sent.iter()
             .rev()
             .find(|s| s.psn == p && s.t_ns <= now)
@@ -42,15 +42,15 @@ impl Analyzer {
     /// within a round trip); else, unless `exact_only`, the one whose next PSN is
     /// closest above `p`.
     pub(super) fn pair(&mut self, slot: u32, p: Psn, now: u64, exact_only: bool) -> Option<u32> {
-        let f = self.slots[slot as usize].as_ref()?;
+        let f = self.flows.get(slot)?;
         let current = f.peer;
         // One probe: the flow that sent exactly this PSN most recently, if unpaired.
         let found = self
-            .recent
-            .find(send_tag(f.pair_hash[1], p))
+            .flows
+            .sender(send_tag(f.pair_hash[1], p))
             .filter(|&c| c != slot && Some(c) != current)
             .filter(|&c| {
-                self.slots[c as usize].as_ref().is_some_and(|cf| {
+                self.flows.get(c).is_some_and(|cf| {
                     cf.key.src == f.key.dst
                         && cf.key.dst == f.key.src
                         && cf.req.started
@@ -66,7 +66,10 @@ impl Analyzer {
             // probe above found none.
             return None;
         }
-        let cands = self.by_pair.get(&(f.key.dst, f.key.src))?;
+        let cands = self.flows.pair(f.key.dst, f.key.src);
+        if cands.is_empty() {
+            return None;
+        }
         // The slow search walks the other direction's flows: all of them while they are
         // few; where a host pair has many QPs, the next WALK_WINDOW of them at each try,
         // in turn, for an exact sender only, so the cost per packet does not grow with
@@ -85,7 +88,7 @@ impl Analyzer {
             if c == slot || Some(c) == current {
                 continue;
             }
-            let Some(cf) = self.slots[c as usize].as_ref() else {
+            let Some(cf) = self.flows.get(c) else {
                 continue;
             };
             if !cf.req.started || cf.peer.is_some() {
@@ -107,7 +110,7 @@ impl Analyzer {
             // of a large host pair, an exact sender may be in another part.
             (None, Some((_, c))) if whole => c,
             _ => {
-                if let Some(f) = self.slots[slot as usize].as_mut() {
+                if let Some(f) = self.flows.get_mut(slot) {
                     f.pair_tries = f.pair_tries.wrapping_add(1);
                 }
                 return None;
@@ -118,15 +121,15 @@ impl Analyzer {
 
     /// Pairs response flow `slot` with request flow `c` (undoing an earlier pairing).
     pub(super) fn link(&mut self, slot: u32, c: u32) -> u32 {
-        let current = self.slots[slot as usize].as_ref().and_then(|f| f.peer);
+        let current = self.flows.get(slot).and_then(|f| f.peer);
         if let Some(old) = current {
-            let (f, of) = self.slots.two(slot, old);
+            let (f, of) = self.flows.two(slot, old);
             of.peer = None;
             of.peer_id = None;
             let pair = (f.id.min(of.id), f.id.max(of.id));
             self.connections.retain(|&x| x != pair);
         }
-        let (f, cf) = self.slots.two(slot, c);
+        let (f, cf) = self.flows.two(slot, c);
         f.peer = Some(c);
         cf.peer = Some(slot);
         f.peer_id = Some(cf.id);

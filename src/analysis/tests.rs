@@ -3,11 +3,11 @@
 
 use super::*;
 use crate::report::findings::{message, seen};
+use dissectors::{Addr, IcrcStatus, Psn};
 use dissectors::{
     AethRepr, ArpOp, ArpRepr, BthRepr, EthernetRepr, IpRepr, Layer, LinkType, Msn, Opcode, PKey,
     PauseRepr, Qpn, RethRepr, RoceVersion, Stop, UdpRepr, VlanRepr,
 };
-use dissectors::{IcrcStatus, Psn};
 use flow::{Flow, FlowKey};
 use report::Severity;
 use std::net::{IpAddr, Ipv4Addr};
@@ -488,7 +488,7 @@ fn idle_flows_are_summarised_and_forgotten() {
     for i in 0..SWEEP_EVERY {
         a.ingest(10_000_000 + i, 0, &req(SEND_ONLY, i as u32));
     }
-    assert_eq!(a.index.len(), 1, "the idle flow was retired");
+    assert_eq!(a.flows.indexed(), 1, "the idle flow was retired");
     let r = a.finish();
     assert_eq!(r.totals.flows, 2);
     assert_eq!(r.flows[0].packets, 1);

@@ -12,7 +12,8 @@
 use super::flow::{Flow, SentPsn};
 use super::packed::Packed;
 use super::store::hint::{lines, prefetch, warm_hot};
-use super::table::{pair_hash, send_tag, NO_SLOT};
+use super::store::recent::pair_hash;
+use super::store::{send_tag, NO_SLOT};
 use super::Analyzer;
 use dissectors::{Decoded, Operation, Psn};
 
@@ -91,7 +92,7 @@ impl Analyzer {
     #[inline]
     pub(crate) fn warm_home(&self, h: &Hint) {
         if h.hash != Hint::NONE.hash {
-            prefetch(self.index.home(h.hash));
+            prefetch(self.flows.index_home(h.hash));
         }
     }
 
@@ -104,11 +105,11 @@ impl Analyzer {
         if h.hash == Hint::NONE.hash {
             return;
         }
-        let Some(s) = self.index.find(h.hash, |_| true) else {
+        let Some(s) = self.flows.index_guess(h.hash) else {
             self.warm_new(d, h.psn);
             return;
         };
-        if let (Some(f), Some(t)) = (self.slots.get(s as usize), self.last_seen.get(s as usize)) {
+        if let Some((f, t)) = self.flows.slot_and_seen(s) {
             warm_hot(f);
             prefetch(t);
             h.slot = s;
@@ -131,15 +132,15 @@ impl Analyzer {
             prefetch(front);
             prefetch(next);
         }
-        match f.peer.and_then(|p| self.slots.get(p as usize)) {
+        match f.peer.and_then(|p| self.flows.slot_and_seen(p)) {
             // A request leaves its peer alone: warming it would only push lines out.
-            Some(p) if !h.request => warm_hot(p),
+            Some((p, _)) if !h.request => warm_hot(p),
             Some(_) => {}
             // A request notes its PSN under (src, dst), a response looks under (dst, src).
             None if h.request => {
-                prefetch(self.recent.bucket_of(send_tag(f.pair_hash[0], h.psn)));
+                prefetch(self.flows.recent_bucket(send_tag(f.pair_hash[0], h.psn)));
             }
-            None => prefetch(self.recent.bucket_of(send_tag(f.pair_hash[1], h.psn))),
+            None => prefetch(self.flows.recent_bucket(send_tag(f.pair_hash[1], h.psn))),
         }
     }
 
@@ -183,17 +184,17 @@ impl Analyzer {
             return;
         };
         prefetch(
-            self.recent
-                .bucket_of(send_tag(pair_hash(p.src, p.dst), psn)),
+            self.flows
+                .recent_bucket(send_tag(pair_hash(p.src, p.dst), psn)),
         );
         prefetch(
-            self.recent
-                .bucket_of(send_tag(pair_hash(p.dst, p.src), psn)),
+            self.flows
+                .recent_bucket(send_tag(pair_hash(p.dst, p.src), psn)),
         );
     }
 
     #[inline]
     fn flow_at(&self, slot: u32) -> Option<&Flow> {
-        self.slots.get(slot as usize)?.as_ref()
+        self.flows.get(slot)
     }
 }

@@ -1,8 +1,13 @@
 //! Where the live flows are kept, and the performance machinery around them: nothing
-//! here knows RoCE. The protocol code never calls this module; the analyzer's flow table
-//! (`super::table`: find a packet's flow, make a new one, retire one, walk them all) and
-//! its look-ahead hints (`super::warm`) are its only users.
+//! here knows RoCE. Its API is one type, [`FlowStore`] (`flows.rs`): find a flow by key,
+//! insert one, get one by slot, list an address pair's, take one out, drain them all,
+//! and the recent-PSN table. The analyzer holds one; its flow table (`super::table`)
+//! finds or makes a packet's flow through it, the protocol code gets flows from it by
+//! slot, and the look-ahead hints (`super::warm`) read it without changing it.
 //!
+//! - [`flows`]: the store itself, over the pieces below.
+//! - [`recent`]: which request flow sent a PSN most recently (a response's first probe
+//!   for the request stream it answers).
 //! - [`slab`]: the flows in place, in chunks of 1,024 slots: `push` (insert), `get`,
 //!   `two` (a flow and its peer, mutably), `iter`/`each` (iterate), `drain_chunks` (retire
 //!   every flow at the end). A slot holds `Option<Flow>`; which slots are free is the
@@ -44,7 +49,12 @@
 //! compiler picks another.
 
 pub(super) mod ahead;
+pub(super) mod flows;
 pub(super) mod hint;
 pub(super) mod index;
 pub(super) mod populate;
+pub(super) mod recent;
 pub(super) mod slab;
+
+pub(super) use flows::{FlowStore, NO_SLOT};
+pub(super) use recent::send_tag;

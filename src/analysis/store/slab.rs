@@ -29,7 +29,7 @@ pub(in crate::analysis) const CHUNK: usize = 1024;
 pub(in crate::analysis) const WALK_AHEAD: usize = 2;
 
 /// A chunk of slots, allocated whole.
-type Chunk = Box<[Option<Flow>; CHUNK]>;
+pub(in crate::analysis) type Chunk = Box<[Option<Flow>; CHUNK]>;
 
 /// See the module documentation.
 #[derive(Debug, Default)]
