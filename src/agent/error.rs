@@ -58,7 +58,7 @@ pub enum Error {
         error: io::Error,
     },
     /// Dropping privileges failed.
-    Privileges(String),
+    Privileges(super::privileges::RestrictError),
     /// Installing the signal handlers failed.
     Signals(io::Error),
     /// The HTTP server's thread could not be started.

@@ -148,8 +148,37 @@ fn scalar(n: &Node) -> Option<String> {
         _ => n.text(),
     }
 }
+/// A value of an option that does not parse (the text as given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueError {
+    /// Not a duration.
+    Duration(String),
+    /// A duration beyond a billion seconds, or negative.
+    DurationRange(String),
+    /// Not a size.
+    Size(String),
+}
+
+impl std::fmt::Display for ValueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValueError::Duration(s) => write!(
+                f,
+                "bad duration '{s}': use a number with ms, s, m or h (e.g. 30s)"
+            ),
+            ValueError::DurationRange(s) => write!(f, "bad duration '{s}': out of range"),
+            ValueError::Size(s) => write!(
+                f,
+                "bad size '{s}': use bytes or a number with K, M or G (e.g. 32M)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ValueError {}
+
 /// A duration as the options take it: `250ms`, `30s`, `5m`, `1h`, or a number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, ValueError> {
     let t = s.trim();
     let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
         Some(i) => (&t[..i], &t[i..]),
@@ -160,25 +189,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "s" => 1.0,
         "m" => 60.0,
         "h" => 3600.0,
-        _ => {
-            return Err(format!(
-                "bad duration '{s}': use a number with ms, s, m or h (e.g. 30s)"
-            ))
-        }
+        _ => return Err(ValueError::Duration(s.to_string())),
     };
     let v: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("bad duration '{s}': use a number with ms, s, m or h (e.g. 30s)"))?;
+        .map_err(|_| ValueError::Duration(s.to_string()))?;
     let secs = v * scale;
     if !(0.0..=1e9).contains(&secs) {
-        return Err(format!("bad duration '{s}': out of range"));
+        return Err(ValueError::DurationRange(s.to_string()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
 
 /// A size as the options take it: bytes, or with `K`, `M`, `G` (binary, KiB/MiB/GiB).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub fn parse_bytes(s: &str) -> Result<u64, ValueError> {
     let t = s.trim().trim_end_matches("iB").trim_end_matches('B');
     let (num, mult) = match t.chars().last() {
         Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
@@ -190,7 +215,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("bad size '{s}': use bytes or a number with K, M or G (e.g. 32M)"))
+        .ok_or_else(|| ValueError::Size(s.to_string()))
 }
 
 #[cfg(test)]

@@ -91,14 +91,66 @@ pub struct Restricted {
     pub other_threads: usize,
 }
 
+/// The step of [`restrict`] that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Reading the permitted set.
+    Read,
+    /// Dropping a capability from the bounding set.
+    DropBounding(Capability),
+    /// Clearing the ambient set.
+    ClearAmbient,
+    /// Clearing the inheritable set.
+    ClearInheritable,
+    /// Setting the effective set.
+    SetEffective,
+    /// Setting the permitted set.
+    SetPermitted,
+}
+
+/// Why [`restrict`] failed, with the system's reason.
+#[derive(Debug)]
+pub enum RestrictError {
+    /// A capability set could not be read or changed.
+    Caps(Step, caps::errors::CapsError),
+    /// `prctl(PR_SET_NO_NEW_PRIVS)` failed.
+    NoNewPrivs(rustix::io::Errno),
+}
+
+impl std::fmt::Display for RestrictError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (step, e) = match self {
+            RestrictError::NoNewPrivs(e) => return write!(f, "setting no_new_privs: {e}"),
+            RestrictError::Caps(step, e) => (step, e),
+        };
+        match step {
+            Step::Read => write!(f, "reading capabilities: {e}"),
+            Step::DropBounding(c) => write!(f, "dropping {c} from the bounding set: {e}"),
+            Step::ClearAmbient => write!(f, "clearing ambient: {e}"),
+            Step::ClearInheritable => write!(f, "clearing inheritable: {e}"),
+            Step::SetEffective => write!(f, "setting effective: {e}"),
+            Step::SetPermitted => write!(f, "setting permitted: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RestrictError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RestrictError::Caps(_, e) => Some(e),
+            RestrictError::NoNewPrivs(e) => Some(e),
+        }
+    }
+}
+
 /// Keeps only the capabilities of `needs` in this thread (see the module documentation)
 /// and sets `no_new_privs`. Must run before any other thread starts. A process that
 /// lacks some of them (not root) keeps those it has; it is not an error here — opening a
 /// source or entering a namespace then fails with its own message.
-pub fn restrict(needs: Needs) -> Result<Restricted, String> {
+pub fn restrict(needs: Needs) -> Result<Restricted, RestrictError> {
     let want: CapsHashSet = kept(needs).into_iter().collect();
     let had =
-        caps::read(None, CapSet::Permitted).map_err(|e| format!("reading capabilities: {e}"))?;
+        caps::read(None, CapSet::Permitted).map_err(|e| RestrictError::Caps(Step::Read, e))?;
     // The bounding set first: dropping from it needs CAP_SETPCAP, which goes next. A
     // process without it (not root: file or ambient capabilities) cannot, and need not:
     // with no_new_privs nothing it executes can gain what its bounding set still holds.
@@ -106,16 +158,17 @@ pub fn restrict(needs: Needs) -> Result<Restricted, String> {
     for c in caps::all().into_iter().filter(|_| setpcap) {
         if !want.contains(&c) && caps::has_cap(None, CapSet::Bounding, c).unwrap_or(false) {
             caps::drop(None, CapSet::Bounding, c)
-                .map_err(|e| format!("dropping {c} from the bounding set: {e}"))?;
+                .map_err(|e| RestrictError::Caps(Step::DropBounding(c), e))?;
         }
     }
     let keep: CapsHashSet = want.intersection(&had).copied().collect();
     // Ambient is cleared (it must stay within permitted ∩ inheritable anyway).
-    caps::clear(None, CapSet::Ambient).map_err(|e| format!("clearing ambient: {e}"))?;
-    caps::clear(None, CapSet::Inheritable).map_err(|e| format!("clearing inheritable: {e}"))?;
-    caps::set(None, CapSet::Effective, &keep).map_err(|e| format!("setting effective: {e}"))?;
-    caps::set(None, CapSet::Permitted, &keep).map_err(|e| format!("setting permitted: {e}"))?;
-    rustix::thread::set_no_new_privs(true).map_err(|e| format!("setting no_new_privs: {e}"))?;
+    let caps = |step| move |e| RestrictError::Caps(step, e);
+    caps::clear(None, CapSet::Ambient).map_err(caps(Step::ClearAmbient))?;
+    caps::clear(None, CapSet::Inheritable).map_err(caps(Step::ClearInheritable))?;
+    caps::set(None, CapSet::Effective, &keep).map_err(caps(Step::SetEffective))?;
+    caps::set(None, CapSet::Permitted, &keep).map_err(caps(Step::SetPermitted))?;
+    rustix::thread::set_no_new_privs(true).map_err(RestrictError::NoNewPrivs)?;
     let mut kept: Vec<Capability> = keep.into_iter().collect();
     kept.sort_by_key(caps::Capability::index);
     let other_threads =

@@ -36,22 +36,55 @@ pub enum Dropped {
     Capabilities,
 }
 
+/// Why privileges could not be given up (each with the system's reason).
+#[derive(Debug)]
+pub enum DropError {
+    /// `setgroups(2)` (clearing the supplementary groups) failed.
+    Groups(nix::Error),
+    /// `setgid(2)` to the sudo user's group failed.
+    Group(u32, nix::Error),
+    /// `setuid(2)` to the sudo user failed.
+    User(u32, nix::Error),
+    /// Clearing a capability set failed.
+    Capabilities(caps::errors::CapsError),
+}
+
+impl std::fmt::Display for DropError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DropError::Groups(e) => write!(f, "clearing supplementary groups: {e}"),
+            DropError::Group(gid, e) => write!(f, "switching to group {gid}: {e}"),
+            DropError::User(uid, e) => write!(f, "switching to user {uid}: {e}"),
+            DropError::Capabilities(e) => write!(f, "clearing capabilities: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DropError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DropError::Groups(e) | DropError::Group(_, e) | DropError::User(_, e) => Some(e),
+            DropError::Capabilities(e) => Some(e),
+        }
+    }
+}
+
 /// Gives up root (to the sudo user) or every capability. See the module documentation.
-pub fn drop_privileges() -> Result<Dropped, String> {
+pub fn drop_privileges() -> Result<Dropped, DropError> {
     use nix::unistd::{geteuid, setgid, setgroups, setuid, Gid, Uid};
     let env_id = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
     if geteuid().is_root() {
         if let Some(uid) = env_id("SUDO_UID").filter(|u| *u != 0) {
             let gid = env_id("SUDO_GID").unwrap_or(uid);
-            setgroups(&[]).map_err(|e| format!("clearing supplementary groups: {e}"))?;
-            setgid(Gid::from_raw(gid)).map_err(|e| format!("switching to group {gid}: {e}"))?;
-            setuid(Uid::from_raw(uid)).map_err(|e| format!("switching to user {uid}: {e}"))?;
+            setgroups(&[]).map_err(DropError::Groups)?;
+            setgid(Gid::from_raw(gid)).map_err(|e| DropError::Group(gid, e))?;
+            setuid(Uid::from_raw(uid)).map_err(|e| DropError::User(uid, e))?;
             return Ok(Dropped::SwitchedTo { uid, gid });
         }
     }
     let _ = caps::clear(None, CapSet::Ambient);
     for set in [CapSet::Effective, CapSet::Inheritable, CapSet::Permitted] {
-        caps::clear(None, set).map_err(|e| format!("clearing capabilities: {e}"))?;
+        caps::clear(None, set).map_err(DropError::Capabilities)?;
     }
     Ok(Dropped::Capabilities)
 }

@@ -170,7 +170,7 @@ fn apply(
         "filter" => *filter = Some(first.to_string()),
         "roce_port" => *roce_port = Some(num(first)?),
         "netcheck_interval" => {
-            let d = file::parse_duration(first)?;
+            let d = file::parse_duration(first).map_err(|e| e.to_string())?;
             cfg.netcheck_interval = (!d.is_zero()).then_some(d);
         }
         "netcheck_netns" => cfg.netcheck_only = v.to_vec(),
@@ -192,10 +192,12 @@ fn apply(
                 .collect::<Result<_, _>>()?;
         }
         "dump_seconds" => cfg.dump_seconds = positive(num(first)?)?,
-        "dump_interval" => cfg.dump_interval = file::parse_duration(first)?,
+        "dump_interval" => {
+            cfg.dump_interval = file::parse_duration(first).map_err(|e| e.to_string())?;
+        }
         "dump_keep" => cfg.dump_keep = positive(num::<u64>(first)?)? as usize,
         "recorder_bytes" => {
-            let b = file::parse_bytes(first)?;
+            let b = file::parse_bytes(first).map_err(|e| e.to_string())?;
             if !(64 << 10..=16 << 30).contains(&b) {
                 return Err(format!("{b} bytes: give 64K to 16G"));
             }
@@ -210,14 +212,14 @@ fn apply(
             }
         }
         "memory_limit" => {
-            let b = file::parse_bytes(first)?;
+            let b = file::parse_bytes(first).map_err(|e| e.to_string())?;
             if !(32 << 20..=1 << 40).contains(&b) {
                 return Err(format!("{b} bytes: give 32M to 1024G"));
             }
             cfg.memory_limit = b;
         }
         "window" => {
-            let d = file::parse_duration(first)?;
+            let d = file::parse_duration(first).map_err(|e| e.to_string())?;
             if d.as_secs() < 1 {
                 return Err("the window is at least 1s".into());
             }
@@ -232,14 +234,14 @@ fn apply(
         }
         "top_flows" => cfg.top_flows = num::<usize>(first)?.min(10_000),
         "idle_timeout" => {
-            let d = file::parse_duration(first)?;
+            let d = file::parse_duration(first).map_err(|e| e.to_string())?;
             if d.is_zero() {
                 return Err("give a positive duration".into());
             }
             cfg.analyzer.idle_timeout_ns = d.as_nanos().min(u128::from(u64::MAX)) as u64;
         }
         "gap_timeout" => {
-            let d = file::parse_duration(first)?;
+            let d = file::parse_duration(first).map_err(|e| e.to_string())?;
             if d.is_zero() {
                 return Err("give a positive duration".into());
             }

@@ -115,7 +115,7 @@ pub enum Action {
     /// A new snapshot from the feeder.
     Snapshot(Box<Snapshot>),
     /// The feeder wrote a flow's frames (path and frame count) or failed (message).
-    Written(Result<(String, u64), String>),
+    Written(Result<(String, u64), super::feed::WriteError>),
 }
 
 /// What the run loop must do after a transition.
@@ -519,7 +519,7 @@ impl App {
         Effect::Write { id, keys }
     }
 
-    fn written(&mut self, r: Result<(String, u64), String>) {
+    fn written(&mut self, r: Result<(String, u64), super::feed::WriteError>) {
         self.status = Some(match r {
             Ok((path, n)) => format!("wrote {n} frames to {path}"),
             Err(e) => format!("write failed: {e}"),

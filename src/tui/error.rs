@@ -16,7 +16,7 @@ pub enum Error {
     /// A file could not be read.
     Input(InputError),
     /// Dropping privileges failed.
-    Privileges(String),
+    Privileges(crate::capture::privileges::DropError),
     /// Standard input or output is not a terminal.
     NotATerminal,
     /// A thread could not be started.

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 mod hw;
 mod rings;
 pub use hw::HwReader;
-pub use rings::Rings;
+pub use rings::{Rings, WriteError};
 
 /// Shortest time between two snapshots sent to the UI.
 pub const SNAPSHOT_EVERY: Duration = Duration::from_millis(200);
@@ -56,19 +56,33 @@ pub enum Speed {
 impl Speed {
     /// Parses `--speed`: `realtime`, `max`, or a positive multiple such as `0.5`, `10` or
     /// `10x`; the error is the one-line message for the user.
-    pub fn parse(s: &str) -> Result<Speed, String> {
+    pub fn parse(s: &str) -> Result<Speed, BadSpeed> {
         match s {
             "max" => Ok(Speed::Max),
             "realtime" => Ok(Speed::Factor(1.0)),
             _ => match s.trim_end_matches('x').parse::<f64>() {
                 Ok(v) if v > 0.0 && v.is_finite() => Ok(Speed::Factor(v)),
-                _ => Err(format!(
-                    "--speed {s}: give realtime, max, or a positive multiple such as 0.5 or 10"
-                )),
+                _ => Err(BadSpeed(s.to_string())),
             },
         }
     }
 }
+
+/// A `--speed` that is none of realtime, max or a positive multiple (the text given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadSpeed(pub String);
+
+impl std::fmt::Display for BadSpeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--speed {}: give realtime, max, or a positive multiple such as 0.5 or 10",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for BadSpeed {}
 
 /// What the UI asks of the feeder.
 #[derive(Debug)]

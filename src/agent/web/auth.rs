@@ -37,20 +37,40 @@ pub enum Verdict {
     },
 }
 
+/// Why a user of `basic_auth_users` is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserError {
+    /// The hash is not bcrypt's.
+    NotBcrypt,
+    /// The name holds `:`, which basic authentication cannot carry.
+    Colon,
+}
+
+impl std::fmt::Display for UserError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UserError::NotBcrypt => {
+                "not a bcrypt hash (make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
+            }
+            UserError::Colon => "a user name cannot hold ':'",
+        })
+    }
+}
+
+impl std::error::Error for UserError {}
+
 impl Users {
     pub fn len(&self) -> usize {
         self.users.len()
     }
 
     /// Adds a user; the hash must be bcrypt's (`$2a$`, `$2b$`, `$2x$` or `$2y$`).
-    pub fn add(&mut self, user: &str, hash: &str) -> Result<(), String> {
+    pub fn add(&mut self, user: &str, hash: &str) -> Result<(), UserError> {
         if hash.parse::<bcrypt::HashParts>().is_err() {
-            return Err(
-                "not a bcrypt hash (make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)".into(),
-            );
+            return Err(UserError::NotBcrypt);
         }
         if user.contains(':') {
-            return Err("a user name cannot hold ':'".into());
+            return Err(UserError::Colon);
         }
         self.users.push((user.to_string(), hash.to_string()));
         Ok(())

@@ -91,7 +91,7 @@ pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
         };
-        set_error(why);
+        set_error(why.to_string());
         if !dev.opts.reopen {
             break;
         }
@@ -152,18 +152,18 @@ fn idle_until(until: Instant, margin: Duration, ctx: &Ctx, run: &mut Run) -> boo
     !ctx.stop.load(Ordering::Relaxed)
 }
 
-/// Captures from one handle until asked to stop (`Ok`) or the handle fails (`Err`, with
-/// libpcap's words). The batch being filled stays in `run` across handles.
+/// Captures from one handle until asked to stop (`Ok`) or the handle fails (`Err`,
+/// libpcap's error). The batch being filled stays in `run` across handles.
 fn capture(
     cap: Capture<Active>,
     link: LinkType,
     margin: Duration,
     ctx: &Ctx,
     run: &mut Run,
-) -> Result<(), String> {
+) -> Result<(), pcap::Error> {
     // Non-blocking reads plus poll(2): libpcap 1.10's blocking read does not return on
     // its timeout in immediate mode, and an idle device must still send heartbeats.
-    let mut cap = cap.setnonblock().map_err(|e| e.to_string())?;
+    let mut cap = cap.setnonblock()?;
     let mut last_send = Instant::now();
     let mut last_stats = Instant::now();
     let received = &ctx.stats.received;
@@ -195,7 +195,7 @@ fn capture(
             }
             Err(pcap::Error::TimeoutExpired | pcap::Error::NoMorePackets) => true,
             Err(e) => {
-                failed = Some(e.to_string());
+                failed = Some(e);
                 // Whatever was read before the failure still goes out.
                 true
             }

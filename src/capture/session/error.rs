@@ -53,7 +53,7 @@ pub enum SessionError {
         message: String,
     },
     /// Dropping privileges failed.
-    Privileges(String),
+    Privileges(crate::capture::privileges::DropError),
     /// Devices of different link types and a pcap file.
     LinkTypes {
         /// The first device and its link type.

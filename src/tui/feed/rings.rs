@@ -76,7 +76,12 @@ impl Rings {
 
     /// Writes the frames of `keys` in time order to a new `rocetap-flow<id>[-n].pcapng`
     /// in `dir`; returns its name and the number of frames.
-    pub fn write(&self, dir: &Path, id: u32, keys: &[FlowKey]) -> Result<(String, u64), String> {
+    pub fn write(
+        &self,
+        dir: &Path,
+        id: u32,
+        keys: &[FlowKey],
+    ) -> Result<(String, u64), WriteError> {
         let mut frames: Vec<&Stored> = self
             .map
             .iter()
@@ -84,7 +89,7 @@ impl Rings {
             .flat_map(|(_, r)| r.frames.iter())
             .collect();
         if frames.is_empty() {
-            return Err(format!("no frames of flow #{id} are kept"));
+            return Err(WriteError::NoFrames(id));
         }
         frames.sort_by_key(|s| s.ts_ns);
         let mut links: Vec<LinkType> = Vec::new();
@@ -108,7 +113,7 @@ impl Rings {
             k += 1;
         }
         let name = path.display().to_string();
-        let err = |e: std::io::Error| format!("{name}: {e}");
+        let err = |e: std::io::Error| WriteError::Io(name.clone(), std::sync::Arc::new(e));
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -124,6 +129,33 @@ impl Rings {
         let n = w.frames;
         w.into_inner().map_err(err)?;
         Ok((name, n))
+    }
+}
+
+/// Why the `w` key wrote no file (cloned with the UI's messages, hence the `Arc`).
+#[derive(Debug, Clone)]
+pub enum WriteError {
+    /// No frame of the flow is kept in the rings.
+    NoFrames(u32),
+    /// Creating or writing the file failed.
+    Io(String, std::sync::Arc<std::io::Error>),
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::NoFrames(id) => write!(f, "no frames of flow #{id} are kept"),
+            WriteError::Io(name, e) => write!(f, "{name}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WriteError::NoFrames(_) => None,
+            WriteError::Io(_, e) => Some(e.as_ref()),
+        }
     }
 }
 

@@ -65,7 +65,7 @@ pub enum Why {
         /// The user.
         user: String,
         /// Why.
-        why: String,
+        why: crate::agent::web::auth::UserError,
     },
     /// A header that cannot be set, and the ones that can.
     HeaderNotAllowed {
