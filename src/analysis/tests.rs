@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::report::findings::{message, seen};
-use dissectors::{Addr, IcrcStatus, Psn};
+use dissectors::{Addr, IcrcStatus, Operation, Psn, Roce};
 use dissectors::{
     AethRepr, ArpOp, ArpRepr, BthRepr, EthernetRepr, IpRepr, Layer, LinkType, Msn, Opcode, PKey,
     PauseRepr, Qpn, RethRepr, RoceVersion, Stop, UdpRepr, VlanRepr,
