@@ -227,7 +227,7 @@ pub(crate) struct ReqStream {
     /// earlier one was sent earlier and arrives late.
     pub idents_ahead: u32,
     pub idents_behind: u32,
-    /// Of `idents_ahead`, those more than `requester::NEAR_IDENT` after the latest one
+    /// Of `idents_ahead`, those more than `requester::ident::NEAR_IDENT` after the latest one
     /// (what a random identification mostly does, and a counter seldom).
     pub idents_far: u32,
     /// When the last new (not resent) request was seen.

@@ -25,6 +25,9 @@
 //! not vary the identification — within [`COPY_WINDOW_NS`], and nothing that asked for it)
 //! is a duplicate made by the network and is counted apart: the requester sent it once.
 
+mod ident;
+mod retry;
+
 use super::events::{Event, EventKind, EventLog};
 use super::flow::{
     span_for, Cause, Episode, Flow, Pending, Read, ResentGap, SentPsn, Stray, Trigger,
@@ -33,6 +36,9 @@ use super::gaps::{fill_gaps, fill_one, in_gap, open_gap};
 use super::stop::{note_retry, note_skip, skipped};
 use dissectors::ib::aeth::rnr_timer_us;
 use dissectors::{Operation, Psn, Roce, Transport};
+use ident::{idents_in_order, is_copy, note_ident, original_sent_later, overtaken_by_its_resend};
+pub(super) use retry::{count_retransmission, end_episode, push_pending, resolve};
+use retry::{pending_for, resend, start_episode};
 
 /// How many PSNs past the PSN a NAK named the first packet of its rewind may lie (the
 /// ones before it lost again before the tap), and how far a resend run may skip ahead and
@@ -266,22 +272,6 @@ fn never_passed(f: &Flow, p: Psn, end: Psn) -> bool {
     in_gap(f, p) || end.diff(f.req.first) <= 0
 }
 
-/// Whether a late packet of PSN `p` (identification `ident`) belongs to a gap a resend
-/// filled and was sent before that resend: an original the resend of its PSN overtook.
-fn overtaken_by_its_resend(f: &Flow, p: Psn, ident: u16) -> bool {
-    let g = &f.req.resent_gaps;
-    (0..g.len()).any(|i| g.get(i).overtook(p, ident))
-}
-
-/// Whether a sighting of PSN `p` taken for its original (it moved the stream on) carries
-/// an identification later than `ident`: it was a resend that overtook the original.
-fn original_sent_later(f: &Flow, p: Psn, ident: u16) -> bool {
-    f.req
-        .sent
-        .iter()
-        .any(|s| s.psn == p && s.new && (s.ident.wrapping_sub(ident) as i16) > 0)
-}
-
 /// A READ span never resolved because its length was cut off by the snaplen.
 const UNKNOWN_LEN: u32 = u32::MAX;
 
@@ -329,277 +319,6 @@ fn resolve_open_read(f: &mut Flow, p: Psn, pmtu: u32) {
     }
 }
 
-/// Watches the IPv4 identification: only a sender that varies it lets a copy be told
-/// from a resend by it, and only one that counts it up in send order tells a late
-/// arrival from a packet sent now. Returns whether `ident` is earlier than the latest
-/// one sent (always false where the identification is not the send order).
-fn note_ident(f: &mut Flow, ident: u16) -> bool {
-    let r = &mut f.req;
-    let Some(first) = r.first_ident else {
-        r.first_ident = Some(ident);
-        r.max_ident = ident;
-        return false;
-    };
-    if ident != first {
-        r.idents_vary = true;
-    }
-    let step = ident.wrapping_sub(r.max_ident) as i16;
-    let ahead = step > 0;
-    if ahead {
-        r.max_ident = ident;
-        r.idents_ahead = r.idents_ahead.saturating_add(1);
-        if step > NEAR_IDENT {
-            r.idents_far = r.idents_far.saturating_add(1);
-        }
-    } else {
-        r.idents_behind = r.idents_behind.saturating_add(1);
-    }
-    !ahead && idents_in_order(f)
-}
-
-/// How far after the latest identification a counting sender's next packet of the flow
-/// may come (other flows sharing its counter take the numbers between): a random
-/// identification lands within it about once in 64 packets.
-pub(super) const NEAR_IDENT: i16 = 1024;
-
-/// The identification is the send order: it varies, and nearly every packet that carries
-/// a later one than any before carries one a short step later (a counter; a random or
-/// constant identification does not pass). Packets behind the latest one do not count
-/// against it: reordering makes them — netem in the lab has delivered bursts of a hundred
-/// in reverse order, each one behind, which once made the count of those behind outgrow
-/// the rest and turned each late packet into a retransmission of its own. A flow's first
-/// packets are judged sooner, while no step has been far: [`FIRST_NEAR_STEPS`] near steps
-/// and none far (the lab's reorder scenario delays the capture's fifth packet; a random
-/// identification passes about once in a million flows).
-fn idents_in_order(f: &Flow) -> bool {
-    let r = &f.req;
-    let near = r.idents_ahead - r.idents_far;
-    r.idents_vary
-        && ((near >= 8 && near >= 8 * r.idents_far)
-            || (r.idents_far == 0 && near >= FIRST_NEAR_STEPS))
-}
-
-/// Near steps up, and none far, after which a flow's identification is taken for its send
-/// order even before [`idents_in_order`]'s eight.
-const FIRST_NEAR_STEPS: u32 = 4;
-
-/// Is `p` (seen at `ts` with `ident`) a copy of its last sighting?
-fn is_copy(f: &Flow, p: Psn, ts: u64, ident: u16) -> bool {
-    let Some(SentPsn {
-        t_ns: t0,
-        ident: id0,
-        ..
-    }) = f.req.sent.iter().rev().find(|s| s.psn == p)
-    else {
-        return false;
-    };
-    let known = f.req.idents_ahead + f.req.idents_behind >= 8;
-    if f.req.idents_vary || (!known && ident != 0) {
-        // Where it varies (or, in a flow's first packets, before that is known, when it
-        // is not the 0 that senders without an identification write) the same
-        // identification is the same transmission.
-        id0 == ident
-    } else {
-        ts.saturating_sub(t0) <= COPY_WINDOW_NS
-    }
-}
-
-/// packet after it, `None` at the end) is known.
-pub(super) fn resolve(f: &mut Flow, s: Stray, next: Option<Psn>, log: &mut EventLog) {
-    let continues = next.is_some_and(|q| {
-        (0..=RUN_SLACK).contains(&q.diff(s.end)) && (q.diff(f.req.next) < 0 || s.end == f.req.next)
-    });
-    if !continues && s.in_gap {
-        // Its PSN had never passed the tap and nothing followed it: the original,
-        // overtaken on the way.
-        f.counters.reordered_packets += 1;
-        log.push(Event::new(s.t_ns, f.id, EventKind::Reordered).psn(s.psn));
-        super::stop::note_late(f, s.psn);
-        let _ = fill_gaps(f, false, s.psn, s.t_ns, log);
-        f.req.sent.push(SentPsn {
-            psn: s.psn,
-            t_ns: s.t_ns,
-            ident: s.ident,
-            new: true,
-        });
-        return;
-    }
-    start_episode(f, s, true, log);
-}
-
-/// What a rewind at `ts` acts on: the NAKs, RNR NAKs and READ response gaps that passed
-/// the tap since the previous rewind, whatever PSN they name (a real requester resumes
-/// from its completer's PSN, which after an RNR NAK or under reordering lags below the
-/// NAK's). An RNR NAK comes first (Soft-RoCE follows it with a sequence NAK for the same
-/// PSN, and the retry waits for the RNR timer), then a NAK, then a READ gap, and among
-/// equals the oldest.
-fn pending_for(f: &Flow, ts: u64) -> Option<usize> {
-    let rank = |c: Cause| match c {
-        Cause::Rnr(_) => 0,
-        Cause::Nak => 1,
-        Cause::ReadGap => 2,
-    };
-    f.req
-        .pending()
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| {
-            e.filter(|e| e.t_ns <= ts)
-                .map(|e| ((rank(e.cause), e.t_ns), i))
-        })
-        .min()
-        .map(|(_, i)| i)
-}
-
-/// Takes the trigger of a rewind at `ts`; everything received by then is acted on.
-fn take_pending(f: &mut Flow, ts: u64) -> Option<Pending> {
-    let found = pending_for(f, ts).and_then(|i| f.req.pending()[i]);
-    for e in f.req.pending_mut() {
-        if e.is_some_and(|x| x.t_ns <= ts) {
-            *e = None;
-        }
-    }
-    found
-}
-
-/// Records a NAK, an RNR NAK or a READ response gap the requester will act on.
-pub(super) fn push_pending(f: &mut Flow, e: Pending) {
-    let slots = f.req.pending.get_or_insert_with(Box::default);
-    let i = slots.iter().position(Option::is_none).unwrap_or_else(|| {
-        // Full: the oldest gives way.
-        let (i, _) = slots
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, x)| x.map_or(0, |x| x.t_ns))
-            .expect("slots");
-        i
-    });
-    slots[i] = Some(e);
-}
-
-/// A retry starts at `s`: a new episode with what triggered it.
-fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut EventLog) {
-    end_episode(&mut f.req.episode, log);
-    let taken = take_pending(f, s.t_ns);
-    let (trigger, latency) = match s.cause.or(taken) {
-        Some(e) => {
-            let l = s.t_ns.saturating_sub(e.t_ns);
-            match e.cause {
-                Cause::Nak => {
-                    if (1..=RUN_SLACK).contains(&s.psn.diff(e.psn)) {
-                        // The rewind's first packets (from the NAK's PSN) never passed the
-                        // tap: lost before it.
-                        note_skip(f, e.psn, s.psn);
-                    }
-                    f.delays_mut().nak_to_resend.record(l);
-                    (Trigger::Nak, Some(l))
-                }
-                Cause::Rnr(code) => {
-                    f.delays_mut().rnr_wait.record(l);
-                    f.trouble_mut().rnr_requested_us += rnr_timer_us(code);
-                    (Trigger::Rnr, Some(l))
-                }
-                Cause::ReadGap => (Trigger::ReadRerequest, Some(l)),
-            }
-        }
-        None => {
-            // The requester's timer: it runs from the last transmission of the PSN;
-            // when that fell out of the recent-PSN ring, how long it took is unknown.
-            let t0 = f
-                .req
-                .sent
-                .iter()
-                .rev()
-                .find(|x| x.psn == s.psn)
-                .map(|x| x.t_ns);
-            let l = t0.map(|t0| s.t_ns.saturating_sub(t0));
-            if let Some(l) = l {
-                f.delays_mut().timeout_observed.record(l);
-            }
-            // Where its PSN was: never at the tap (lost before it), or acknowledged by an
-            // ACK the tap saw (that ACK was lost after the tap); else one tap cannot tell.
-            if s.in_gap || skipped(f, s.psn) {
-                f.counters.timeout_episodes_gap_at_tap += 1;
-            } else if f.req.acked().is_some_and(|a| a.diff(s.psn) >= 0) {
-                f.counters.timeout_episodes_acked += 1;
-            }
-            (Trigger::Timeout, l)
-        }
-    };
-    f.counters.retransmission_episodes += 1;
-    f.req.last_trigger = Some(trigger);
-    note_retry(f, s.psn, s.t_ns);
-    match trigger {
-        Trigger::Nak => f.counters.nak_retransmission_episodes += 1,
-        Trigger::Rnr => f.counters.rnr_retransmission_episodes += 1,
-        Trigger::Timeout => f.counters.timeout_retransmission_episodes += 1,
-        Trigger::ReadRerequest => f.counters.read_retransmission_episodes += 1,
-        Trigger::Unknown => {}
-    }
-    let mut e = Event::new(s.t_ns, f.id, EventKind::Retransmission).psn(s.psn);
-    e.trigger = Some(trigger);
-    e.latency_ns = latency;
-    let event = log.push(e);
-    f.req.episode = Some(Episode {
-        trigger,
-        last: s.psn,
-        event,
-        packets: 0,
-    });
-    if resent {
-        resend(f, s.psn, s.end, s.t_ns, s.ident, trigger, log);
-    } else {
-        let ep = f.req.episode.as_mut().expect("episode just set");
-        ep.packets += 1;
-        f.req.cursor = s.end;
-        f.req.sent.push(SentPsn {
-            psn: s.psn,
-            t_ns: s.t_ns,
-            ident: s.ident,
-            new: false,
-        });
-    }
-}
-
-/// One packet of the run in progress.
-fn resend(f: &mut Flow, p: Psn, end: Psn, ts: u64, ident: u16, t: Trigger, log: &mut EventLog) {
-    if let Some(ep) = f.req.episode.as_mut() {
-        ep.last = p;
-        ep.packets += 1;
-    }
-    if (1..=RUN_SLACK).contains(&p.diff(f.req.cursor)) {
-        // The run skipped PSNs the tap had seen before: their resends were lost before it.
-        let from = f.req.cursor;
-        note_skip(f, from, p);
-    }
-    count_retransmission(f, t);
-    if let Some(g) = fill_gaps(f, false, p, ts, log) {
-        f.req.resent_gaps.push(ResentGap {
-            start: g.start,
-            len: g.len,
-            ident,
-        });
-    }
-    f.req.sent.push(SentPsn {
-        psn: p,
-        t_ns: ts,
-        ident,
-        new: false,
-    });
-    f.req.cursor = end;
-}
-
-pub(super) fn count_retransmission(f: &mut Flow, t: Trigger) {
-    f.counters.retransmitted_packets += 1;
-    match t {
-        Trigger::Nak => f.counters.nak_retransmissions += 1,
-        Trigger::Rnr => f.counters.rnr_retransmissions += 1,
-        Trigger::Timeout => f.counters.timeout_retransmissions += 1,
-        Trigger::ReadRerequest => f.counters.read_retransmissions += 1,
-        Trigger::Unknown => f.counters.unknown_retransmissions += 1,
-    }
-}
-
 /// A READ Request behind the stream whose PSN lies strictly inside an earlier READ and
 /// whose RETH ends where that READ ends: the requester asks for the rest again.
 fn rerequest_of(f: &Flow, p: Psn, r: &Roce) -> Option<usize> {
@@ -612,13 +331,4 @@ fn rerequest_of(f: &Flow, p: Psn, r: &Roce) -> Option<usize> {
         });
         inside && same_end
     })
-}
-
-pub(super) fn end_episode(e: &mut Option<Episode>, log: &mut EventLog) {
-    if let Some(ep) = e.take() {
-        if let Some(i) = ep.event {
-            log.events[i].count = u64::from(ep.packets);
-            log.events[i].psn_end = Some(ep.last.0);
-        }
-    }
 }
