@@ -10,20 +10,17 @@
 
 #![warn(missing_docs)]
 
-pub mod capture;
 pub mod checks;
-pub mod dcb;
 mod error;
-pub mod load_json;
-pub mod lookup;
-pub mod model;
+pub mod fib;
+pub mod host;
 pub mod nad;
-pub mod netlink;
-pub mod qos;
 pub mod report;
-pub mod sysfs;
 
+pub use checks::capture;
 pub use error::Error;
+pub use fib::{load_json, lookup, model, netlink};
+pub use host::{dcb, qos, sysfs};
 
 use crate::error::exit;
 use std::path::PathBuf;

@@ -6,7 +6,7 @@
 //! address answering on one interface while its replies leave another, duplicate
 //! addresses, and other unanswered ARP requests.
 
-use super::checks::{Evidence, Finding, Severity};
+use super::{Evidence, Finding, Severity};
 use crate::analysis::{Analyzer, ArpSymptom, ArpSymptomKind, Config, Report};
 use crate::pipeline::{NoSink, Pipeline};
 use crate::report::findings::{ask as ask_text, seen, symptom_message};
@@ -16,7 +16,7 @@ use std::path::PathBuf;
 const SHOWN_PER_KIND: usize = 8;
 
 /// Runs the analyzer over `paths` (merged) and returns its report.
-pub fn analyze(paths: &[PathBuf]) -> Result<Report, super::Error> {
+pub fn analyze(paths: &[PathBuf]) -> Result<Report, crate::netcheck::Error> {
     let mut p = Pipeline::new(
         dissectors::Config::default(),
         Analyzer::new(Config::default()),
@@ -29,7 +29,7 @@ pub fn analyze(paths: &[PathBuf]) -> Result<Report, super::Error> {
     }));
     let cut = p
         .read_files(paths, true, &mut NoSink)
-        .map_err(super::Error::Capture)?;
+        .map_err(crate::netcheck::Error::Capture)?;
     for c in &cut {
         eprintln!("{}", c.warning());
     }

@@ -19,8 +19,8 @@ pub mod host;
 pub mod joined;
 
 use super::dcb::{self, Dcb};
-use super::model::NetState;
 use super::sysfs::{self, rd, SysfsError};
+use crate::netcheck::model::NetState;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::Ipv6Addr;

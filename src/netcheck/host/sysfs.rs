@@ -5,9 +5,9 @@
 //! ECN for the notification and reaction points (`/sys/class/net/<netdev>/ecn/roce_{np,rp}/
 //! enable/<prio>`), and non-zero error `hw_counters`.
 
-use super::checks::{Evidence, Finding, Severity};
-use super::model::NetState;
 use crate::capture::rdma;
+use crate::netcheck::checks::{Evidence, Finding, Severity};
+use crate::netcheck::model::NetState;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;

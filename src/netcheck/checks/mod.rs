@@ -3,12 +3,13 @@
 //! computed by `lookup`), and the fix. The reply-path check also re-runs its lookups on a
 //! copy of the state with the fix applied, so the fix shown is one that works.
 
-use super::lookup::{lookup, Outcome, Query};
-use super::model::*;
+use crate::netcheck::lookup::{lookup, Outcome, Query};
+use crate::netcheck::model::*;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
+pub mod capture;
 mod node;
 pub use node::node_source;
 
