@@ -6,10 +6,9 @@
 //! address answering on one interface while its replies leave another, duplicate
 //! addresses, and other unanswered ARP requests.
 
-use super::{Evidence, Finding, Severity};
-use crate::analysis::{Analyzer, ArpSymptom, ArpSymptomKind, Config, Report};
+use super::Severity;
+use crate::analysis::{Analyzer, ArpSymptom, ArpSymptomKind, Config, Report, UnansweredAsk};
 use crate::pipeline::{NoSink, Pipeline};
-use crate::report::findings::{ask as ask_text, seen, symptom_message};
 use std::path::PathBuf;
 
 /// Findings of one kind shown with their evidence; the rest are counted in the last one.
@@ -36,10 +35,53 @@ pub fn analyze(paths: &[PathBuf]) -> Result<Report, crate::netcheck::Error> {
     Ok(p.finish())
 }
 
-/// The report's ARP / reply-path symptoms (and other unanswered ARP) as findings.
-pub fn findings(r: &Report) -> Vec<Finding> {
-    let first = r.first_ts_ns.unwrap_or(0);
-    let at = |t: u64| format!("{:.6} s", t.saturating_sub(first) as f64 / 1e9);
+/// What a capture shows, with the frames that prove it (`capture-*` findings).
+#[derive(Clone, Copy, Debug)]
+pub enum Capture<'r> {
+    /// An ARP / reply-path symptom of the analyzer.
+    Symptom {
+        /// The symptom, with its evidence frames.
+        symptom: &'r ArpSymptom,
+        /// The capture's first timestamp (evidence times are counted from it).
+        first_ns: u64,
+    },
+    /// An ARP request inside one subnet that was never answered
+    /// (`capture-arp-unanswered`).
+    Unanswered {
+        /// The interface it was seen on.
+        iface: &'r str,
+        /// The requests.
+        ask: &'r UnansweredAsk,
+    },
+}
+
+impl Capture<'_> {
+    /// The finding's stable identifier.
+    pub fn id(&self) -> &'static str {
+        match self {
+            Capture::Symptom { symptom, .. } => match symptom.kind() {
+                ArpSymptomKind::CrossSubnetUnanswered => "capture-arp-cross-subnet",
+                ArpSymptomKind::ReplyPathMismatch => "capture-reply-path",
+                ArpSymptomKind::DuplicateAddress => "capture-duplicate-address",
+                ArpSymptomKind::CrossSubnet => "capture-arp-cross-subnet-answered",
+            },
+            Capture::Unanswered { .. } => "capture-arp-unanswered",
+        }
+    }
+
+    /// How bad it is: the symptom's own severity; an unanswered request is a warning.
+    pub fn severity(&self) -> Severity {
+        match self {
+            Capture::Symptom { symptom, .. } => symptom.severity(),
+            Capture::Unanswered { .. } => Severity::Warning,
+        }
+    }
+}
+
+/// The report's ARP / reply-path symptoms (and other unanswered ARP), at most
+/// `SHOWN_PER_KIND` of each kind.
+pub fn findings(r: &Report) -> Vec<Capture<'_>> {
+    let first_ns = r.first_ts_ns.unwrap_or(0);
     let mut out = Vec::new();
     let mut shown: Vec<(ArpSymptomKind, usize)> = Vec::new();
     for s in &r.arp_symptoms {
@@ -56,7 +98,10 @@ pub fn findings(r: &Report) -> Vec<Finding> {
         if n > SHOWN_PER_KIND {
             continue;
         }
-        out.push(finding_of(s, &at));
+        out.push(Capture::Symptom {
+            symptom: s,
+            first_ns,
+        });
     }
     // What the symptoms do not already cover: unanswered asks inside one subnet.
     for a in &r.arp {
@@ -70,100 +115,11 @@ pub fn findings(r: &Report) -> Vec<Finding> {
             if covered {
                 continue;
             }
-            let ask = ask_text(ask);
-            out.push(Finding {
-                id: "capture-arp-unanswered",
-                severity: Severity::Warning,
-                title: format!("capture: ARP request never answered on {}: {ask}", a.name),
-                detail: format!(
-                    "{ask} on {}: the target is down, absent from this segment, or drops the \
-                     request (arp_ignore, rp_filter).",
-                    a.name
-                ),
-                evidence: vec![Evidence {
-                    query: a.name.clone(),
-                    answer: format!("{ask}, no reply on this interface"),
-                }],
-                fix: Vec::new(),
-                snippet: None,
+            out.push(Capture::Unanswered {
+                iface: &a.name,
+                ask,
             });
         }
     }
     out
-}
-
-fn finding_of(s: &ArpSymptom, at: &dyn Fn(u64) -> String) -> Finding {
-    let evidence = s
-        .evidence
-        .iter()
-        .map(|e| Evidence {
-            query: format!("{} {}", at(e.t_ns), e.iface),
-            answer: seen(&e.seen),
-        })
-        .collect();
-    let (id, title, fix) = match s.kind() {
-        ArpSymptomKind::CrossSubnetUnanswered => (
-            "capture-arp-cross-subnet",
-            format!(
-                "capture: {} asks who-has {} on {} from another subnet and gets no answer",
-                s.peer, s.addr, s.iface
-            ),
-            vec![
-                "add the sbr CNI plugin to the pod's RDMA network attachment (after the SR-IOV \
-                 plugin in its CNI chain): ip rule from <RDMA address> table <n>, the RDMA subnet \
-                 route moved to that table"
-                    .to_string(),
-                "confirm from the pod's routing state: rocetap netcheck --netns/--pid/--from"
-                    .into(),
-            ],
-        ),
-        ArpSymptomKind::ReplyPathMismatch => (
-            "capture-reply-path",
-            format!(
-                "capture: replies to {} leave {} instead of {}",
-                s.peer,
-                s.iface,
-                s.other_iface.as_deref().unwrap_or("?")
-            ),
-            vec![
-                format!(
-                    "source-based routing for {} (the sbr CNI plugin) so that traffic from {} \
-                     follows the interface its peers reach it on",
-                    s.iface, s.addr
-                ),
-                "confirm from the routing state: rocetap netcheck --netns/--pid/--from".into(),
-            ],
-        ),
-        ArpSymptomKind::DuplicateAddress => (
-            "capture-duplicate-address",
-            format!(
-                "capture: {} is claimed by two MACs on {} ({})",
-                s.addr,
-                s.iface,
-                s.macs()
-                    .iter()
-                    .map(|m| dissectors::ethernet::Mac(m).to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            vec!["find the two hosts (MACs above) and give one of them another address".into()],
-        ),
-        ArpSymptomKind::CrossSubnet => (
-            "capture-arp-cross-subnet-answered",
-            format!(
-                "capture: {} asks who-has {} on {} from another subnet (answered)",
-                s.peer, s.addr, s.iface
-            ),
-            Vec::new(),
-        ),
-    };
-    Finding {
-        id,
-        severity: s.severity(),
-        title,
-        detail: symptom_message(s),
-        evidence,
-        fix,
-        snippet: None,
-    }
 }

@@ -6,7 +6,7 @@
 //! enable/<prio>`), and non-zero error `hw_counters`.
 
 use crate::capture::rdma;
-use crate::netcheck::checks::{Evidence, Finding, Severity};
+use crate::netcheck::checks::Severity;
 use crate::netcheck::model::NetState;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -194,29 +194,136 @@ fn ecn_disabled(
     Ok(Some(off))
 }
 
+/// Which ECN role of a netdev (`/sys/class/net/<netdev>/ecn/<role>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnRole {
+    /// `roce_np`: the notification point (the receiver sends CNPs).
+    Np,
+    /// `roce_rp`: the reaction point (the sender slows down on CNPs).
+    Rp,
+}
+
+impl EcnRole {
+    /// The sysfs directory's name.
+    pub fn dir(self) -> &'static str {
+        match self {
+            EcnRole::Np => "roce_np",
+            EcnRole::Rp => "roce_rp",
+        }
+    }
+}
+
+/// What RoCE readiness found on one RDMA port (`roce-*` findings), with the facts.
+#[derive(Clone, Debug)]
+pub enum Roce {
+    /// `roce-netdev`: no GID of the port is bound to a netdev.
+    NoNetdev {
+        /// The RDMA device.
+        device: String,
+        /// The port.
+        port: String,
+    },
+    /// `roce-gid`: an IPv4 address of the port's netdev has no RoCE v2 GID.
+    NoGid {
+        /// The RDMA device.
+        device: String,
+        /// The port.
+        port: String,
+        /// The netdev.
+        netdev: String,
+        /// The address.
+        addr: IpAddr,
+        /// Its prefix length.
+        prefix_len: u8,
+        /// The GIDs the port has on that netdev.
+        present: Vec<Gid>,
+    },
+    /// `roce-mtu` (warning): the port's active MTU is not what the netdev MTU carries.
+    MtuMismatch {
+        /// The RDMA device.
+        device: String,
+        /// The port.
+        port: String,
+        /// The netdev.
+        netdev: String,
+        /// The port's `active_mtu`.
+        active: u32,
+        /// The netdev's MTU.
+        mtu: u32,
+        /// The RoCE MTU that netdev MTU carries (none below 352 bytes).
+        carries: Option<u32>,
+    },
+    /// `roce-mtu` (info): the netdev MTU holds RoCE below 4096-byte packets.
+    MtuSmall {
+        /// The netdev.
+        netdev: String,
+        /// The port's `active_mtu`.
+        active: u32,
+        /// The netdev's MTU.
+        mtu: u32,
+    },
+    /// `roce-ecn`: ECN disabled for some priorities.
+    EcnOff {
+        /// The netdev.
+        netdev: String,
+        /// The role disabled.
+        role: EcnRole,
+        /// The priorities (the `enable/<prio>` file names) where it is off.
+        prios: Vec<String>,
+    },
+    /// `roce-counters`: error `hw_counters` that are not zero.
+    Counters {
+        /// The RDMA device.
+        device: String,
+        /// The port.
+        port: String,
+        /// The counters, by name.
+        counters: Vec<(String, u64)>,
+    },
+}
+
+impl Roce {
+    /// The finding's stable identifier.
+    pub fn id(&self) -> &'static str {
+        match self {
+            Roce::NoNetdev { .. } => "roce-netdev",
+            Roce::NoGid { .. } => "roce-gid",
+            Roce::MtuMismatch { .. } | Roce::MtuSmall { .. } => "roce-mtu",
+            Roce::EcnOff { .. } => "roce-ecn",
+            Roce::Counters { .. } => "roce-counters",
+        }
+    }
+
+    /// How bad it is.
+    pub fn severity(&self) -> Severity {
+        match self {
+            Roce::NoGid { .. } => Severity::Error,
+            Roce::MtuSmall { .. } => Severity::Info,
+            Roce::NoNetdev { .. }
+            | Roce::MtuMismatch { .. }
+            | Roce::EcnOff { .. }
+            | Roce::Counters { .. } => Severity::Warning,
+        }
+    }
+}
+
 /// RoCE readiness findings for every RDMA port under `sysfs`. Err names a file that
 /// exists but cannot be read (through [`crate::sysfile`]).
 pub fn check(
     sysfs: &Path,
     st: &NetState,
     ports: &[Port],
-    out: &mut Vec<Finding>,
+    out: &mut Vec<Roce>,
 ) -> Result<(), SysfsError> {
     for p in ports {
-        let name = format!("{} port {}", p.device, p.port);
         if p.link_layer.as_deref().is_some_and(|l| l != "Ethernet") {
             continue; // InfiniBand: no RoCE
         }
-        let pd = format!("/sys/class/infiniband/{}/ports/{}", p.device, p.port);
+        let (device, port) = (p.device.clone(), p.port.clone());
         if p.netdevs.is_empty() {
-            out.push(Finding {
-                id: "roce-netdev",
-                severity: Severity::Warning,
-                title: format!("{name} has no GID bound to a netdev: no RoCE traffic can use it"),
-                detail: format!("{pd}/gid_attrs/ndevs/* names no network device."),
-                evidence: Vec::new(),
-                fix: vec!["check that the netdev of this port is up and has an address".into()],
-                snippet: None,
+            out.push(Roce::NoNetdev {
+                device: device.clone(),
+                port: port.clone(),
             });
         }
         for nd in &p.netdevs {
@@ -227,26 +334,13 @@ pub fn check(
                     .iter()
                     .find(|g| g.ipv4 == Some(a.addr) && g.netdev == *nd && g.kind.contains("v2"));
                 if have.is_none() {
-                    let present: Vec<Evidence> = p
-                        .gids
-                        .iter()
-                        .filter(|g| g.netdev == *nd)
-                        .map(|g| Evidence {
-                            query: format!("{pd}/gids/{}", g.index),
-                            answer: format!("{} ({})", g.gid, g.kind),
-                        })
-                        .collect();
-                    out.push(Finding {
-                        id: "roce-gid",
-                        severity: Severity::Error,
-                        title: format!("{} on {nd} has no RoCE v2 GID on {name}: RDMA connections to it fail", a.addr),
-                        detail: format!("RoCE v2 addresses a peer by a GID ::ffff:{} of type \"RoCE v2\"; the GID table of {name} has none for it (the address was added after the GID table was filled, or the port's RoCE mode is v1 only).", a.addr),
-                        evidence: present,
-                        fix: vec![
-                            format!("check `cat {pd}/gid_attrs/types/*` and the RoCE mode (cma_roce_mode -d {} -p {})", p.device, p.port),
-                            format!("re-add the address: ip addr del {}/{} dev {nd} && ip addr add {}/{} dev {nd}", a.addr, a.prefix_len, a.addr, a.prefix_len),
-                        ],
-                        snippet: None,
+                    out.push(Roce::NoGid {
+                        device: device.clone(),
+                        port: port.clone(),
+                        netdev: nd.clone(),
+                        addr: a.addr,
+                        prefix_len: a.prefix_len,
+                        present: p.gids.iter().filter(|g| g.netdev == *nd).cloned().collect(),
                     });
                 }
             }
@@ -254,67 +348,46 @@ pub fn check(
             if let (Some(active), Some(mtu)) = (p.active_mtu, netdev_mtu(sysfs, st, nd)?) {
                 let best = roce_mtu_for(mtu);
                 if best.is_some_and(|b| active < b) || best.is_none_or(|b| active > b) {
-                    out.push(Finding {
-                        id: "roce-mtu",
-                        severity: Severity::Warning,
-                        title: format!("{name} runs RoCE MTU {active}, but {nd} (MTU {mtu}) carries {}", best.map_or("no RoCE MTU".to_string(), |b| b.to_string())),
-                        detail: "RoCE picks the largest IB MTU (256..4096) that fits the netdev MTU minus 96 bytes of headers; a different active_mtu means the netdev MTU changed after the port came up, or the peer or switch limits it.".into(),
-                        evidence: vec![Evidence { query: format!("{pd}/active_mtu"), answer: active.to_string() }],
-                        fix: vec![format!("make the netdev MTU match end to end (e.g. ip link set {nd} mtu 9000 on both ends and the switch), then restart the port or the application")],
-                        snippet: None,
+                    out.push(Roce::MtuMismatch {
+                        device: device.clone(),
+                        port: port.clone(),
+                        netdev: nd.clone(),
+                        active,
+                        mtu,
+                        carries: best,
                     });
                 } else if best.is_some_and(|b| b < 4096) {
-                    out.push(Finding {
-                        id: "roce-mtu",
-                        severity: Severity::Info,
-                        title: format!("{nd} MTU {mtu} limits RoCE to {active}-byte packets; jumbo frames (MTU >= 4200) allow 4096"),
-                        detail: "Smaller RoCE MTUs cost throughput on large transfers.".into(),
-                        evidence: Vec::new(),
-                        fix: vec![format!("ip link set {nd} mtu 9000 (and on every hop)")],
-                        snippet: None,
+                    out.push(Roce::MtuSmall {
+                        netdev: nd.clone(),
+                        active,
+                        mtu,
                     });
                 }
             }
             // ECN
-            for (which, role) in [
-                ("roce_np", "notification point (receiver sends CNPs)"),
-                ("roce_rp", "reaction point (sender slows down on CNPs)"),
-            ] {
-                if let Some(off) = ecn_disabled(sysfs, nd, which)? {
+            for role in [EcnRole::Np, EcnRole::Rp] {
+                if let Some(off) = ecn_disabled(sysfs, nd, role.dir())? {
                     if !off.is_empty() {
-                        out.push(Finding {
-                            id: "roce-ecn",
-                            severity: Severity::Warning,
-                            title: format!("ECN {which} is disabled on {nd} for priorities {}: no DCQCN congestion control there", off.join(",")),
-                            detail: format!("The {role} is off for those priorities, so congestion marks are ignored and the fabric relies on PFC alone."),
-                            evidence: off.iter().map(|p| Evidence { query: format!("/sys/class/net/{nd}/ecn/{which}/enable/{p}"), answer: "0".into() }).collect(),
-                            fix: off.iter().map(|p| format!("echo 1 > /sys/class/net/{nd}/ecn/{which}/enable/{p}")).collect(),
-                            snippet: None,
+                        out.push(Roce::EcnOff {
+                            netdev: nd.clone(),
+                            role,
+                            prios: off,
                         });
                     }
                 }
             }
         }
-        let bad: Vec<(&String, &u64)> = p
+        let bad: Vec<(String, u64)> = p
             .counters
             .iter()
             .filter(|(k, v)| **v > 0 && ERROR_COUNTERS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), *v))
             .collect();
         if !bad.is_empty() {
-            out.push(Finding {
-                id: "roce-counters",
-                severity: Severity::Warning,
-                title: format!(
-                    "{name} error counters are not zero: {}",
-                    bad.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
-                ),
-                detail: "Sequence errors and ACK timeouts mean lost or reordered RoCE packets (usually drops without PFC/ECN, or a path MTU problem); capture with `rocetap capture` to see which queue pairs.".into(),
-                evidence: bad
-                    .iter()
-                    .map(|(k, v)| Evidence { query: format!("{pd}/hw_counters/{k}"), answer: v.to_string() })
-                    .collect(),
-                fix: vec!["find the lossy hop: check PFC/ECN on the switch ports and the NIC (mlnx_qos), then compare counters again".into()],
-                snippet: None,
+            out.push(Roce::Counters {
+                device,
+                port,
+                counters: bad,
             });
         }
     }

@@ -1,7 +1,7 @@
 //! netcheck output: plain text (the verdict in words first, then each finding with its
 //! evidence and fix) or one JSON document with `"schema": "rocetap.netcheck/1"`.
 
-use super::checks::{Finding, IfaceSysctl, Severity};
+use super::checks::{Evidence, Severity};
 use super::lookup::{Outcome, Query};
 use super::model::table_name;
 use super::sysfs::Port;
@@ -10,6 +10,52 @@ use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
+
+pub mod words;
+
+/// A netcheck finding in words, as the report shows it: the typed value a check found
+/// ([`crate::netcheck::found::Found`]) worded by [`words`] — or, for the NAD lint, by
+/// `nad::report`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// Stable identifier: `reply-path`, `node-source`, `arp-sysctl`, `roce-*`.
+    pub id: &'static str,
+    /// How bad it is; findings at or above the `--fail-on` gate make the run exit 1.
+    pub severity: Severity,
+    /// One line, plain words.
+    pub title: String,
+    /// Why it happens.
+    pub detail: String,
+    /// The lookups or observations that prove the finding, in the order they were made.
+    pub evidence: Vec<Evidence>,
+    /// Commands or settings that fix it.
+    pub fix: Vec<String>,
+    /// A longer configuration block to paste (e.g. the NetworkAttachmentDefinition with `sbr`
+    /// chained); `None` for most findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
+}
+
+/// Per-interface sysctls and what they do here (see [`words::interfaces`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct IfaceSysctl {
+    /// The device name.
+    pub dev: String,
+    /// The effective `rp_filter` (the larger of `all` and the device's): 0 off, 1 strict, 2 loose;
+    /// `None` when not collected.
+    pub rp_filter: Option<i64>,
+    /// The effective `arp_ignore` (the larger of `all` and the device's): which ARP requests the
+    /// device answers; `None` when unknown.
+    pub arp_ignore: Option<i64>,
+    /// The effective `arp_announce` (the larger of `all` and the device's): which source address
+    /// its ARP requests name; `None` when unknown.
+    pub arp_announce: Option<i64>,
+    /// The effective `arp_filter` (1 when `all` or the device has it set): answer ARP only when the
+    /// reply would leave through this device; `None` when unknown.
+    pub arp_filter: Option<i64>,
+    /// One sentence per sysctl on what it does on this interface, for `--verbose` text.
+    pub effect: Vec<String>,
+}
 
 /// The `schema` of netcheck's JSON report; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "rocetap.netcheck/1";
@@ -153,7 +199,7 @@ impl Report {
             );
         }
         if let Some(q) = &self.qos {
-            for line in q.summary() {
+            for line in words::qos_summary(q) {
                 let _ = writeln!(s, "{}", term(&line));
             }
         }
@@ -199,7 +245,7 @@ pub(crate) fn escaped(f: &Finding) -> Finding {
         evidence: f
             .evidence
             .iter()
-            .map(|e| super::checks::Evidence {
+            .map(|e| Evidence {
                 query: t(&e.query),
                 answer: t(&e.answer),
             })
