@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
+pub mod nad;
 pub mod words;
 
 /// A netcheck finding in words, as the report shows it: the typed value a check found

@@ -3,14 +3,15 @@
 //! snippet), one file per concern — `routing` (reply paths, node source, ARP sysctls and
 //! what each interface sysctl does), `roce` (readiness from sysfs), `qos` (the host's QoS,
 //! alone, across nodes and joined with a capture), `capture` (a capture's ARP symptoms,
-//! with `crate::report::findings`' words shared with `analyze`). The NAD lint's words are
-//! `nad::report`.
+//! with `crate::report::findings`' words shared with `analyze`) — and `nad`, the NAD lint's
+//! typed lints.
 
 use super::Finding;
 use crate::netcheck::checks::Evidence;
 use crate::netcheck::found::Found;
 
 mod capture;
+pub(crate) mod nad;
 mod qos;
 mod roce;
 mod routing;
