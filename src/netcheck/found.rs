@@ -1,7 +1,7 @@
 //! What netcheck's checks found, as values: each check returns a typed finding with the
 //! facts that prove it (interfaces, addresses, tables, sysctl values, GID indices, the
 //! lookups it made), its stable id and its severity; `report::words` is the one place that
-//! words them (title, detail, evidence, fix, snippet), the way `nad::report` words the NAD
+//! words them (title, detail, evidence, fix, snippet), as `report::words::nad` words the NAD
 //! lint's typed lints.
 
 use super::checks::capture::Capture;

@@ -16,7 +16,7 @@ pub mod words;
 
 /// A netcheck finding in words, as the report shows it: the typed value a check found
 /// ([`crate::netcheck::found::Found`]) worded by [`words`] — or, for the NAD lint, by
-/// `nad::report`.
+/// `report::words::nad`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
     /// Stable identifier: `reply-path`, `node-source`, `arp-sysctl`, `roce-*`.
