@@ -350,24 +350,8 @@ fn route_get(a: &Config, state: &model::NetState) -> Result<Option<i32>, Error> 
             answers.push((q, o));
         }
         let text = match a.format {
-            NetcheckFormat::Json => {
-                let v = serde_json::json!({
-                    "schema": report::SCHEMA,
-                    "origin": state.origin,
-                    "route_get": answers.iter().map(|(q, o)| report::route_get_json(q, o)).collect::<Vec<_>>(),
-                });
-                format!("{v}\n")
-            }
-            NetcheckFormat::Text => {
-                let mut t = String::new();
-                for (q, o) in &answers {
-                    // the devices are the dump's names: escaped for the terminal
-                    let line = format!("{q}  ->  {}", checks::show(o));
-                    t.push_str(&crate::report::safe::term(&line));
-                    t.push('\n');
-                }
-                t
-            }
+            NetcheckFormat::Json => report::route_get_doc(&state.origin, &answers),
+            NetcheckFormat::Text => report::route_get_text(&answers),
         };
         return emit(&text, exit::OK).map(Some);
     }

@@ -287,6 +287,29 @@ pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     out
 }
 
+/// `--route-get`'s text: one line per question, `QUERY  ->  ANSWER` (the devices are the
+/// dump's names: escaped for the terminal).
+pub fn route_get_text(answers: &[(Query, Outcome)]) -> String {
+    let mut t = String::new();
+    for (q, o) in answers {
+        let line = format!("{q}  ->  {}", super::checks::show(o));
+        t.push_str(&term(&line));
+        t.push('\n');
+    }
+    t
+}
+
+/// `--route-get`'s JSON document (one line): the schema, the state's origin and each
+/// answer as [`route_get_json`] shapes it.
+pub fn route_get_doc(origin: &str, answers: &[(Query, Outcome)]) -> String {
+    let v = json!({
+        "schema": SCHEMA,
+        "origin": origin,
+        "route_get": answers.iter().map(|(q, o)| route_get_json(q, o)).collect::<Vec<_>>(),
+    });
+    format!("{v}\n")
+}
+
 /// One lookup in the shape of `ip -j route get` (plus `rule`, `route`, or `error`).
 pub fn route_get_json(q: &Query, o: &Outcome) -> Value {
     let mut m = serde_json::Map::new();
