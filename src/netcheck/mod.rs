@@ -129,16 +129,8 @@ pub fn run(a: Config, color: bool) -> Result<i32, Error> {
     } else {
         None
     };
-    let mut origin = state.as_ref().map(|s| s.origin.clone());
-    if capture.is_some() {
-        let names: Vec<String> = a.capture.iter().map(|p| p.display().to_string()).collect();
-        let c = format!("capture {}", names.join(" + "));
-        origin = Some(match origin {
-            Some(o) => format!("{o} + {c}"),
-            None => c,
-        });
-    }
-    let origin = origin.unwrap_or_default();
+    let captured: &[PathBuf] = if capture.is_some() { &a.capture } else { &[] };
+    let origin = report::origin(state.as_ref().map(|s| s.origin.as_str()), captured);
     let mut found = Vec::new();
     let mut interfaces = Vec::new();
     let mut ports = Vec::new();

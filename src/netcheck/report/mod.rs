@@ -287,6 +287,21 @@ pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     out
 }
 
+/// What was checked, as the report names it: the namespace's origin (`netns NAME`,
+/// `pid PID`, a `--from` directory) and/or `capture FILE + FILE`, joined with ` + `.
+pub fn origin(state: Option<&str>, captures: &[std::path::PathBuf]) -> String {
+    let c = (!captures.is_empty()).then(|| {
+        let names: Vec<String> = captures.iter().map(|p| p.display().to_string()).collect();
+        format!("capture {}", names.join(" + "))
+    });
+    match (state, c) {
+        (Some(o), Some(c)) => format!("{o} + {c}"),
+        (Some(o), None) => o.to_string(),
+        (None, Some(c)) => c,
+        (None, None) => String::new(),
+    }
+}
+
 /// `--route-get`'s text: one line per question, `QUERY  ->  ANSWER` (the devices are the
 /// dump's names: escaped for the terminal).
 pub fn route_get_text(answers: &[(Query, Outcome)]) -> String {

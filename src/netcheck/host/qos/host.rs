@@ -111,3 +111,48 @@ fn mtu_pf(p: &PortQos, out: &mut Vec<Found<'_>>) {
         could,
     }));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(netdev: &str) -> Found<'static> {
+        Found::Roce(Roce::MtuSmall {
+            netdev: netdev.into(),
+            active: 1024,
+            mtu: 1500,
+        })
+    }
+
+    #[test]
+    fn the_pf_mtu_finding_replaces_the_mtu_note_of_its_netdev_only() {
+        let port = PortQos {
+            device: "mlx5_2".into(),
+            port: "1".into(),
+            netdev: "net1".into(),
+            mtu: Some(1500),
+            active_mtu: Some(1024),
+            pf: Some("ens1f0np0".into()),
+            pf_mtu: Some(9000),
+            ..PortQos::default()
+        };
+        let h = HostQos {
+            ports: vec![port],
+            ..HostQos::default()
+        };
+        let mut out = vec![small("net1"), small("net10")];
+        check(&h, &mut out);
+        let ids: Vec<&str> = out.iter().map(Found::id).collect();
+        assert_eq!(ids, ["roce-mtu", "qos-mtu-pf"]);
+        assert!(matches!(&out[0], Found::Roce(Roce::MtuSmall { netdev, .. }) if netdev == "net10"));
+        assert!(matches!(
+            &out[1],
+            Found::Qos(Qos::MtuPf {
+                active: 1024,
+                could: 4096,
+                pf_mtu: 9000,
+                ..
+            })
+        ));
+    }
+}
