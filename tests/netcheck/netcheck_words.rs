@@ -1,10 +1,11 @@
 //! The words of the findings the other netcheck tests do not show whole, held to golden
 //! texts in `tests/golden/netcheck/` (`UPDATE_EXPECT=1 cargo test --test netcheck
-//! netcheck_words::` rewrites them): `arp-sysctl` (both kinds) and the sysctl effects of
-//! `-v`; `roce-netdev`, the `roce-mtu` note, `roce-counters`; `qos-pfc`,
-//! `qos-traffic-class`; `capture-duplicate-address` and `capture-arp-unanswered`. Inputs
-//! are the QoS fixtures (`tests/fixtures/qos/`) changed in a scratch copy, and a capture
-//! of ARP frames built here.
+//! netcheck_words::` rewrites them): `arp-sysctl` (both kinds), a reply path blocked by
+//! `arp_ignore 2`, the sysctl effects of `-v`; `roce-netdev`, the `roce-mtu` note,
+//! `roce-counters`; `qos-pfc`, `qos-traffic-class`; `capture-duplicate-address` and
+//! `capture-arp-unanswered`; the NAD lint's addresses in use (a PF's gateway), sbr peers
+//! behind the ToR and PF MTUs. Inputs are the QoS fixtures (`tests/fixtures/qos/`)
+//! changed in a scratch copy, NAD and nodes files and a capture of ARP frames built here.
 
 use crate::common::{pcap_bytes, rocetap, TempDir};
 use std::fs;
@@ -195,4 +196,57 @@ fn capture_duplicate_address_and_unanswered_arp_words() {
     fs::write(&cap, pcap_bytes(&frames)).unwrap();
     let cap = cap.display().to_string();
     golden("capture-arp", &run(&t, &["--capture", &cap]));
+}
+
+#[test]
+fn nad_words_of_whose_addresses_peers_and_pf_mtus() {
+    let t = TempDir::new("words-nad");
+    // rail 0 with sbr and no IPAM gateway, the ToR's address not excluded, a VF MTU above
+    // the PF's
+    let nad = t.path("nad.yaml");
+    write(
+        &nad,
+        r#"apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: rdma-rail0
+  namespace: training
+  annotations:
+    k8s.v1.cni.cncf.io/resourceName: nvidia.com/rdma_rail0
+spec:
+  config: '{"cniVersion": "0.3.1", "name": "rdma-rail0", "plugins": [{"type": "sriov", "mtu": 9500, "ipam": {"type": "whereabouts", "range": "198.51.100.0/24", "exclude": ["198.51.100.1/32", "198.51.100.3/32", "198.51.100.4/32"]}}, {"type": "sbr"}]}'
+"#,
+    );
+    // node1 routes 198.18.0.0/15 through its PF's gateway (the ToR)
+    let nodes = t.path("nodes.yaml");
+    write(
+        &nodes,
+        "nodes:\n  node1:\n    ens1f0: {address: 198.51.100.1/24, mtu: 9000, gateway: 198.51.100.254, routes: [198.18.0.0/15]}\n  node2:\n    ens1f0: {address: 198.51.100.2/24, mtu: 9000, gateway: 198.51.100.254}\n",
+    );
+    // no PF MTU known: the policy's spec.mtu holds the VF's
+    let bare = t.path("nodes-no-mtu.yaml");
+    write(
+        &bare,
+        "nodes:\n  node1:\n    ens1f0: {address: 198.51.100.1/24}\n",
+    );
+    let policies =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nad/policies.yaml");
+    let (nad, policies) = (nad.display().to_string(), policies.display().to_string());
+    for (name, nodes) in [("nad", nodes), ("nad-policy-mtu", bare)] {
+        let nodes = nodes.display().to_string();
+        golden(
+            name,
+            &run(
+                &t,
+                &[
+                    "--nad",
+                    &nad,
+                    "--sriov-policy",
+                    &policies,
+                    "--nodes",
+                    &nodes,
+                ],
+            ),
+        );
+    }
 }

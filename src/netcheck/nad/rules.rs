@@ -115,13 +115,62 @@ pub const ARP_FLUX_NAMED: usize = 4;
 /// How many off-subnet peers an `nad-sbr-gateway` note names (it counts them all).
 pub const SBR_PEERS_NAMED: usize = 8;
 
+/// Whose a host address in a range is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Whose {
+    /// A node's address on a PF.
+    Pf {
+        /// The node.
+        node: String,
+        /// The PF.
+        pf: String,
+    },
+    /// The IPAM's own `gateway`.
+    IpamGateway,
+    /// The gateway of a node's routes through a PF.
+    PfGateway {
+        /// The node.
+        node: String,
+        /// The PF.
+        pf: String,
+    },
+}
+
+/// Why a subnet is an off-subnet peer of a NAD chaining sbr (`nad-sbr-gateway`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeerOf {
+    /// Another NAD's range (another rail).
+    Nad(ObjRef),
+    /// A node routes it through a PF (behind the ToR).
+    Routed {
+        /// The node.
+        node: String,
+        /// The PF.
+        pf: String,
+    },
+}
+
+/// Where a PF MTU the VF MTU is held to comes from (`nad-mtu-vf-above-pf`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MtuOf {
+    /// A node's PF (the node facts).
+    Pf {
+        /// The node.
+        node: String,
+        /// The PF.
+        pf: String,
+    },
+    /// The SriovNetworkNodePolicy's `spec.mtu`.
+    Policy(ObjRef),
+}
+
 /// A host address that whereabouts would hand to a pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
     /// The address, a host-order `u32`.
     pub addr: u32,
-    /// `node1 ens1f0`, or `ipam.gateway`, or `node1 ens1f0 route via`.
-    pub whose: String,
+    /// Whose address it is.
+    pub whose: Whose,
     /// True for a gateway (the ToR): `ipam.gateway` or a route's next hop, which a pod must never
     /// get.
     pub gateway: bool,
@@ -181,7 +230,7 @@ struct Seen<'a> {
     has_sbr: bool,
     gateway: bool,
     tuning_missing: Vec<&'static str>,
-    tor_routed: Vec<(Cidr, String)>,
+    tor_routed: Vec<(Cidr, PeerOf)>,
 }
 
 struct Ctx<'a> {

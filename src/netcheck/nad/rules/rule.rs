@@ -1,7 +1,7 @@
 //! The NAD lint's findings as values: one `Rule` variant per finding, with the numbers,
 //! addresses and paths that prove it, and its stable id.
 
-use super::{Host, Needs, Overlap, OverlapMember, Version};
+use super::{Host, MtuOf, Needs, Overlap, OverlapMember, PeerOf, Version};
 use crate::netcheck::nad::cni;
 use crate::netcheck::nad::ipv4::Cidr;
 use crate::netcheck::nad::objects::ObjRef;
@@ -183,7 +183,7 @@ pub enum Rule {
         /// The first off-subnet peers (at most [`super::SBR_PEERS_NAMED`]): other rails' subnets
         /// (with the NAD that uses each) and destinations the nodes route through the ToR on
         /// this PF.
-        peers: Vec<(Cidr, String)>,
+        peers: Vec<(Cidr, PeerOf)>,
         /// How many off-subnet peers there are, named or not.
         peers_total: usize,
     },
@@ -243,8 +243,8 @@ pub enum Rule {
         /// The PF's MTU in bytes: the smallest below the VF MTU, from the nodes' facts (else the
         /// policy's `spec.mtu`).
         pf_mtu: u32,
-        /// Which PF: `NODE PF`, or `POLICY spec.mtu` when no node gave its MTU.
-        pf: String,
+        /// Which PF (or the policy's `spec.mtu` when no node gave its MTU).
+        pf: MtuOf,
     },
 }
 

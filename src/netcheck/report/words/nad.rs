@@ -7,7 +7,7 @@ use crate::netcheck::checks::Evidence;
 use crate::netcheck::nad::cni::Oversize;
 use crate::netcheck::nad::ipv4::ip;
 use crate::netcheck::nad::objects::ObjRef;
-use crate::netcheck::nad::rules::{fixed_config, Host, Lint, Rule};
+use crate::netcheck::nad::rules::{fixed_config, Host, Lint, MtuOf, PeerOf, Rule, Whose};
 use crate::netcheck::nad::static_ipam::Problem;
 use crate::netcheck::report::nad::{ConfigPos, GroupNad, NadFinding, Object};
 use crate::netcheck::report::Finding;
@@ -57,9 +57,34 @@ fn few_of(mut items: Vec<String>, total: usize) -> String {
     }
 }
 
+/// `node1 ens1f0`, `ipam.gateway`, `node1 ens1f0 (its gateway)`.
+fn whose(w: &Whose) -> String {
+    match w {
+        Whose::Pf { node, pf } => format!("{node} {pf}"),
+        Whose::IpamGateway => "ipam.gateway".into(),
+        Whose::PfGateway { node, pf } => format!("{node} {pf} (its gateway)"),
+    }
+}
+
+/// The other NAD, or `node1 routes it via ens1f0`.
+fn peer_of(p: &PeerOf) -> String {
+    match p {
+        PeerOf::Nad(o) => o.to_string(),
+        PeerOf::Routed { node, pf } => format!("{node} routes it via {pf}"),
+    }
+}
+
+/// `node1 ens1f0`, or `POLICY spec.mtu`.
+fn mtu_of(m: &MtuOf) -> String {
+    match m {
+        MtuOf::Pf { node, pf } => format!("{node} {pf}"),
+        MtuOf::Policy(o) => format!("{o} spec.mtu"),
+    }
+}
+
 fn hosts_list(hs: &[Host]) -> String {
     hs.iter()
-        .map(|x| format!("{} ({})", h(x.addr), x.whose))
+        .map(|x| format!("{} ({})", h(x.addr), whose(&x.whose)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -166,7 +191,7 @@ fn words(l: &Lint) -> Words {
                 vec![format!("add to exclude: {}", hosts.iter().map(|x| format!("{}/32", h(x.addr))).collect::<Vec<_>>().join(", "))],
             );
             for hs in hosts {
-                x.evidence.push(ev(h(hs.addr), hs.whose.clone()));
+                x.evidence.push(ev(h(hs.addr), whose(&hs.whose)));
             }
             x
         }
@@ -190,7 +215,7 @@ fn words(l: &Lint) -> Words {
                 vec![format!("only if those peers must be reached through the VF: add \"gateway\": \"<the ToR's address in {subnet}>\" to the ipam section (and exclude it from the range)")],
             );
             for (c, why) in peers {
-                x.evidence.push(ev(c.to_string(), why.clone()));
+                x.evidence.push(ev(c.to_string(), peer_of(why)));
             }
             if *peers_total > peers.len() {
                 x.evidence.push(ev(
@@ -218,7 +243,7 @@ fn words(l: &Lint) -> Words {
             vec!["set mtu 4200 or more (9000 is usual) in the SriovNetworkNodePolicy, and on the switch ports".into()],
         ),
         Rule::VfMtuAbovePf { vf_mtu, source, pf_mtu, pf } => w(
-            format!("{who}: VF MTU {vf_mtu} ({source}) is above the PF MTU {pf_mtu} ({pf})"),
+            format!("{who}: VF MTU {vf_mtu} ({source}) is above the PF MTU {pf_mtu} ({})", mtu_of(pf)),
             "A VF cannot send frames larger than its PF: setting the MTU fails (the pod does not start) or large frames are dropped.",
             vec![format!("raise the PF MTU to {vf_mtu} (the policy's mtu) or lower the VF's")],
         ),

@@ -2,7 +2,7 @@
 //! against RoCE's 4096 and the PFs' MTUs, and whether the chain has the tuning plugin that
 //! sets it.
 
-use super::super::{Ctx, Rule};
+use super::super::{Ctx, MtuOf, Rule};
 use crate::netcheck::checks::Severity;
 use crate::netcheck::nad::cni::{Config, Plugin};
 use crate::netcheck::nad::ipv4::Cidr;
@@ -90,8 +90,8 @@ fn pf_mtus(
     policy: Option<&Policy>,
     vf_mtu: Option<u32>,
     subnet: Option<Cidr>,
-) -> Vec<(u32, String)> {
-    let mut pf_mtus: Vec<(u32, String)> = Vec::new();
+) -> Vec<(u32, MtuOf)> {
+    let mut pf_mtus: Vec<(u32, MtuOf)> = Vec::new();
     let Some(pol) = policy else {
         return pf_mtus;
     };
@@ -103,14 +103,20 @@ fn pf_mtus(
                         .is_some_and(|f| f.addrs.iter().any(|(a, _)| c.contains(*a)))
                 });
                 if in_subnet {
-                    pf_mtus.push((m, format!("{} {}", n.name, pf.name)));
+                    pf_mtus.push((
+                        m,
+                        MtuOf::Pf {
+                            node: n.name.clone(),
+                            pf: pf.name.clone(),
+                        },
+                    ));
                 }
             }
         }
     }
     if pf_mtus.is_empty() && vf_mtu != pol.mtu {
         if let Some(m) = pol.mtu {
-            pf_mtus.push((m, format!("{} spec.mtu", pol.obj)));
+            pf_mtus.push((m, MtuOf::Policy(pol.obj.clone())));
         }
     }
     pf_mtus
