@@ -7,6 +7,11 @@
 //! With `--capture FILE...` the captures' ARP / reply-path symptoms are added (`capture`),
 //! alone or next to a namespace's state.
 //! Exit 0 when clean, 1 with findings (errors or warnings), 2 when the state cannot be read.
+//!
+//! One concern per folder: `fib` (the routing model, its loaders, `lookup`), `host` (RoCE
+//! readiness and QoS from sysfs and DCB outputs), `checks` (reply paths, node source, ARP,
+//! capture symptoms), `nad` (the NAD lint), `report` (text and JSON). Checks return
+//! typed values ([`found::Found`]); `report::words` is the one place that words them.
 
 #![warn(missing_docs)]
 
