@@ -18,3 +18,5 @@ mod netcheck_nad;
 mod netcheck_nad_kernel;
 #[path = "netcheck/netcheck_qos.rs"]
 mod netcheck_qos;
+#[path = "netcheck/netcheck_words.rs"]
+mod netcheck_words;

@@ -1,15 +1,17 @@
 //! Fuzz target: netcheck's readers of a saved state (`ip -j addr`, `ip -j route`,
 //! `ip -j rule`, `sysctl.json`; the first byte picks the file) on arbitrary text, read as
 //! `netcheck --from` reads them (one element at a time, within `config::limits`), next to
-//! a small base state, then the routing checks on what was read. They must never panic:
-//! bad input is an error or is skipped; memory and time stay within the limits (run.sh's
-//! `-rss_limit_mb` counts a blow-up as a crash).
+//! a small base state, then the routing checks on what was read and their words. They
+//! must never panic: bad input is an error or is skipped; memory and time stay within the
+//! limits (run.sh's `-rss_limit_mb` counts a blow-up as a crash).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rocetap::netcheck::checks;
+use rocetap::netcheck::found::Found;
 use rocetap::netcheck::load_json::{add_text, StateFile};
 use rocetap::netcheck::model::NetState;
+use rocetap::netcheck::report::words;
 
 const BASE_ADDR: &str = r#"[{"ifindex":1,"ifname":"lo","addr_info":[{"local":"127.0.0.1","prefixlen":8,"scope":"host"}]},
 {"ifindex":2,"ifname":"eth0","flags":["UP"],"addr_info":[{"local":"192.0.2.10","prefixlen":24,"scope":"global"}]},
@@ -43,5 +45,8 @@ fuzz_target!(|data: &[u8]| {
     checks::reply_path(&st, &mut out);
     checks::node_source(&st, &[], &mut out);
     checks::arp_sysctls(&st, &mut out);
-    let _ = checks::iface_sysctls(&st);
+    // and their words, as the report gives them
+    let found: Vec<Found> = out.into_iter().map(Found::Routing).collect();
+    let _ = words::findings(&found);
+    let _ = words::interfaces(&checks::iface_sysctls(&st));
 });

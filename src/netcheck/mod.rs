@@ -7,23 +7,26 @@
 //! With `--capture FILE...` the captures' ARP / reply-path symptoms are added (`capture`),
 //! alone or next to a namespace's state.
 //! Exit 0 when clean, 1 with findings (errors or warnings), 2 when the state cannot be read.
+//!
+//! One concern per folder: `fib` (the routing model, its loaders, `lookup`), `host` (RoCE
+//! readiness and QoS from sysfs and DCB outputs), `checks` (reply paths, node source, ARP,
+//! capture symptoms), `nad` (the NAD lint), `report` (text and JSON). Checks return
+//! typed values ([`found::Found`]); `report::words` is the one place that words them.
 
 #![warn(missing_docs)]
 
-pub mod capture;
 pub mod checks;
-pub mod dcb;
 mod error;
-pub mod load_json;
-pub mod lookup;
-pub mod model;
+pub mod fib;
+pub mod found;
+pub mod host;
 pub mod nad;
-pub mod netlink;
-pub mod qos;
 pub mod report;
-pub mod sysfs;
 
+pub use checks::capture;
 pub use error::Error;
+pub use fib::{load_json, lookup, model, netlink};
+pub use host::{dcb, qos, sysfs};
 
 use crate::error::exit;
 use std::path::PathBuf;
@@ -131,17 +134,9 @@ pub fn run(a: Config, color: bool) -> Result<i32, Error> {
     } else {
         None
     };
-    let mut origin = state.as_ref().map(|s| s.origin.clone());
-    if capture.is_some() {
-        let names: Vec<String> = a.capture.iter().map(|p| p.display().to_string()).collect();
-        let c = format!("capture {}", names.join(" + "));
-        origin = Some(match origin {
-            Some(o) => format!("{o} + {c}"),
-            None => c,
-        });
-    }
-    let origin = origin.unwrap_or_default();
-    let mut findings = Vec::new();
+    let captured: &[PathBuf] = if capture.is_some() { &a.capture } else { &[] };
+    let origin = report::origin(state.as_ref().map(|s| s.origin.as_str()), captured);
+    let mut found = Vec::new();
     let mut interfaces = Vec::new();
     let mut ports = Vec::new();
     let mut host_qos = None;
@@ -165,13 +160,13 @@ pub fn run(a: Config, color: bool) -> Result<i32, Error> {
             }
             ports = sysfs::read_ports(root).map_err(Error::Sysfs)?;
         }
-        findings.extend(host_checks(state, sysfs_root.as_deref(), &ports)?);
+        found.extend(host_checks(state, sysfs_root.as_deref(), &ports)?);
         if let Some(root) = &sysfs_root {
             let q = read_qos(&a, root, state, &ports)?;
-            qos::host::check(&q, &mut findings);
-            qos::gids::compare(&q, &read_peers(&a.peer_sysfs)?, &mut findings);
+            qos::host::check(&q, &mut found);
+            qos::gids::compare(&q, &read_peers(&a.peer_sysfs)?, &mut found);
             if let Some(r) = &capture {
-                qos::joined::check(r, state, &q, &mut findings);
+                qos::joined::check(r, state, &q, &mut found);
             }
             host_qos = Some(q);
         } else if a.qos_from.is_some() || !a.peer_sysfs.is_empty() {
@@ -182,12 +177,13 @@ pub fn run(a: Config, color: bool) -> Result<i32, Error> {
             };
             return Err(Error::NeedsPorts { flag });
         }
-        interfaces = checks::iface_sysctls(state);
+        interfaces = report::words::interfaces(&checks::iface_sysctls(state));
     }
     if let Some(r) = &capture {
-        findings.extend(capture::findings(r));
-        qos::joined::from_capture(r, host_qos.is_some(), &mut findings);
+        found.extend(capture::findings(r).into_iter().map(found::Found::Capture));
+        qos::joined::from_capture(r, host_qos.is_some(), &mut found);
     }
+    let findings = report::words::findings(&found);
     let mut rep = report::Report::new(origin, findings, interfaces, ports);
     rep.qos = host_qos;
     let text = match a.format {
@@ -225,20 +221,24 @@ fn emit(text: &str, code: i32) -> Result<i32, Error> {
 /// The checks of one namespace's state: reply paths (`sbr`), node-sourced traffic, ARP
 /// sysctls, and RoCE readiness from sysfs when `sysfs_root` is given (with its `ports`).
 /// Err names a sysfs file that exists but cannot be read.
-fn host_checks(
+fn host_checks<'r>(
     state: &model::NetState,
     sysfs_root: Option<&std::path::Path>,
     ports: &[sysfs::Port],
-) -> Result<Vec<checks::Finding>, Error> {
-    let mut findings = Vec::new();
+) -> Result<Vec<found::Found<'r>>, Error> {
+    let mut routing = Vec::new();
     let rdma_netdevs: Vec<String> = ports.iter().flat_map(|p| p.netdevs.clone()).collect();
-    checks::reply_path(state, &mut findings);
-    checks::node_source(state, &rdma_netdevs, &mut findings);
-    checks::arp_sysctls(state, &mut findings);
+    checks::reply_path(state, &mut routing);
+    checks::node_source(state, &rdma_netdevs, &mut routing);
+    checks::arp_sysctls(state, &mut routing);
+    let mut roce = Vec::new();
     if let Some(root) = sysfs_root {
-        sysfs::check(root, state, ports, &mut findings).map_err(Error::Check)?;
+        sysfs::check(root, state, ports, &mut roce).map_err(Error::Check)?;
     }
-    Ok(findings)
+    let routing = routing.into_iter().map(found::Found::Routing);
+    Ok(routing
+        .chain(roce.into_iter().map(found::Found::Roce))
+        .collect())
 }
 
 /// Checks one live network namespace as `netcheck --netns NAME` / `--pid PID` does
@@ -258,17 +258,17 @@ pub fn check_live(
         Some(r) => sysfs::read_ports(r).map_err(Error::Sysfs)?,
         None => Vec::new(),
     };
-    let mut findings = host_checks(&state, root, &ports)?;
+    let mut found = host_checks(&state, root, &ports)?;
     // The host's QoS (ECN, CNP DSCP, traffic class, RDMA-CM defaults, GIDs, MTUs, and the
     // DCB state of `qos_from`), alone and joined with the captures.
     if let Some(r) = root {
         let q = qos::read(r, qos_from, &state, &ports).map_err(Error::Check)?;
-        qos::host::check(&q, &mut findings);
+        qos::host::check(&q, &mut found);
         for c in captures {
-            qos::joined::check(c, &state, &q, &mut findings);
+            qos::joined::check(c, &state, &q, &mut found);
         }
     }
-    Ok(findings)
+    Ok(report::words::findings(&found))
 }
 
 fn load_live(target: &netlink::Target) -> Result<model::NetState, Error> {
@@ -347,24 +347,8 @@ fn route_get(a: &Config, state: &model::NetState) -> Result<Option<i32>, Error> 
             answers.push((q, o));
         }
         let text = match a.format {
-            NetcheckFormat::Json => {
-                let v = serde_json::json!({
-                    "schema": report::SCHEMA,
-                    "origin": state.origin,
-                    "route_get": answers.iter().map(|(q, o)| report::route_get_json(q, o)).collect::<Vec<_>>(),
-                });
-                format!("{v}\n")
-            }
-            NetcheckFormat::Text => {
-                let mut t = String::new();
-                for (q, o) in &answers {
-                    // the devices are the dump's names: escaped for the terminal
-                    let line = format!("{q}  ->  {}", checks::show(o));
-                    t.push_str(&crate::report::safe::term(&line));
-                    t.push('\n');
-                }
-                t
-            }
+            NetcheckFormat::Json => report::route_get_doc(&state.origin, &answers),
+            NetcheckFormat::Text => report::route_get_text(&answers),
         };
         return emit(&text, exit::OK).map(Some);
     }

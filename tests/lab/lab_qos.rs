@@ -83,7 +83,10 @@ pub fn rows(
         );
         let mut found = Vec::new();
         qos::host::check(&host, &mut found);
-        let ids: Vec<&str> = found.iter().map(|f| f.id).collect();
+        let ids: Vec<&str> = found
+            .iter()
+            .map(rocetap::netcheck::found::Found::id)
+            .collect();
         check(
             &format!("VM {vm}: no QoS finding"),
             p.is_some() && found.is_empty(),

@@ -29,8 +29,13 @@ fn state(links: &[(String, Option<String>)], routes: serde_json::Value) -> NetSt
     st
 }
 
-fn ids(out: &[Finding]) -> Vec<&'static str> {
-    out.iter().map(|f| f.id).collect()
+fn ids(out: &[Routing]) -> Vec<&'static str> {
+    out.iter().map(Routing::id).collect()
+}
+
+/// The finding in words, as the report shows it.
+fn worded(r: &Routing) -> Finding {
+    crate::netcheck::report::words::finding(&crate::netcheck::found::Found::Routing(r.clone()))
 }
 
 #[test]
@@ -72,10 +77,16 @@ fn reply_paths_stop_at_their_limit_and_say_how_many_were_left() {
     reply_path(&st, &mut out);
     let max = crate::config::limits::REPLY_PATH_CHECKS;
     let last = out.last().unwrap();
-    assert_eq!(last.id, "reply-path-truncated");
+    assert_eq!(last.id(), "reply-path-truncated");
     // eth0's address against 12 subnets, each net's against 11 others (and not eth0's:
     // it carries the default route)
     let pairs = 12 + 12 * 11;
+    assert!(
+        matches!(last, Routing::ReplyPathTruncated { checked, skipped }
+            if *checked == max && *skipped == pairs - max),
+        "{last:?}"
+    );
+    let last = worded(last);
     let title = format!(
         "first {max} (address, other interface's subnet) pairs only; {} more",
         pairs - max
@@ -107,7 +118,12 @@ fn node_sources_stop_at_their_limit_and_say_how_many_were_left() {
     let mut out = Vec::new();
     node_source(&st, &[], &mut out);
     let last = out.last().unwrap();
-    assert_eq!(last.id, "node-source-truncated", "{:?}", ids(&out));
+    assert_eq!(last.id(), "node-source-truncated", "{:?}", ids(&out));
+    assert!(
+        matches!(last, Routing::NodeSourceTruncated { skipped: 44, .. }),
+        "{last:?}"
+    );
+    let last = worded(last);
     assert!(
         last.title
             .contains(&format!("first {max} routes only; 44 more")),

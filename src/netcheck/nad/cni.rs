@@ -11,6 +11,9 @@ use crate::yaml::Style;
 use crate::yaml::{self, Node, Pos};
 use serde_json::{json, Value};
 
+mod keys;
+pub use keys::{is_known, known_keys, suggest, CONFLIST_KEYS, IP_RANGE_KEYS, WHEREABOUTS_KEYS};
+
 /// The CNI specification versions a `cniVersion` may name; anything else is `nad-cni-version`.
 pub const CNI_VERSIONS: &[&str] = &[
     "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
@@ -169,124 +172,6 @@ pub fn file_pos(map: Option<ConfigMap>, p: Pos) -> Option<Pos> {
     } else {
         None
     }
-}
-
-const COMMON: &[&str] = &[
-    "type",
-    "name",
-    "cniVersion",
-    "capabilities",
-    "runtimeConfig",
-    "args",
-    "prevResult",
-    "dns",
-    "logLevel",
-    "logFile",
-    "log_level",
-    "log_file",
-];
-
-/// Keys each plugin understands (besides `COMMON`); None: a plugin this lint does not know.
-pub fn known_keys(ty: &str) -> Option<&'static [&'static str]> {
-    Some(match ty {
-        "sriov" => &[
-            "deviceID",
-            "pciBusID",
-            "vlan",
-            "vlanQoS",
-            "vlanProto",
-            "mac",
-            "spoofchk",
-            "trust",
-            "link_state",
-            "min_tx_rate",
-            "max_tx_rate",
-            "ipam",
-            "mtu",
-            "metaPlugins",
-        ],
-        "sbr" => &["table", "gateways", "addSourceHints"],
-        "tuning" => &[
-            "mtu", "mac", "promisc", "allmulti", "txQLen", "sysctl", "dataDir",
-        ],
-        _ => return None,
-    })
-}
-
-/// The top-level keys of a plugin list (`plugins` configuration), besides the common ones.
-pub const CONFLIST_KEYS: &[&str] = &[
-    "cniVersion",
-    "cniVersions",
-    "name",
-    "plugins",
-    "disableCheck",
-    "disableGC",
-];
-
-/// The keys the whereabouts IPAM plugin understands at the top of `ipam`.
-pub const WHEREABOUTS_KEYS: &[&str] = &[
-    "type",
-    "range",
-    "range_start",
-    "range_end",
-    "exclude",
-    "gateway",
-    "network_name",
-    "ipRanges",
-    "routes",
-    "dns",
-    "log_file",
-    "log_level",
-    "enable_overlapping_ranges",
-    "sleep_for_race",
-    "configuration_path",
-    "kubernetes",
-    "datastore",
-    "etcd_host",
-    "etcd_username",
-    "etcd_password",
-    "etcd_key_file",
-    "etcd_cert_file",
-    "etcd_ca_cert_file",
-    "leader_lease_duration",
-    "leader_renew_deadline",
-    "leader_retry_period",
-    "reconciler_cron_expression",
-    "node_slice_size",
-    "overlapping_ranges",
-];
-
-/// The keys of one entry of whereabouts' `ipRanges`.
-pub const IP_RANGE_KEYS: &[&str] = &["range", "range_start", "range_end", "exclude", "gateway"];
-
-/// True when `k` is one of `keys` or a key every plugin takes (`type`, `name`, `cniVersion`,
-/// `capabilities`, ...).
-pub fn is_known(keys: &[&str], k: &str) -> bool {
-    keys.contains(&k) || COMMON.contains(&k)
-}
-
-/// A close known key (edit distance <= 2), for "did you mean".
-pub fn suggest(keys: &[&str], k: &str) -> Option<String> {
-    fn dist(a: &str, b: &str) -> usize {
-        let a: Vec<char> = a.to_lowercase().chars().collect();
-        let b: Vec<char> = b.to_lowercase().chars().collect();
-        let mut prev: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.iter().enumerate() {
-            let mut cur = vec![i + 1];
-            for (j, cb) in b.iter().enumerate() {
-                let c = if ca == cb { prev[j] } else { prev[j] + 1 };
-                cur.push(c.min(prev[j + 1] + 1).min(cur[j] + 1));
-            }
-            prev = cur;
-        }
-        prev[b.len()]
-    }
-    keys.iter()
-        .chain(COMMON.iter())
-        .map(|c| (dist(c, k), *c))
-        .filter(|(d, _)| *d <= 2)
-        .min()
-        .map(|(_, c)| c.to_string())
 }
 
 /// One `range` of whereabouts (the top-level one or an `ipRanges` entry).
@@ -493,48 +378,4 @@ pub fn with_sbr(cfg: &Config) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(text: &str) -> Config {
-        let n = Node {
-            pos: Pos { line: 1, col: 1 },
-            style: Style::Quoted,
-            value: yaml::Value::Str(text.into()),
-            size: 1,
-        };
-        parse(Some(&n)).unwrap()
-    }
-
-    #[test]
-    fn chains_ipam_and_the_fixed_chain() {
-        let c = cfg(
-            r#"{"cniVersion":"0.3.1","name":"r0","plugins":[{"type":"sriov","ipam":{"type":"whereabouts","range":"198.51.100.0/24","exclude":["198.51.100.1/32","bad"],"range_start":"198.51.100.10"}}]}"#,
-        );
-        assert!(c.conflist);
-        assert_eq!(c.plugins[0].ty, "sriov");
-        let ipam = ipam_of(&c.plugins[0]).unwrap();
-        assert_eq!(ipam.ranges[0].cidr.to_string(), "198.51.100.0/24");
-        assert_eq!(ipam.ranges[0].excludes.len(), 1);
-        assert_eq!(ipam.bad[0].0, "spec.config.plugins[0].ipam.exclude[1]");
-        assert!(ipam.ranges[0].start.is_some());
-        let fixed = with_sbr(&c);
-        assert_eq!(fixed["plugins"][1]["type"], "sbr");
-        let single = cfg(
-            r#"{"cniVersion":"1.0.0","name":"r0","type":"sriov","ipam":{"type":"whereabouts","range":"198.51.100.10-198.51.100.50/24"}}"#,
-        );
-        let ipam = ipam_of(&single.plugins[0]).unwrap();
-        assert_eq!(
-            ipam.ranges[0].start.as_ref().unwrap().0,
-            parse_ip("198.51.100.10").unwrap()
-        );
-        let fixed = with_sbr(&single);
-        assert_eq!(fixed["plugins"][0]["type"], "sriov");
-        assert!(fixed["plugins"][0].get("cniVersion").is_none());
-        assert_eq!(fixed["plugins"][1]["type"], "sbr");
-        assert_eq!(
-            suggest(WHEREABOUTS_KEYS, "exlcude").as_deref(),
-            Some("exclude")
-        );
-    }
-}
+mod tests;

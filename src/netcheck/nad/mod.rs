@@ -6,16 +6,18 @@
 //! ignores, ARP flux, MTUs that cap RoCE, and configurations the runtime cannot parse.
 //!
 //! `objects` reads and bounds the inputs, `cni` types `spec.config`, `rules` returns typed
-//! findings, `report` words them. Nothing here knows the command line: the command layer
+//! findings; `netcheck::report::words::nad` words them and `netcheck::report::nad` (also
+//! `nad::report`) is the report. Nothing here knows the command line: the command layer
 //! hands over a `Config`.
 
 pub mod cni;
 pub mod ipv4;
 pub mod objects;
-pub mod report;
 pub mod rules;
 pub mod sbrver;
 pub mod static_ipam;
+
+pub use crate::netcheck::report::nad as report;
 
 use crate::netcheck::checks::Severity;
 use objects::{Inputs, LoadError};

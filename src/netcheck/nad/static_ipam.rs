@@ -2,7 +2,7 @@
 //! address with a prefix length that fits it (`/0`–`/32`, `/0`–`/128`), each gateway and
 //! route next hop an address, each route destination a prefix. The plugin parses them
 //! when the pod starts and fails its network setup on anything else, so the pod does
-//! not start; here they are found before. Typed problems only: `report` words them.
+//! not start; here they are found before. Typed problems only: `netcheck::report::words::nad` words them.
 
 use crate::yaml::{Node, Pos};
 use std::net::IpAddr;

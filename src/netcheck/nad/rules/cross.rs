@@ -96,13 +96,13 @@ fn sbr_without_gateway(seen: &[Seen], out: &mut Vec<Lint>) {
         let Some(sub) = a.subnet else { continue };
         // every peer counted, the first SBR_PEERS_NAMED named (naming all would grow
         // with the square of the NADs)
-        let mut peers: Vec<(Cidr, String)> = Vec::new();
+        let mut peers: Vec<(Cidr, PeerOf)> = Vec::new();
         let mut total = 0;
         let rails = subnets.iter().filter(|(bs, _)| !sub.overlaps(bs));
         for (bs, j) in rails {
             total += 1;
             if peers.len() < SBR_PEERS_NAMED {
-                peers.push((*bs, format!("{}", seen[*j].nad.obj)));
+                peers.push((*bs, PeerOf::Nad(seen[*j].nad.obj.clone())));
             }
         }
         for r in &a.tor_routed {

@@ -3,7 +3,7 @@
 //! in, addresses it would hand out that belong to a PF or a gateway, and room for every
 //! VF the policy creates on the ToR.
 
-use super::{Ctx, Host, Rule};
+use super::{Ctx, Host, PeerOf, Rule, Whose};
 use crate::netcheck::checks::Severity;
 use crate::netcheck::nad::cni::{Ipam, Range};
 use crate::netcheck::nad::ipv4::{Cidr, Set};
@@ -27,7 +27,7 @@ pub(super) struct IpamFacts {
     /// The PFs' subnet the ranges fall in.
     pub(super) subnet: Option<Cidr>,
     /// Prefixes the ToR's nodes route through the PFs, with who routes them.
-    pub(super) tor_routed: Vec<(Cidr, String)>,
+    pub(super) tor_routed: Vec<(Cidr, PeerOf)>,
 }
 
 /// The addresses on the policy's PFs, on every node.
@@ -247,7 +247,10 @@ fn taken_addresses(
         if set.contains(s.addr) {
             hosts.push(Host {
                 addr: s.addr,
-                whose: format!("{} {}", s.node.name, s.pf),
+                whose: Whose::Pf {
+                    node: s.node.name.clone(),
+                    pf: s.pf.to_string(),
+                },
                 gateway: false,
             });
         }
@@ -256,7 +259,7 @@ fn taken_addresses(
         if set.contains(*g) {
             hosts.push(Host {
                 addr: *g,
-                whose: "ipam.gateway".into(),
+                whose: Whose::IpamGateway,
                 gateway: true,
             });
         }
@@ -269,7 +272,10 @@ fn taken_addresses(
             if set.contains(*g) && !hosts.iter().any(|h| h.addr == *g) {
                 hosts.push(Host {
                     addr: *g,
-                    whose: format!("{} {} (its gateway)", s.node.name, s.pf),
+                    whose: Whose::PfGateway {
+                        node: s.node.name.clone(),
+                        pf: s.pf.to_string(),
+                    },
                     gateway: true,
                 });
             }
@@ -278,9 +284,13 @@ fn taken_addresses(
             if !facts.tor_routed.iter().any(|x| x.0 == *d)
                 && !facts.subnet.is_some_and(|c| c.contains_cidr(d))
             {
-                facts
-                    .tor_routed
-                    .push((*d, format!("{} routes it via {}", s.node.name, s.pf)));
+                facts.tor_routed.push((
+                    *d,
+                    PeerOf::Routed {
+                        node: s.node.name.clone(),
+                        pf: s.pf.to_string(),
+                    },
+                ));
             }
         }
     }

@@ -1,7 +1,7 @@
 //! netcheck output: plain text (the verdict in words first, then each finding with its
 //! evidence and fix) or one JSON document with `"schema": "rocetap.netcheck/1"`.
 
-use super::checks::{Finding, IfaceSysctl, Severity};
+use super::checks::{Evidence, Severity};
 use super::lookup::{Outcome, Query};
 use super::model::table_name;
 use super::sysfs::Port;
@@ -10,6 +10,53 @@ use crate::report::style::{Paint, Tone};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::fmt::Write;
+
+pub mod nad;
+pub mod words;
+
+/// A netcheck finding in words, as the report shows it: the typed value a check found
+/// ([`crate::netcheck::found::Found`]) worded by [`words`] — or, for the NAD lint, by
+/// `report::words::nad`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// Stable identifier: `reply-path`, `node-source`, `arp-sysctl`, `roce-*`.
+    pub id: &'static str,
+    /// How bad it is; findings at or above the `--fail-on` gate make the run exit 1.
+    pub severity: Severity,
+    /// One line, plain words.
+    pub title: String,
+    /// Why it happens.
+    pub detail: String,
+    /// The lookups or observations that prove the finding, in the order they were made.
+    pub evidence: Vec<Evidence>,
+    /// Commands or settings that fix it.
+    pub fix: Vec<String>,
+    /// A longer configuration block to paste (e.g. the NetworkAttachmentDefinition with `sbr`
+    /// chained); `None` for most findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
+}
+
+/// Per-interface sysctls and what they do here (see [`words::interfaces`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct IfaceSysctl {
+    /// The device name.
+    pub dev: String,
+    /// The effective `rp_filter` (the larger of `all` and the device's): 0 off, 1 strict, 2 loose;
+    /// `None` when not collected.
+    pub rp_filter: Option<i64>,
+    /// The effective `arp_ignore` (the larger of `all` and the device's): which ARP requests the
+    /// device answers; `None` when unknown.
+    pub arp_ignore: Option<i64>,
+    /// The effective `arp_announce` (the larger of `all` and the device's): which source address
+    /// its ARP requests name; `None` when unknown.
+    pub arp_announce: Option<i64>,
+    /// The effective `arp_filter` (1 when `all` or the device has it set): answer ARP only when the
+    /// reply would leave through this device; `None` when unknown.
+    pub arp_filter: Option<i64>,
+    /// One sentence per sysctl on what it does on this interface, for `--verbose` text.
+    pub effect: Vec<String>,
+}
 
 /// The `schema` of netcheck's JSON report; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "rocetap.netcheck/1";
@@ -153,7 +200,7 @@ impl Report {
             );
         }
         if let Some(q) = &self.qos {
-            for line in q.summary() {
+            for line in words::qos_summary(q) {
                 let _ = writeln!(s, "{}", term(&line));
             }
         }
@@ -199,7 +246,7 @@ pub(crate) fn escaped(f: &Finding) -> Finding {
         evidence: f
             .evidence
             .iter()
-            .map(|e| super::checks::Evidence {
+            .map(|e| Evidence {
                 query: t(&e.query),
                 answer: t(&e.answer),
             })
@@ -238,6 +285,44 @@ pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
         out.push(line);
     }
     out
+}
+
+/// What was checked, as the report names it: the namespace's origin (`netns NAME`,
+/// `pid PID`, a `--from` directory) and/or `capture FILE + FILE`, joined with ` + `.
+pub fn origin(state: Option<&str>, captures: &[std::path::PathBuf]) -> String {
+    let c = (!captures.is_empty()).then(|| {
+        let names: Vec<String> = captures.iter().map(|p| p.display().to_string()).collect();
+        format!("capture {}", names.join(" + "))
+    });
+    match (state, c) {
+        (Some(o), Some(c)) => format!("{o} + {c}"),
+        (Some(o), None) => o.to_string(),
+        (None, Some(c)) => c,
+        (None, None) => String::new(),
+    }
+}
+
+/// `--route-get`'s text: one line per question, `QUERY  ->  ANSWER` (the devices are the
+/// dump's names: escaped for the terminal).
+pub fn route_get_text(answers: &[(Query, Outcome)]) -> String {
+    let mut t = String::new();
+    for (q, o) in answers {
+        let line = format!("{q}  ->  {}", super::checks::show(o));
+        t.push_str(&term(&line));
+        t.push('\n');
+    }
+    t
+}
+
+/// `--route-get`'s JSON document (one line): the schema, the state's origin and each
+/// answer as [`route_get_json`] shapes it.
+pub fn route_get_doc(origin: &str, answers: &[(Query, Outcome)]) -> String {
+    let v = json!({
+        "schema": SCHEMA,
+        "origin": origin,
+        "route_get": answers.iter().map(|(q, o)| route_get_json(q, o)).collect::<Vec<_>>(),
+    });
+    format!("{v}\n")
 }
 
 /// One lookup in the shape of `ip -j route get` (plus `rule`, `route`, or `error`).

@@ -5,14 +5,16 @@
 //! ECN for the notification and reaction points (`/sys/class/net/<netdev>/ecn/roce_{np,rp}/
 //! enable/<prio>`), and non-zero error `hw_counters`.
 
-use super::checks::{Evidence, Finding, Severity};
-use super::model::NetState;
 use crate::capture::rdma;
+use crate::netcheck::model::NetState;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};
+
+mod ready;
+pub use ready::{check, EcnRole, Roce};
 
 /// Error counters: any non-zero value means the fabric or a peer lost or rejected packets.
 pub const ERROR_COUNTERS: &[&str] = &[
@@ -169,156 +171,6 @@ pub(super) fn netdev_mtu(
     }
     let v = rd(&sysfs.join("class/net").join(netdev).join("mtu"))?;
     Ok(v.and_then(|v| v.parse().ok()))
-}
-
-fn ecn_disabled(
-    sysfs: &Path,
-    netdev: &str,
-    which: &str,
-) -> Result<Option<Vec<String>>, SysfsError> {
-    let dir: PathBuf = sysfs
-        .join("class/net")
-        .join(netdev)
-        .join("ecn")
-        .join(which)
-        .join("enable");
-    if !dir.is_dir() {
-        return Ok(None);
-    }
-    let mut off = Vec::new();
-    for p in entries(&dir) {
-        if rd(&dir.join(&p))?.as_deref() == Some("0") {
-            off.push(p);
-        }
-    }
-    Ok(Some(off))
-}
-
-/// RoCE readiness findings for every RDMA port under `sysfs`. Err names a file that
-/// exists but cannot be read (through [`crate::sysfile`]).
-pub fn check(
-    sysfs: &Path,
-    st: &NetState,
-    ports: &[Port],
-    out: &mut Vec<Finding>,
-) -> Result<(), SysfsError> {
-    for p in ports {
-        let name = format!("{} port {}", p.device, p.port);
-        if p.link_layer.as_deref().is_some_and(|l| l != "Ethernet") {
-            continue; // InfiniBand: no RoCE
-        }
-        let pd = format!("/sys/class/infiniband/{}/ports/{}", p.device, p.port);
-        if p.netdevs.is_empty() {
-            out.push(Finding {
-                id: "roce-netdev",
-                severity: Severity::Warning,
-                title: format!("{name} has no GID bound to a netdev: no RoCE traffic can use it"),
-                detail: format!("{pd}/gid_attrs/ndevs/* names no network device."),
-                evidence: Vec::new(),
-                fix: vec!["check that the netdev of this port is up and has an address".into()],
-                snippet: None,
-            });
-        }
-        for nd in &p.netdevs {
-            // RoCE v2 GID for every IPv4 address of the netdev (when we know its addresses)
-            for a in st.addrs_of(nd).filter(|a| a.addr.is_ipv4()) {
-                let have = p
-                    .gids
-                    .iter()
-                    .find(|g| g.ipv4 == Some(a.addr) && g.netdev == *nd && g.kind.contains("v2"));
-                if have.is_none() {
-                    let present: Vec<Evidence> = p
-                        .gids
-                        .iter()
-                        .filter(|g| g.netdev == *nd)
-                        .map(|g| Evidence {
-                            query: format!("{pd}/gids/{}", g.index),
-                            answer: format!("{} ({})", g.gid, g.kind),
-                        })
-                        .collect();
-                    out.push(Finding {
-                        id: "roce-gid",
-                        severity: Severity::Error,
-                        title: format!("{} on {nd} has no RoCE v2 GID on {name}: RDMA connections to it fail", a.addr),
-                        detail: format!("RoCE v2 addresses a peer by a GID ::ffff:{} of type \"RoCE v2\"; the GID table of {name} has none for it (the address was added after the GID table was filled, or the port's RoCE mode is v1 only).", a.addr),
-                        evidence: present,
-                        fix: vec![
-                            format!("check `cat {pd}/gid_attrs/types/*` and the RoCE mode (cma_roce_mode -d {} -p {})", p.device, p.port),
-                            format!("re-add the address: ip addr del {}/{} dev {nd} && ip addr add {}/{} dev {nd}", a.addr, a.prefix_len, a.addr, a.prefix_len),
-                        ],
-                        snippet: None,
-                    });
-                }
-            }
-            // MTU
-            if let (Some(active), Some(mtu)) = (p.active_mtu, netdev_mtu(sysfs, st, nd)?) {
-                let best = roce_mtu_for(mtu);
-                if best.is_some_and(|b| active < b) || best.is_none_or(|b| active > b) {
-                    out.push(Finding {
-                        id: "roce-mtu",
-                        severity: Severity::Warning,
-                        title: format!("{name} runs RoCE MTU {active}, but {nd} (MTU {mtu}) carries {}", best.map_or("no RoCE MTU".to_string(), |b| b.to_string())),
-                        detail: "RoCE picks the largest IB MTU (256..4096) that fits the netdev MTU minus 96 bytes of headers; a different active_mtu means the netdev MTU changed after the port came up, or the peer or switch limits it.".into(),
-                        evidence: vec![Evidence { query: format!("{pd}/active_mtu"), answer: active.to_string() }],
-                        fix: vec![format!("make the netdev MTU match end to end (e.g. ip link set {nd} mtu 9000 on both ends and the switch), then restart the port or the application")],
-                        snippet: None,
-                    });
-                } else if best.is_some_and(|b| b < 4096) {
-                    out.push(Finding {
-                        id: "roce-mtu",
-                        severity: Severity::Info,
-                        title: format!("{nd} MTU {mtu} limits RoCE to {active}-byte packets; jumbo frames (MTU >= 4200) allow 4096"),
-                        detail: "Smaller RoCE MTUs cost throughput on large transfers.".into(),
-                        evidence: Vec::new(),
-                        fix: vec![format!("ip link set {nd} mtu 9000 (and on every hop)")],
-                        snippet: None,
-                    });
-                }
-            }
-            // ECN
-            for (which, role) in [
-                ("roce_np", "notification point (receiver sends CNPs)"),
-                ("roce_rp", "reaction point (sender slows down on CNPs)"),
-            ] {
-                if let Some(off) = ecn_disabled(sysfs, nd, which)? {
-                    if !off.is_empty() {
-                        out.push(Finding {
-                            id: "roce-ecn",
-                            severity: Severity::Warning,
-                            title: format!("ECN {which} is disabled on {nd} for priorities {}: no DCQCN congestion control there", off.join(",")),
-                            detail: format!("The {role} is off for those priorities, so congestion marks are ignored and the fabric relies on PFC alone."),
-                            evidence: off.iter().map(|p| Evidence { query: format!("/sys/class/net/{nd}/ecn/{which}/enable/{p}"), answer: "0".into() }).collect(),
-                            fix: off.iter().map(|p| format!("echo 1 > /sys/class/net/{nd}/ecn/{which}/enable/{p}")).collect(),
-                            snippet: None,
-                        });
-                    }
-                }
-            }
-        }
-        let bad: Vec<(&String, &u64)> = p
-            .counters
-            .iter()
-            .filter(|(k, v)| **v > 0 && ERROR_COUNTERS.contains(&k.as_str()))
-            .collect();
-        if !bad.is_empty() {
-            out.push(Finding {
-                id: "roce-counters",
-                severity: Severity::Warning,
-                title: format!(
-                    "{name} error counters are not zero: {}",
-                    bad.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
-                ),
-                detail: "Sequence errors and ACK timeouts mean lost or reordered RoCE packets (usually drops without PFC/ECN, or a path MTU problem); capture with `rocetap capture` to see which queue pairs.".into(),
-                evidence: bad
-                    .iter()
-                    .map(|(k, v)| Evidence { query: format!("{pd}/hw_counters/{k}"), answer: v.to_string() })
-                    .collect(),
-                fix: vec!["find the lossy hop: check PFC/ECN on the switch ports and the NIC (mlnx_qos), then compare counters again".into()],
-                snippet: None,
-            });
-        }
-    }
-    Ok(())
 }
 
 /// Why sysfs (or, for the QoS state, a recorded DCB output) could not be read.

@@ -14,13 +14,14 @@
 //! (netcheck alone), [`joined`] (with `--capture`) and [`gids`] (with other nodes'
 //! sysfs, `--peer-sysfs-root`).
 
+pub mod found;
 pub mod gids;
 pub mod host;
 pub mod joined;
 
 use super::dcb::{self, Dcb};
-use super::model::NetState;
 use super::sysfs::{self, rd, SysfsError};
+use crate::netcheck::model::NetState;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::Ipv6Addr;
@@ -132,38 +133,6 @@ impl PortQos {
             .into_iter()
             .chain(d.dscp_prio.keys().copied())
             .find(|x| ok(x))
-    }
-}
-
-impl HostQos {
-    /// One line per port for the text report: what is known of its QoS, `?` for unknown.
-    pub fn summary(&self) -> Vec<String> {
-        let q = |x: Option<String>| x.unwrap_or_else(|| "?".into());
-        let n = |x: Option<u8>| q(x.map(|v| v.to_string()));
-        self.ports
-            .iter()
-            .map(|p| {
-                let g = &p.gids;
-                let v2: Vec<String> = g
-                    .v2_ipv4
-                    .iter()
-                    .map(|r| format!("{} ({})", r.index, r.address))
-                    .collect();
-                format!(
-                    "qos {}: trust {}, PFC on {}, CNP DSCP {}, RDMA-CM {} ToS {}, traffic_class {}, \
-                     RoCE v2 IPv4 GID index {}, netns {}",
-                    p.name(),
-                    q(p.dcb.as_ref().and_then(|d| d.trust.clone())),
-                    q(p.pfc_on().map(|v| host::prios(&v))),
-                    n(p.cnp_dscp),
-                    q(p.default_roce_mode.clone()),
-                    n(p.default_roce_tos),
-                    n(p.traffic_class),
-                    if v2.is_empty() { "none".into() } else { v2.join(", ") },
-                    q(self.netns_mode.clone()),
-                )
-            })
-            .collect()
     }
 }
 

@@ -1,132 +1,20 @@
 //! Words for the NAD lint: each typed `Lint` becomes a netcheck `Finding` (id, severity,
 //! title, detail, evidence, fix, snippet) plus the object, field path and location it is
-//! about; the report is text (the verdict in plain words first) or one JSON document with
-//! `"schema": "rocetap.nad/1"`.
+//! about (a [`NadFinding`] of the NAD report, `report::nad`).
 
-use super::cni::Oversize;
-use super::ipv4::ip;
-use super::objects::ObjRef;
-use super::rules::{fixed_config, Host, Lint, Rule};
-use super::static_ipam::Problem;
 use crate::config::limits::{CNI_CONFIG_MAX_BYTES, CNI_MAX_PLUGINS};
-use crate::netcheck::checks::{Evidence, Finding, Severity};
-use crate::netcheck::report::{escaped, plural, write_body};
-use crate::report::safe::term;
-use crate::report::style::{Paint, Tone};
-use serde::Serialize;
+use crate::netcheck::checks::Evidence;
+use crate::netcheck::nad::cni::Oversize;
+use crate::netcheck::nad::ipv4::ip;
+use crate::netcheck::nad::objects::ObjRef;
+use crate::netcheck::nad::rules::{fixed_config, Host, Lint, MtuOf, PeerOf, Rule, Whose};
+use crate::netcheck::nad::static_ipam::Problem;
+use crate::netcheck::report::nad::{ConfigPos, GroupNad, NadFinding, Object};
+use crate::netcheck::report::Finding;
 use std::fmt::Write;
 
 mod overlap;
 use overlap::overlap_words;
-
-/// The `schema` of the NAD lint's JSON report; bumped when a field changes meaning or goes away.
-pub const SCHEMA: &str = "rocetap.nad/1";
-
-/// The Kubernetes object a finding is about, as the JSON report names it.
-#[derive(Serialize, Clone, Debug)]
-pub struct Object {
-    /// The object's `kind`, e.g. `NetworkAttachmentDefinition`.
-    pub kind: String,
-    /// `metadata.namespace` (`default` when the object gives none).
-    pub namespace: String,
-    /// `metadata.name`.
-    pub name: String,
-}
-
-/// A position inside `spec.config`'s JSON text (JSON `config_position`).
-#[derive(Serialize, Clone, Debug)]
-pub struct ConfigPos {
-    /// The line of the configuration text, counted from 1.
-    pub line: usize,
-    /// The column, counted from 1.
-    pub column: usize,
-}
-
-/// One worded NAD finding: the netcheck [`Finding`] (flattened into the same JSON object) plus what
-/// it is about and where.
-#[derive(Serialize, Clone, Debug)]
-pub struct NadFinding {
-    /// Id, severity, title, detail, evidence, fix and snippet, as netcheck words every finding.
-    #[serde(flatten)]
-    pub finding: Finding,
-    /// The object the finding is about; `None` for findings about the inputs as a whole
-    /// (`nad-no-node-facts`, `nad-no-policies`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub object: Option<Object>,
-    /// e.g. `spec.config.plugins[0].ipam.range`
-    pub path: String,
-    /// `FILE:LINE:COLUMN` in the input, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
-    /// Line and column inside `spec.config`'s JSON text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub config_position: Option<ConfigPos>,
-    /// The whole corrected `spec.config`, for findings that have one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fixed_config: Option<serde_json::Value>,
-    /// Every NAD of an overlap group (`nad-range-overlap`), the finding's own first; empty
-    /// (and left out) for other findings.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub nads: Vec<GroupNad>,
-}
-
-/// One NAD of an overlap group, as the JSON report lists it (`nads`).
-#[derive(Serialize, Clone, Debug)]
-pub struct GroupNad {
-    /// `NetworkAttachmentDefinition`.
-    pub kind: String,
-    /// `metadata.namespace`.
-    pub namespace: String,
-    /// `metadata.name`.
-    pub name: String,
-    /// Its ranges as written, comma-separated.
-    pub ranges: String,
-    /// Its resource (without the `nvidia.com/` prefix), when annotated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resource: Option<String>,
-    /// Its whereabouts `network_name`, when set.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub network_name: Option<String>,
-}
-
-/// How many objects of each kind were read (JSON `objects`).
-#[derive(Serialize, Clone, Debug)]
-pub struct Counts {
-    /// NetworkAttachmentDefinitions linted.
-    pub network_attachment_definitions: usize,
-    /// SriovNetworkNodePolicies read.
-    pub sriov_network_node_policies: usize,
-    /// Nodes with PF facts (from `--nodes` and `--from`).
-    pub nodes: usize,
-    /// Objects of other kinds found in the input files and left alone.
-    pub ignored_objects: usize,
-}
-
-/// The NAD lint's result: what was read, the verdict and the findings worst first. Serialized as is
-/// for `--format json` (`"schema": "rocetap.nad/1"`).
-#[derive(Serialize)]
-pub struct Report {
-    /// Always [`SCHEMA`].
-    pub schema: &'static str,
-    /// The object files read, as named on the command line.
-    pub inputs: Vec<String>,
-    /// How many objects of each kind were read.
-    pub objects: Counts,
-    /// The installed sbr plugin's version, when known.
-    pub sbr_version: Option<String>,
-    /// Findings at or above this severity fail the run (exit 1).
-    pub fail_on_severity: Severity,
-    /// `ok` or `findings` (at or above the gate).
-    pub verdict: &'static str,
-    /// Findings of severity error.
-    pub errors: usize,
-    /// Findings of severity warning.
-    pub warnings: usize,
-    /// Findings of severity info (never counted as problems by the text verdict).
-    pub infos: usize,
-    /// Every finding, sorted worst first.
-    pub findings: Vec<NadFinding>,
-}
 
 fn h(a: u32) -> String {
     ip(a).to_string()
@@ -169,9 +57,34 @@ fn few_of(mut items: Vec<String>, total: usize) -> String {
     }
 }
 
+/// `node1 ens1f0`, `ipam.gateway`, `node1 ens1f0 (its gateway)`.
+fn whose(w: &Whose) -> String {
+    match w {
+        Whose::Pf { node, pf } => format!("{node} {pf}"),
+        Whose::IpamGateway => "ipam.gateway".into(),
+        Whose::PfGateway { node, pf } => format!("{node} {pf} (its gateway)"),
+    }
+}
+
+/// The other NAD, or `node1 routes it via ens1f0`.
+fn peer_of(p: &PeerOf) -> String {
+    match p {
+        PeerOf::Nad(o) => o.to_string(),
+        PeerOf::Routed { node, pf } => format!("{node} routes it via {pf}"),
+    }
+}
+
+/// `node1 ens1f0`, or `POLICY spec.mtu`.
+fn mtu_of(m: &MtuOf) -> String {
+    match m {
+        MtuOf::Pf { node, pf } => format!("{node} {pf}"),
+        MtuOf::Policy(o) => format!("{o} spec.mtu"),
+    }
+}
+
 fn hosts_list(hs: &[Host]) -> String {
     hs.iter()
-        .map(|x| format!("{} ({})", h(x.addr), x.whose))
+        .map(|x| format!("{} ({})", h(x.addr), whose(&x.whose)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -212,7 +125,7 @@ fn words(l: &Lint) -> Words {
             vec!["fix the JSON at that position (check with `jq . <<< \"$CONFIG\"`)".into()],
         ),
         Rule::CniVersionMissing => w(format!("{who}: spec.config has no cniVersion"), "Without cniVersion the runtime assumes 0.1.0, whose results carry no interface list: chained plugins such as sbr then have nothing to work on.", vec!["add \"cniVersion\": \"0.4.0\" (or \"1.0.0\" with CNI plugins >= 1.0)".into()]),
-        Rule::CniVersionUnknown { found } => w(format!("{who}: cniVersion {found:?} is not a CNI spec version"), format!("Known versions: {}.", super::cni::CNI_VERSIONS.join(", ")), vec!["use \"0.4.0\" or \"1.0.0\"".into()]),
+        Rule::CniVersionUnknown { found } => w(format!("{who}: cniVersion {found:?} is not a CNI spec version"), format!("Known versions: {}.", crate::netcheck::nad::cni::CNI_VERSIONS.join(", ")), vec!["use \"0.4.0\" or \"1.0.0\"".into()]),
         Rule::UnknownKey { key, within, suggestion } => w(
             format!("{who}: unknown key {key:?} in {within}"),
             "Plugins silently ignore keys they do not know, so a misspelt option simply has no effect.",
@@ -278,7 +191,7 @@ fn words(l: &Lint) -> Words {
                 vec![format!("add to exclude: {}", hosts.iter().map(|x| format!("{}/32", h(x.addr))).collect::<Vec<_>>().join(", "))],
             );
             for hs in hosts {
-                x.evidence.push(ev(h(hs.addr), hs.whose.clone()));
+                x.evidence.push(ev(h(hs.addr), whose(&hs.whose)));
             }
             x
         }
@@ -302,7 +215,7 @@ fn words(l: &Lint) -> Words {
                 vec![format!("only if those peers must be reached through the VF: add \"gateway\": \"<the ToR's address in {subnet}>\" to the ipam section (and exclude it from the range)")],
             );
             for (c, why) in peers {
-                x.evidence.push(ev(c.to_string(), why.clone()));
+                x.evidence.push(ev(c.to_string(), peer_of(why)));
             }
             if *peers_total > peers.len() {
                 x.evidence.push(ev(
@@ -330,7 +243,7 @@ fn words(l: &Lint) -> Words {
             vec!["set mtu 4200 or more (9000 is usual) in the SriovNetworkNodePolicy, and on the switch ports".into()],
         ),
         Rule::VfMtuAbovePf { vf_mtu, source, pf_mtu, pf } => w(
-            format!("{who}: VF MTU {vf_mtu} ({source}) is above the PF MTU {pf_mtu} ({pf})"),
+            format!("{who}: VF MTU {vf_mtu} ({source}) is above the PF MTU {pf_mtu} ({})", mtu_of(pf)),
             "A VF cannot send frames larger than its PF: setting the MTU fails (the pod does not start) or large frames are dropped.",
             vec![format!("raise the PF MTU to {vf_mtu} (the policy's mtu) or lower the VF's")],
         ),
@@ -397,114 +310,5 @@ pub fn finding(l: &Lint) -> NadFinding {
                 .collect(),
             _ => Vec::new(),
         },
-    }
-}
-
-impl Report {
-    /// Builds the report from the typed lints: words each, sorts worst first, counts by severity
-    /// and sets the verdict against `gate`.
-    pub fn new(
-        inputs: Vec<String>,
-        objects: Counts,
-        sbr_version: Option<String>,
-        gate: Severity,
-        lints: &[Lint],
-    ) -> Report {
-        let mut findings: Vec<NadFinding> = lints.iter().map(finding).collect();
-        findings.sort_by_key(|f| std::cmp::Reverse(f.finding.severity));
-        let n = |s| findings.iter().filter(|f| f.finding.severity == s).count();
-        let (errors, warnings, infos) =
-            (n(Severity::Error), n(Severity::Warning), n(Severity::Info));
-        let failed = findings.iter().any(|f| f.finding.severity >= gate);
-        Report {
-            schema: SCHEMA,
-            inputs,
-            objects,
-            sbr_version,
-            fail_on_severity: gate,
-            verdict: if failed { "findings" } else { "ok" },
-            errors,
-            warnings,
-            infos,
-            findings,
-        }
-    }
-
-    /// True when any finding is at or above the gate (the verdict is `findings`): the run exits 1.
-    pub fn failed(&self) -> bool {
-        self.verdict == "findings"
-    }
-
-    /// The text report: a verdict line in plain words, then each finding with its location, field
-    /// path, detail, evidence and fix. `paint` colors the severity words.
-    pub fn text(&self, paint: Paint) -> String {
-        let mut s = String::new();
-        let o = &self.objects;
-        let what =
-            format!(
-            "NAD lint of {} NetworkAttachmentDefinition{}, {} SriovNetworkNodePolic{}, {} node{}",
-            o.network_attachment_definitions,
-            plural(o.network_attachment_definitions),
-            o.sriov_network_node_policies,
-            if o.sriov_network_node_policies == 1 { "y" } else { "ies" },
-            o.nodes,
-            plural(o.nodes)
-        );
-        let problems = self.errors + self.warnings;
-        if problems > 0 {
-            let _ = writeln!(
-                s,
-                "{what}: {problems} problem{} found ({} error{}, {} warning{}).",
-                plural(problems),
-                self.errors,
-                plural(self.errors),
-                self.warnings,
-                plural(self.warnings)
-            );
-        } else {
-            let _ = writeln!(
-                s,
-                "{what}: {}",
-                paint.tone(Tone::Good, "no problems found.")
-            );
-        }
-        for f in &self.findings {
-            let x = &f.finding;
-            let tone = match x.severity {
-                Severity::Error => Tone::Bad,
-                Severity::Warning => Tone::Warn,
-                Severity::Info => Tone::Note,
-            };
-            // names, values and keys in the words come from the input: escaped here,
-            // once, for the terminal (the JSON report carries them raw, encoded)
-            let x = &escaped(x);
-            let _ = writeln!(
-                s,
-                "\n{} {}: {}",
-                paint.tone(tone, x.severity.label()),
-                x.id,
-                x.title
-            );
-            let mut at = Vec::new();
-            if let Some(l) = &f.location {
-                at.push(term(l).into_owned());
-            }
-            if !f.path.is_empty() {
-                at.push(term(&f.path).into_owned());
-            }
-            if let Some(p) = &f.config_position {
-                if f.location.is_none() {
-                    at.push(format!(
-                        "(line {} column {} of the configuration)",
-                        p.line, p.column
-                    ));
-                }
-            }
-            if !at.is_empty() {
-                let _ = writeln!(s, "  at: {}", at.join("  "));
-            }
-            write_body(&mut s, x);
-        }
-        s
     }
 }
