@@ -129,3 +129,20 @@ pub const REPLY_PATH_CHECKS: usize = 64;
 /// each (a scan of the routes); past this the check stops and says how many it left out
 /// (finding `node-source-truncated`).
 pub const NODE_SOURCE_LOOKUPS: usize = 256;
+
+// ---- NCCL logs (`rocetap nccl`) ----
+
+/// Bytes of one NCCL log line kept (NCCL's own lines are at most 1 KiB; a `kubectl`
+/// prefix adds a hundred): the rest of a longer line is skipped, the line counted as
+/// overlong.
+pub const NCCL_LINE_BYTES: usize = 16 << 10;
+
+/// NCCL processes (host, pid) kept from the logs: 64 per node of a 1,024-node job.
+pub const NCCL_PROCS: usize = 65_536;
+
+/// Completion errors kept from the logs (each is triaged and joined); the rest are
+/// counted.
+pub const NCCL_ERRORS: usize = 10_000;
+
+/// Environment settings, QPs and channel lines kept per process; the rest are counted.
+pub const NCCL_PER_PROC: usize = 256;
