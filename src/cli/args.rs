@@ -552,6 +552,11 @@ pub struct NcclArgs {
     /// say between which two the loss was. Repeatable.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub capture: Vec<PathBuf>,
+    /// A node agent's `/report` to join the errors with, as a capture:
+    /// `http://[USER:PASS@]HOST:PORT[/PATH]`, or a saved report FILE (what `curl -s
+    /// https://NODE:9470/report` wrote). Repeatable.
+    #[arg(long, value_name = "URL|FILE")]
+    pub agent: Vec<String>,
     /// A node's sysfs: the GID table of each HCA the log uses is checked at the GID
     /// index NCCL used. `HOST=DIR` applies it to that log host only. Repeatable.
     #[arg(long, value_name = "[HOST=]DIR")]

@@ -4,9 +4,10 @@
 //! code (0 none holds, 1 one holds, 2 error).
 
 use crate::cli::{NcclArgs, NcclFormat};
-use rocetap::analysis::{Analyzer, Config, Report};
+use rocetap::analysis::{Analyzer, Config};
 use rocetap::error::Failure;
-use rocetap::nccl::{self, config, host, triage};
+use rocetap::nccl::wire::Tap;
+use rocetap::nccl::{self, config, fetch, host, triage};
 use rocetap::pipeline::{NoSink, Pipeline};
 use rocetap::report::nccl::Doc;
 use rocetap::report::rules;
@@ -39,7 +40,7 @@ pub fn run(a: NcclArgs) -> Result<i32, Failure> {
             .map(|(_, d)| d.as_path());
         hosts.extend(host::check_routes(&log, h.as_deref(), &dir, sys).map_err(Failure::new)?);
     }
-    let mut reports: Vec<Report> = Vec::new();
+    let mut taps: Vec<Tap> = Vec::new();
     let mut names = Vec::new();
     for path in &a.capture {
         let mut p = Pipeline::new(
@@ -50,10 +51,18 @@ pub fn run(a: NcclArgs) -> Result<i32, Failure> {
         for c in &cut {
             eprintln!("{}", c.warning());
         }
-        reports.push(p.finish());
+        taps.push(Tap::from_report(&p.finish()));
         names.push(path.display().to_string());
     }
-    let triaged = triage::triage(&log, &issues, &hosts, &reports);
+    for src in &a.agent {
+        let v = fetch::report(src).map_err(Failure::new)?;
+        taps.push(
+            Tap::from_analyze_json(&v)
+                .map_err(|e| Failure::new(format!("nccl: --agent {src}: {e}")))?,
+        );
+        names.push(format!("agent {src}"));
+    }
+    let triaged = triage::triage(&log, &issues, &hosts, &taps);
     let doc = Doc {
         log: &log,
         issues: &issues,

@@ -146,3 +146,7 @@ pub const NCCL_ERRORS: usize = 10_000;
 
 /// Environment settings, QPs and channel lines kept per process; the rest are counted.
 pub const NCCL_PER_PROC: usize = 256;
+
+/// Bytes of a node agent's `/report` (or a saved one) `rocetap nccl --agent` reads: the
+/// agent's own report budget is far below.
+pub const NCCL_AGENT_REPORT_BYTES: usize = 256 << 20;

@@ -6,10 +6,9 @@
 //! the segment where the resends stopped being seen.
 
 use super::config::{gid_v4, remote_v4};
+pub use super::wire::{StopView, Tap, WireFlow};
 use super::{Log, WcError};
-use crate::analysis::stop::{Stop, StopKind};
-use crate::analysis::{FlowSummary, Report};
-use dissectors::Addr;
+use crate::analysis::stop::StopKind;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// How far after a flow's last packet an error still belongs to it: NCCL reports the
@@ -73,7 +72,7 @@ pub struct Story {
     /// The requester is the process that logged the error (else its peer).
     pub local_requester: bool,
     /// How the stream ended, when it did not finish.
-    pub stop: Option<Stop>,
+    pub stop: Option<StopView>,
     /// Where the loss was.
     pub place: Place,
     /// The responder sent nothing back after the stream's trouble began (at this tap).
@@ -103,14 +102,6 @@ pub struct Story {
     pub segment: Option<(usize, usize)>,
 }
 
-fn ip(a: &Addr) -> Option<IpAddr> {
-    match a {
-        Addr::Ip(IpAddr::V6(v6)) => Some(v6.to_ipv4_mapped().map_or(IpAddr::V6(*v6), IpAddr::V4)),
-        Addr::Ip(a) => Some(*a),
-        Addr::Lid(_) => None,
-    }
-}
-
 /// The error's two ends: (local, remote) addresses.
 pub fn ends(log: &Log, e: &WcError) -> (Option<IpAddr>, Option<IpAddr>) {
     let local = e
@@ -122,8 +113,7 @@ pub fn ends(log: &Log, e: &WcError) -> (Option<IpAddr>, Option<IpAddr>) {
     (local, remote)
 }
 
-fn place_of(f: &FlowSummary) -> Place {
-    let c = &f.counters;
+fn place_of(c: &WireFlow) -> Place {
     let ep = c.timeout_retransmission_episodes;
     if ep == 0 && c.nak_psn_seq == 0 {
         return Place::Unknown;
@@ -154,29 +144,27 @@ fn qpns(log: &Log, e: &WcError, remote: Option<IpAddr>) -> Vec<u32> {
     v
 }
 
-/// The best request stream between the error's two ends in one capture, with its score.
+/// The best request stream between the error's two ends in one tap, with its score.
 fn best<'a>(
     log: &Log,
     e: &WcError,
-    r: &'a Report,
+    r: &'a Tap,
     local: IpAddr,
     remote: IpAddr,
-) -> Option<(u32, &'a FlowSummary, bool, bool, Option<bool>)> {
+) -> Option<(u32, &'a WireFlow, bool, bool, Option<bool>)> {
     let qs = qpns(log, e, Some(remote));
-    let mut out: Option<(u32, &FlowSummary, bool, bool, Option<bool>)> = None;
+    let mut out: Option<(u32, &WireFlow, bool, bool, Option<bool>)> = None;
     for f in &r.flows {
-        if !matches!(f.transport, "RC" | "XRC") {
+        if !f.rc {
             continue;
         }
-        let (Some(s), Some(d)) = (ip(&f.src), ip(&f.dst)) else {
-            continue;
-        };
+        let (s, d) = (f.src, f.dst);
         let local_req = s == local && d == remote;
         if !(local_req || (s == remote && d == local)) {
             continue;
         }
-        let peer = f.peer.and_then(|p| r.flows.iter().find(|g| g.id == p));
-        let qpn_matched = qs.contains(&f.qp.0) || peer.is_some_and(|g| qs.contains(&g.qp.0));
+        let peer = r.peer_of(f);
+        let qpn_matched = qs.contains(&f.qp) || peer.is_some_and(|g| qs.contains(&g.qp));
         let in_window = e.time_ns.map(|t| {
             t + 60_000_000_000 >= f.first_ts_ns && t <= f.last_ts_ns.saturating_add(AFTER_LAST_NS)
         });
@@ -184,7 +172,7 @@ fn best<'a>(
         score += 8 * u32::from(f.stop.is_some());
         score += 4 * u32::from(qpn_matched);
         score += 2 * u32::from(local_req);
-        score += u32::from(f.counters.retransmitted_packets > 0);
+        score += u32::from(f.retransmitted_packets > 0);
         if in_window == Some(false) {
             score = score.saturating_sub(6);
         }
@@ -195,15 +183,15 @@ fn best<'a>(
     out
 }
 
-/// The connection behind `e` in `captures` (reports in the order given: along the path
-/// from one end to the other when several taps are given), or `None`.
-pub fn join(log: &Log, e: &WcError, captures: &[Report]) -> Option<Story> {
+/// The connection behind `e` in `taps` (in the order given: along the path from one
+/// end to the other when several taps are given), or `None`.
+pub fn join(log: &Log, e: &WcError, taps: &[Tap]) -> Option<Story> {
     let (Some(local), Some(remote)) = ends(log, e) else {
         return None;
     };
-    type Top<'a> = (u32, usize, &'a FlowSummary, bool, bool, Option<bool>);
+    type Top<'a> = (u32, usize, &'a WireFlow, bool, bool, Option<bool>);
     let mut top: Option<Top> = None;
-    for (ci, r) in captures.iter().enumerate() {
+    for (ci, r) in taps.iter().enumerate() {
         if let Some((s, f, lr, qm, w)) = best(log, e, r, local, remote) {
             if top.as_ref().is_none_or(|t| s > t.0) {
                 top = Some((s, ci, f, lr, qm, w));
@@ -211,32 +199,25 @@ pub fn join(log: &Log, e: &WcError, captures: &[Report]) -> Option<Story> {
         }
     }
     let (_, ci, f, local_requester, qpn_matched, in_window) = top?;
-    let r = &captures[ci];
-    let peer = f
-        .peer
-        .and_then(|p| r.flows.iter().find(|g| g.id == p))
-        .or_else(|| {
-            r.flows
-                .iter()
-                .find(|g| g.src == f.dst && g.dst == f.src && g.transport == f.transport)
-        });
-    let trouble_from = f.stop.map(|s| s.first_ns);
+    let r = &taps[ci];
+    let peer = r.peer_of(f);
+    let trouble_from = f.stop.and_then(|s| s.first_ns);
     let responder_silent = match (trouble_from, peer) {
         (Some(t), Some(g)) => g.last_ts_ns < t,
         (Some(_), None) => true,
         _ => false,
     };
-    let (src, dst) = (ip(&f.src)?, ip(&f.dst)?);
+    let (src, dst) = (f.src, f.dst);
     let mut seen = Vec::new();
     let mut segment = None;
-    if captures.len() > 1 {
-        for (i, c) in captures.iter().enumerate() {
+    if taps.len() > 1 {
+        for (i, c) in taps.iter().enumerate() {
             let (packets, retransmitted) = c
                 .flows
                 .iter()
-                .filter(|g| g.qp == f.qp && ip(&g.src) == Some(src) && ip(&g.dst) == Some(dst))
+                .filter(|g| g.qp == f.qp && g.src == src && g.dst == dst)
                 .fold((0, 0), |a, g| {
-                    (a.0 + g.packets, a.1 + g.counters.retransmitted_packets)
+                    (a.0 + g.packets, a.1 + g.retransmitted_packets)
                 });
             seen.push(Seen {
                 capture: i,
@@ -249,25 +230,24 @@ pub fn join(log: &Log, e: &WcError, captures: &[Report]) -> Option<Story> {
             .find(|w| w[0].retransmitted > 0 && w[1].retransmitted == 0)
             .map(|w| (w[0].capture, w[1].capture));
     }
-    let c = &f.counters;
     Some(Story {
         capture: ci,
         flow: f.id,
         src,
         dst,
-        qp: f.qp.0,
-        src_qp: peer.map(|g| g.qp.0),
+        qp: f.qp,
+        src_qp: peer.map(|g| g.qp),
         local_requester,
         stop: f.stop,
         place: place_of(f),
         responder_silent,
-        retransmitted: c.retransmitted_packets,
-        timeouts: c.timeout_retransmission_episodes,
-        naks: c.nak_psn_seq,
-        rnr_naks: c.rnr_nak,
-        cnps: c.cnp_received,
+        retransmitted: f.retransmitted_packets,
+        timeouts: f.timeout_retransmission_episodes,
+        naks: f.nak_psn_seq,
+        rnr_naks: f.rnr_nak,
+        cnps: f.cnp_received,
         ce: f.ecn_ce,
-        pfc_frames: r.pfc.iter().map(|p| p.frames).sum(),
+        pfc_frames: r.pfc_frames,
         qpn_matched,
         in_window,
         seen,

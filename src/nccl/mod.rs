@@ -8,17 +8,20 @@
 //! `report::nccl`.
 
 pub mod config;
+pub mod fetch;
 pub mod host;
 pub mod join;
 pub mod line;
 pub mod parse;
+mod read;
 pub mod status;
 pub mod triage;
+pub mod wire;
 
-use crate::config::limits::{NCCL_ERRORS, NCCL_LINE_BYTES, NCCL_PER_PROC, NCCL_PROCS};
-use parse::Message;
+pub use read::{read, read_paths};
+
+use crate::config::limits::NCCL_PROCS;
 use std::collections::HashMap;
-use std::io::{self, BufRead};
 use std::net::{IpAddr, Ipv6Addr};
 
 /// One HCA port a process uses (the `NET/IB : Using` line).
@@ -97,7 +100,8 @@ pub struct Proc {
     pub channels: Vec<Channel>,
     /// Asynchronous HCA events (port errors, fatal events), as logged.
     pub async_events: Vec<String>,
-    /// Settings, QPs, channels or events past [`NCCL_PER_PROC`].
+    /// Settings, QPs, channels or events past
+    /// [`NCCL_PER_PROC`](crate::config::limits::NCCL_PER_PROC).
     pub dropped: u64,
 }
 
@@ -175,13 +179,14 @@ pub struct Counts {
     pub nccl: u64,
     /// NCCL lines the triage read.
     pub used: u64,
-    /// Lines longer than [`NCCL_LINE_BYTES`] (cut; their rest skipped).
+    /// Lines longer than [`NCCL_LINE_BYTES`](crate::config::limits::NCCL_LINE_BYTES)
+    /// (cut; their rest skipped).
     pub overlong: u64,
     /// Lines that are not UTF-8 text.
     pub not_text: u64,
     /// Completion-error lines whose numbers could not be read.
     pub unparsed_errors: u64,
-    /// Completion errors past [`NCCL_ERRORS`].
+    /// Completion errors past [`NCCL_ERRORS`](crate::config::limits::NCCL_ERRORS).
     pub errors_dropped: u64,
     /// Processes past [`NCCL_PROCS`] (their lines skipped).
     pub procs_dropped: u64,
@@ -203,7 +208,7 @@ pub struct Log {
 
 impl Log {
     /// The process of `host:pid`, made on its first line; `None` past [`NCCL_PROCS`].
-    fn proc_of(&mut self, host: &str, pid: u32) -> Option<usize> {
+    pub(super) fn proc_of(&mut self, host: &str, pid: u32) -> Option<usize> {
         if let Some(&i) = self.index.get(&(host.to_string(), pid)) {
             return Some(i);
         }
@@ -224,237 +229,5 @@ impl Log {
     /// The processes on `host`.
     pub fn on_host<'a>(&'a self, host: &'a str) -> impl Iterator<Item = &'a Proc> + 'a {
         self.procs.iter().filter(move |p| p.host == host)
-    }
-}
-
-/// Reads one input into `log`, named `name`: bounded lines, each NCCL line it knows
-/// taken in. An I/O error ends the read (what was read stays).
-pub fn read(mut src: impl BufRead, name: &str, log: &mut Log) -> io::Result<()> {
-    let source = log.sources.len();
-    log.sources.push(name.to_string());
-    let mut buf = Vec::with_capacity(1024);
-    let mut n = 0u64;
-    loop {
-        buf.clear();
-        let (got, overlong) = read_line(&mut src, &mut buf)?;
-        if !got {
-            return Ok(());
-        }
-        n += 1;
-        log.counts.lines += 1;
-        if overlong {
-            log.counts.overlong += 1;
-        }
-        let Ok(text) = std::str::from_utf8(&buf) else {
-            log.counts.not_text += 1;
-            continue;
-        };
-        take(log, source, n, text);
-    }
-}
-
-/// One line into `buf` (without its newline), at most [`NCCL_LINE_BYTES`]; the rest of
-/// a longer line is skipped. Returns (a line was read, it was cut).
-fn read_line(src: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<(bool, bool)> {
-    let mut any = false;
-    let mut cut = false;
-    loop {
-        let chunk = match src.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            return Ok((any, cut));
-        }
-        any = true;
-        let (part, used, end) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (&chunk[..i], i + 1, true),
-            None => (chunk, chunk.len(), false),
-        };
-        let room = NCCL_LINE_BYTES.saturating_sub(buf.len());
-        if part.len() > room {
-            cut = true;
-        }
-        buf.extend_from_slice(&part[..part.len().min(room)]);
-        src.consume(used);
-        if end {
-            return Ok((true, cut));
-        }
-    }
-}
-
-fn push_bounded<T>(v: &mut Vec<T>, x: T, dropped: &mut u64) {
-    if v.len() < NCCL_PER_PROC {
-        v.push(x);
-    } else {
-        *dropped += 1;
-    }
-}
-
-/// One line of text.
-fn take(log: &mut Log, source: usize, n: u64, text: &str) {
-    let Some(p) = line::split(text) else { return };
-    log.counts.nccl += 1;
-    let Some(pi) = log.proc_of(p.host, p.pid) else {
-        return;
-    };
-    {
-        let pr = &mut log.procs[pi];
-        if pr.pod.is_none() {
-            pr.pod = p.pod.map(str::to_string);
-        }
-        if !pr.cuda_devs.contains(&p.cuda_dev) && pr.cuda_devs.len() < 64 {
-            pr.cuda_devs.push(p.cuda_dev);
-        }
-    }
-    let Some(m) = parse::message(p.body) else {
-        return;
-    };
-    log.counts.used += 1;
-    let pr = &mut log.procs[pi];
-    match m {
-        Message::Completion(c) => {
-            if log.errors.len() >= NCCL_ERRORS {
-                log.counts.errors_dropped += 1;
-                return;
-            }
-            let (hca, inferred) = match c.hca {
-                Some(h) => (Some(h.to_string()), false),
-                None if pr.hcas.len() == 1 => (Some(pr.hcas[0].name.clone()), true),
-                // The QP line with the same local GID names the device.
-                None => match pr
-                    .qps
-                    .iter()
-                    .filter(|q| q.gid.is_some() && q.gid == c.local_gid)
-                    .find_map(|q| q.dev.and_then(|d| pr.hca(d)))
-                {
-                    Some(h) => (Some(h.name.clone()), true),
-                    None => (None, false),
-                },
-            };
-            log.errors.push(WcError {
-                source,
-                line: n,
-                proc: pi,
-                tid: p.tid,
-                cuda_dev: p.cuda_dev,
-                time: p.time.map(str::to_string),
-                time_ns: p.time_ns,
-                status: c.status,
-                opcode: c.opcode,
-                len: c.len,
-                vendor_err: c.vendor_err,
-                req: c.req.map(str::to_string),
-                peer_text: c.peer_text.chars().take(128).collect(),
-                peer: c.peer,
-                local_gid: c.local_gid,
-                remote_gid: c.remote_gid,
-                hca,
-                hca_inferred: inferred,
-            });
-        }
-        Message::BadCompletion => log.counts.unparsed_errors += 1,
-        Message::Using(u) => {
-            pr.hcas = u
-                .hcas
-                .iter()
-                .map(|h| Hca {
-                    index: h.index,
-                    name: h.name.to_string(),
-                    port: h.port,
-                    link: h.link.to_string(),
-                })
-                .collect();
-            pr.relaxed_ordering = u.relaxed_ordering;
-            pr.oob_if = u.oob_if.map(str::to_string);
-            pr.oob_addr = u.oob_addr;
-        }
-        Message::Env(k, v) => {
-            let v: String = v.chars().take(256).collect();
-            push_bounded(&mut pr.env, (k.to_string(), v), &mut pr.dropped);
-        }
-        Message::Qp(q) => {
-            let q = Qp {
-                dev: q.dev,
-                qpn: q.qpn,
-                gid_index: q.gid_index,
-                gid: q.gid,
-            };
-            push_bounded(&mut pr.qps, q, &mut pr.dropped);
-        }
-        Message::Channel(c) => {
-            if pr.rank.is_none() {
-                pr.rank = Some(if c.send { c.from } else { c.to });
-            }
-            let c = Channel {
-                channel: c.channel,
-                from: c.from,
-                to: c.to,
-                send: c.send,
-                net: c.net.to_string(),
-                dev: c.dev,
-            };
-            push_bounded(&mut pr.channels, c, &mut pr.dropped);
-        }
-        Message::Version(v) => pr.version = Some(v.chars().take(64).collect()),
-        Message::Rank(r, nr) => {
-            if pr.nranks.is_none() {
-                pr.rank = Some(r);
-                pr.nranks = Some(nr);
-            }
-        }
-        Message::AsyncEvent(e) => {
-            let e: String = e.chars().take(256).collect();
-            push_bounded(&mut pr.async_events, e, &mut pr.dropped);
-        }
-    }
-}
-
-/// Reads every input (`-` is standard input). An input that cannot be opened is an
-/// error naming it.
-pub fn read_paths(paths: &[std::path::PathBuf]) -> Result<Log, String> {
-    let mut log = Log::default();
-    for p in paths {
-        let name = p.display().to_string();
-        if name == "-" {
-            let stdin = io::stdin();
-            read(stdin.lock(), "stdin", &mut log)
-                .map_err(|e| format!("nccl: reading stdin: {e}"))?;
-            continue;
-        }
-        let f = std::fs::File::open(p).map_err(|e| format!("nccl: {name}: {e}"))?;
-        if f.metadata().is_ok_and(|m| m.is_dir()) {
-            return Err(format!("nccl: {name}: is a directory"));
-        }
-        read(io::BufReader::new(f), &name, &mut log).map_err(|e| format!("nccl: {name}: {e}"))?;
-    }
-    Ok(log)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hostile_lines_are_counted() {
-        let mut input = Vec::new();
-        input.extend_from_slice(
-            b"h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:198.18.0.1<0>\n",
-        );
-        input.extend(std::iter::repeat_n(b'x', NCCL_LINE_BYTES * 3));
-        input.extend_from_slice(b"\n\xff\xfe garbage\n");
-        input.extend_from_slice(b"h:1:2 [0] net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 198.18.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n");
-        input.extend_from_slice(b"h:1:2 [0] net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 198.18.0.2<1> with error x\n");
-        input.extend_from_slice(b"h:1:2 [0] NCCL INFO truncated line with no newline");
-        let mut log = Log::default();
-        read(&input[..], "t", &mut log).unwrap();
-        assert_eq!(log.counts.lines, 6);
-        assert_eq!(log.counts.overlong, 1);
-        assert_eq!(log.counts.not_text, 1);
-        assert_eq!(log.counts.unparsed_errors, 1);
-        assert_eq!(log.errors.len(), 1);
-        assert_eq!(log.errors[0].hca.as_deref(), Some("mlx5_0"));
-        assert!(log.errors[0].hca_inferred);
     }
 }

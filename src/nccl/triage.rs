@@ -153,7 +153,7 @@ pub fn triage(
     log: &Log,
     issues: &[Issue],
     hosts: &[HostCheck],
-    captures: &[crate::analysis::Report],
+    captures: &[super::wire::Tap],
 ) -> Vec<Triaged> {
     log.errors
         .iter()

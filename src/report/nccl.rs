@@ -138,8 +138,8 @@ impl Doc<'_> {
             "local_requester": s.local_requester,
             "stop": s.stop.map(|st| json!({
                 "kind": if crate::nccl::join::exhausted(s) { "retry_exhausted" } else { "stalled" },
-                "psn": st.psn.0, "retries": st.retries,
-                "over_ns": st.last_ns.saturating_sub(st.first_ns), "last_ns": st.last_ns,
+                "psn": st.psn, "retries": st.retries,
+                "over_ns": st.first_ns.map(|f| st.last_ns.saturating_sub(f)), "last_ns": st.last_ns,
             })),
             "location": if s.segment.is_some() { "between_taps" } else { s.place.code() },
             "segment": s.segment.map(|(a, b)| json!([self.captures[a], self.captures[b]])),

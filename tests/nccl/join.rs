@@ -127,3 +127,63 @@ fn recorded_routes_checked() {
     );
     assert_eq!(d["errors"][0]["causes"][0]["cause"], "no_route");
 }
+
+#[test]
+fn agent_report_over_http_and_saved() {
+    use std::io::{Read, Write};
+    let rep = crate::common::rocetap(&[
+        "analyze",
+        "--format",
+        "json",
+        &sample("rxe-dead-rc-at-once.pcap"),
+    ]);
+    assert!(rep.status.success());
+    let body = rep.stdout.clone();
+    // A one-shot HTTP server on loopback, standing in for the agent's /report.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut req = [0u8; 4096];
+        let n = s.read(&mut req).unwrap();
+        let req = String::from_utf8_lossy(&req[..n]).to_string();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(&body).unwrap();
+        req
+    });
+    let url = format!("http://ops:secret@127.0.0.1:{port}/report");
+    let d = json(&[&fixture("dead-rc-at-once.log"), "--agent", &url]);
+    let req = server.join().unwrap();
+    assert!(req.starts_with("GET /report HTTP/1.1\r\n"), "{req}");
+    assert!(
+        req.contains("Authorization: Basic b3BzOnNlY3JldA=="),
+        "{req}"
+    );
+    let c = &d["errors"][0]["connection"];
+    assert_eq!(c["qp"], "0x000011");
+    assert_eq!(c["stop"]["kind"], "retry_exhausted");
+    assert_eq!(c["location"], "after_tap");
+    assert_eq!(d["errors"][0]["causes"][0]["cause"], "path_loss");
+    // The same report saved to a file.
+    let t = TempDir::new("nccl-agent");
+    fs::write(t.path("r.json"), &rep.stdout).unwrap();
+    let d = json(&[
+        &fixture("dead-rc-at-once.log"),
+        "--agent",
+        t.path("r.json").to_str().unwrap(),
+    ]);
+    assert_eq!(d["errors"][0]["connection"]["qp"], "0x000011");
+    // Not a report: exit 2, one line.
+    fs::write(t.path("bad.json"), "{\"schema\": \"other\"}").unwrap();
+    let out = crate::common::rocetap(&[
+        "nccl",
+        &fixture("dead-rc-at-once.log"),
+        "--agent",
+        t.path("bad.json").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

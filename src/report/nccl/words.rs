@@ -192,18 +192,19 @@ pub fn story(s: &Story, names: &[String]) -> String {
     );
     if join::exhausted(s) {
         let st = s.stop.expect("exhausted has a stop");
-        out += &format!(
-            ": retry_exhausted — PSN {} retried {} times over {}, then silence; the loss: {}",
-            st.psn.0,
-            st.retries,
-            ms(st.last_ns.saturating_sub(st.first_ns)),
-            place(s, names)
-        );
+        out += &match (st.psn, st.retries, st.first_ns) {
+            (Some(psn), Some(n), Some(first)) => format!(
+                ": retry_exhausted — PSN {psn} retried {n} times over {}, then silence",
+                ms(st.last_ns.saturating_sub(first))
+            ),
+            _ => ": retry_exhausted — the requester retried one PSN and gave up (the agent's dump names the PSN)".to_string(),
+        };
+        out += &format!("; the loss: {}", place(s, names));
     } else if let Some(st) = s.stop {
         out += &format!(
             ": stalled at PSN {} ({} retries); {}",
-            st.psn.0,
-            st.retries,
+            st.psn.map_or("?".into(), |p| p.to_string()),
+            st.retries.map_or("?".into(), |p| p.to_string()),
             place(s, names)
         );
     } else if s.retransmitted > 0 {
