@@ -169,13 +169,14 @@ impl Doc<'_> {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "NCCL logs: {} lines ({} NCCL lines, {} read), {} processes on {} hosts; {} completion errors",
+            "NCCL logs: {} lines ({} NCCL lines, {} read), {} processes on {} hosts; {} completion error{}",
             c.lines,
             c.nccl,
             c.used,
             log.procs.len(),
             self.host_count(),
-            log.errors.len()
+            log.errors.len(),
+            if log.errors.len() == 1 { "" } else { "s" }
         );
         let mut anomalies = Vec::new();
         for (n, what) in [
@@ -262,6 +263,11 @@ impl Doc<'_> {
                     words::cause(cz.kind)
                 );
                 for ev in &cz.evidence {
+                    if matches!(ev, crate::nccl::triage::Evidence::Wire(_)) {
+                        let _ =
+                            writeln!(o, "           evidence: the connection on the wire, above");
+                        continue;
+                    }
                     let _ = writeln!(
                         o,
                         "           evidence: {}",

@@ -308,9 +308,9 @@ pub fn next(k: CauseKind, log: &Log, e: &WcError) -> Vec<String> {
             format!("rocetap nccl LOG --from STATE_DIR --sysfs-root SYSFS   # the routes and GIDs of {hca} against the log"),
         ],
         CauseKind::PathLoss | CauseKind::PeerDown => vec![
-            format!("rocetap capture -i NETDEV_OF_{hca} -w a.pcapng 'udp port 4791 and host {peer}'   # and the same at {peer}'s end"),
+            format!("rocetap capture -i {hca} -w a.pcapng 'udp port 4791 and host {peer}'   # and the same at {peer}'s end"),
             format!("rocetap nccl LOG --capture a.pcapng --capture b.pcapng   # the QP, the PSN and the segment of the loss"),
-            format!("rdma link show; ethtool -S NETDEV_OF_{hca} | grep -Ei 'discard|drop|out_of_buffer|link_down'"),
+            format!("rdma link show {hca}; ethtool -S NETDEV | grep -Ei 'discard|drop|out_of_buffer|link_down'   # NETDEV: the one rdma link shows"),
         ],
         CauseKind::LossyClass | CauseKind::Congestion => vec![
             "rocetap netcheck --sysfs-root / --qos-from QOS_DIR   # trust mode, DSCP→priority, PFC".into(),
