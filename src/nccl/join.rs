@@ -133,15 +133,37 @@ fn place_of(c: &WireFlow) -> Place {
     }
 }
 
-/// Every local QPN the logs name for the process, and for its peer's processes.
-fn qpns(log: &Log, e: &WcError, remote: Option<IpAddr>) -> Vec<u32> {
-    let mut v: Vec<u32> = log.procs[e.proc].qps.iter().map(|q| q.qpn).collect();
-    for p in &log.procs {
-        if remote.is_some() && p.oob_addr == remote {
-            v.extend(p.qps.iter().map(|q| q.qpn));
-        }
-    }
-    v
+/// The QPNs the logs name: this process's own, and its peer's — the processes at the
+/// remote address (by their QP lines' GIDs or their out-of-band address), narrowed to
+/// the ranks this process has channels with when the log says.
+fn qpns(log: &Log, e: &WcError, remote: IpAddr) -> (Vec<u32>, Vec<u32>) {
+    let me = &log.procs[e.proc];
+    let own = me.qps.iter().map(|q| q.qpn).collect();
+    let peer_ranks: Vec<u32> = me
+        .channels
+        .iter()
+        .map(|c| if c.send { c.to } else { c.from })
+        .collect();
+    let at_remote = |p: &&super::Proc| {
+        p.oob_addr == Some(remote)
+            || p.qps
+                .iter()
+                .any(|q| q.gid.and_then(|g| gid_v4(&g)).map(IpAddr::V4) == Some(remote))
+    };
+    let all: Vec<&super::Proc> = log.procs.iter().filter(at_remote).collect();
+    let ranked: Vec<&super::Proc> = all
+        .iter()
+        .filter(|p| p.rank.is_some_and(|r| peer_ranks.contains(&r)))
+        .copied()
+        .collect();
+    let peers = if ranked.is_empty() { all } else { ranked };
+    (
+        own,
+        peers
+            .iter()
+            .flat_map(|p| p.qps.iter().map(|q| q.qpn))
+            .collect(),
+    )
 }
 
 /// The best request stream between the error's two ends in one tap, with its score.
@@ -152,7 +174,7 @@ fn best<'a>(
     local: IpAddr,
     remote: IpAddr,
 ) -> Option<(u32, &'a WireFlow, bool, bool, Option<bool>)> {
-    let qs = qpns(log, e, Some(remote));
+    let (own, theirs) = qpns(log, e, remote);
     let mut out: Option<(u32, &WireFlow, bool, bool, Option<bool>)> = None;
     for f in &r.flows {
         if !f.rc {
@@ -164,7 +186,15 @@ fn best<'a>(
             continue;
         }
         let peer = r.peer_of(f);
-        let qpn_matched = qs.contains(&f.qp) || peer.is_some_and(|g| qs.contains(&g.qp));
+        // A request stream's DestQP is its responder's QPN; the other direction's is the
+        // requester's.
+        let (req_side, resp_side) = if local_req {
+            (&own, &theirs)
+        } else {
+            (&theirs, &own)
+        };
+        let qpn_matched =
+            resp_side.contains(&f.qp) || peer.is_some_and(|g| req_side.contains(&g.qp));
         let in_window = e.time_ns.map(|t| {
             t + 60_000_000_000 >= f.first_ts_ns && t <= f.last_ts_ns.saturating_add(AFTER_LAST_NS)
         });

@@ -187,3 +187,37 @@ fn agent_report_over_http_and_saved() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn two_dead_qps_each_joined_to_its_own() {
+    // The lab's dead-rc-two-qps (real Soft-RoCE, two RC connections between the same
+    // addresses, both requesters give up): the QP lines of the ranks each error's
+    // channels name tell the two connections apart.
+    let d = json(&[
+        &fixture("dead-rc-two-qps.log"),
+        "--capture",
+        &fixture("dead-rc-two-qps.pcap"),
+    ]);
+    let got: Vec<(u64, String, u64)> = d["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let c = &e["connection"];
+            assert_eq!(c["qpn_matched"], true, "{c}");
+            assert_eq!(c["location"], "after_tap");
+            (
+                e["rank"].as_u64().unwrap(),
+                c["qp"].as_str().unwrap().to_string(),
+                c["stop"]["psn"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, "0x000012".to_string(), 12360701),
+            (0, "0x000011".to_string(), 2392851)
+        ]
+    );
+}
