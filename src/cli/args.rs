@@ -550,7 +550,7 @@ pub struct NcclArgs {
     /// Captures to join the errors with (the connection between the error's GIDs, its
     /// QP, PSN and the place of the loss). Several taps of one path, in path order, also
     /// say between which two the loss was. Repeatable.
-    #[arg(long, value_name = "FILE", num_args = 1..)]
+    #[arg(long, value_name = "FILE")]
     pub capture: Vec<PathBuf>,
     /// A node agent's `/report` to join the errors with, as a capture:
     /// `http://[USER:PASS@]HOST:PORT[/PATH]`, or a saved report FILE (what `curl -s

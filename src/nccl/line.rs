@@ -63,7 +63,7 @@ pub fn split(line: &str) -> Option<Prefixed<'_>> {
     if let Some(r) = rest.strip_prefix('[') {
         // NCCL's `[%F %T] ` (with sub-seconds when the format asks): a date first.
         if let Some((t, r)) = r.split_once("] ") {
-            if t.len() >= 10 && is_date(&t[..10]) {
+            if t.get(..10).is_some_and(is_date) {
                 if time.is_none() {
                     time = Some(t);
                 }
@@ -200,6 +200,9 @@ mod tests {
         assert_eq!((f.time, f.body), (Some("2025-05-01 12:00:01"), "x"));
         assert!(split("plain application output").is_none());
         assert!(split("h:x:2 [0] NCCL INFO y").is_none());
+        // A multi-byte character where a date would end: no panic.
+        assert!(split("[2025-05-0\u{e9}] h:1:2 [0] NCCL INFO y").is_none());
+        assert!(rfc3339_ns("2024-05-01T12:00:0\u{e9}Z").is_none());
     }
 
     #[test]
