@@ -229,7 +229,8 @@ fn net24(a: Ipv4Addr) -> [u8; 3] {
     [o[0], o[1], o[2]]
 }
 
-/// HCAs whose errors go only to peers outside every network the HCA is on.
+/// HCAs whose errors go only to peers (two or more) outside the HCA's network, while
+/// another HCA of the host is on theirs.
 fn no_route(log: &Log) -> Vec<Issue> {
     // (host, hca) -> (local addresses, peers)
     type Addrs = (Vec<Ipv4Addr>, Vec<Ipv4Addr>);
@@ -256,7 +257,17 @@ fn no_route(log: &Log) -> Vec<Issue> {
         let shared = peers
             .iter()
             .any(|p| locals.iter().any(|l| net24(*l) == net24(*p)));
-        if shared || locals.is_empty() {
+        if shared || locals.is_empty() || peers.len() < 2 {
+            continue;
+        }
+        // Another HCA of the host is on the peers' network (a QP line's GID there): the
+        // job has the NIC for them and this one is not it. Without that, the peers may be
+        // reached through a routed fabric (cross-rail traffic), which says nothing.
+        let nets = host_nets(log, host);
+        let other_there = nets
+            .iter()
+            .any(|(n, net)| n != hca && peers.iter().any(|p| net24(*p) == *net));
+        if !other_there {
             continue;
         }
         let mut others: Vec<String> = log
@@ -275,6 +286,25 @@ fn no_route(log: &Log) -> Vec<Issue> {
         });
     }
     out
+}
+
+/// Each HCA of `host` with the /24 of every IPv4 GID its QP lines show.
+fn host_nets(log: &Log, host: &str) -> Vec<(String, [u8; 3])> {
+    let mut v = Vec::new();
+    for p in log.on_host(host) {
+        for q in &p.qps {
+            let (Some(d), Some(g)) = (q.dev, q.gid.as_ref().and_then(gid_v4)) else {
+                continue;
+            };
+            if let Some(h) = p.hca(d) {
+                let x = (h.name.clone(), net24(g));
+                if !v.contains(&x) && v.len() < 256 {
+                    v.push(x);
+                }
+            }
+        }
+    }
+    v
 }
 
 /// The peer's IPv4 address: its GID's, else the address NCCL printed.

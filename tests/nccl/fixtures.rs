@@ -156,3 +156,51 @@ fn text_and_fail_on() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn every_fixture_error_joins_its_flow() {
+    // The 8-rank log with a capture of gpu-node-2's rail-1 port (make.py writes it).
+    let d = json(&[
+        &fixture("8ranks-two-rails.log"),
+        "--capture",
+        &fixture("8ranks-two-rails.pcap"),
+    ]);
+    let c = &d["errors"][0]["connection"];
+    assert_eq!(
+        (c["src"].as_str(), c["dst"].as_str()),
+        (Some("198.18.2.12"), Some("198.18.2.11"))
+    );
+    assert_eq!(
+        (c["qp"].as_str(), c["requester_qp"].as_str()),
+        (Some("0x000101"), Some("0x000105"))
+    );
+    assert_eq!(
+        (c["stop"]["psn"].as_u64(), c["stop"]["retries"].as_u64()),
+        (Some(1005), Some(7))
+    );
+    assert_eq!(c["location"], "after_tap");
+    assert_eq!(c["qpn_matched"], true);
+    assert_eq!(first_causes(&d), ["path_loss"]);
+    // The 64-rank log with two taps along the failing path: the segment of the loss.
+    let t4 = fixture("64ranks-tap-dgx4.pcap");
+    let t5 = fixture("64ranks-tap-dgx5.pcap");
+    let d = json(&[
+        &fixture("64ranks-two-rails.log"),
+        "--capture",
+        &t4,
+        "--capture",
+        &t5,
+    ]);
+    for e in d["errors"].as_array().unwrap() {
+        let c = &e["connection"];
+        assert_eq!(c["qp"], "0x000127", "{c}");
+        assert_eq!(c["location"], "between_taps");
+        assert_eq!(c["segment"], serde_json::json!([t4, t5]));
+        assert_eq!(c["seen"][0]["retransmitted"], 35);
+        assert_eq!(c["seen"][1]["retransmitted"], 0);
+    }
+    assert_eq!(
+        first_causes(&d),
+        ["path_loss", "flushed_after_earlier_error"]
+    );
+}
