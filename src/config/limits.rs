@@ -150,3 +150,8 @@ pub const NCCL_PER_PROC: usize = 256;
 /// Bytes of a node agent's `/report` (or a saved one) `rocetap nccl --agent` reads: the
 /// agent's own report budget is far below.
 pub const NCCL_AGENT_REPORT_BYTES: usize = 256 << 20;
+
+/// Settings, QPs, channel lines and HCA events kept over all processes of `rocetap
+/// nccl`'s logs (each at most a few hundred bytes: about 250 MB at worst); past it they
+/// are counted per process. A 1,024-node job with 64 ranks per node logs about 20 each.
+pub const NCCL_ITEMS: usize = 1 << 20;

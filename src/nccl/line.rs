@@ -75,7 +75,8 @@ pub fn split(line: &str) -> Option<Prefixed<'_>> {
     let mut it = hpt.rsplitn(3, ':');
     let tid = it.next()?.parse().ok()?;
     let pid = it.next()?.parse().ok()?;
-    let host = it.next().filter(|h| !h.is_empty())?;
+    // HOST_NAME_MAX is 64 and a DNS name 253 bytes: a longer "host" is not NCCL's.
+    let host = it.next().filter(|h| !h.is_empty() && h.len() <= 255)?;
     let r = r.strip_prefix('[')?;
     let (dev, r) = r.split_once("] ")?;
     let cuda_dev = dev.parse().ok()?;

@@ -204,6 +204,9 @@ pub struct Log {
     /// Counts.
     pub counts: Counts,
     index: HashMap<(String, u32), usize>,
+    /// Items kept in the processes' lists, against
+    /// [`NCCL_ITEMS`](crate::config::limits::NCCL_ITEMS).
+    items: usize,
 }
 
 impl Log {

@@ -3,7 +3,7 @@
 
 use super::parse::{self, Message};
 use super::{line, Channel, Hca, Log, Qp, WcError};
-use crate::config::limits::{NCCL_ERRORS, NCCL_LINE_BYTES, NCCL_PER_PROC};
+use crate::config::limits::{NCCL_ERRORS, NCCL_ITEMS, NCCL_LINE_BYTES, NCCL_PER_PROC};
 use std::io::{self, BufRead};
 
 /// Reads one input into `log`, named `name`: bounded lines, each NCCL line it knows
@@ -63,12 +63,19 @@ fn read_line(src: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<(bool, boo
     }
 }
 
-fn push_bounded<T>(v: &mut Vec<T>, x: T, dropped: &mut u64) {
-    if v.len() < NCCL_PER_PROC {
+/// Keeps `x` while the process's list and the whole log's item budget have room.
+fn push_bounded<T>(v: &mut Vec<T>, x: T, dropped: &mut u64, items: &mut usize) {
+    if v.len() < NCCL_PER_PROC && *items < NCCL_ITEMS {
         v.push(x);
+        *items += 1;
     } else {
         *dropped += 1;
     }
+}
+
+/// At most `n` characters of outside text.
+fn cap(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
 }
 
 /// One line of text.
@@ -81,7 +88,7 @@ fn take(log: &mut Log, source: usize, n: u64, text: &str) {
     {
         let pr = &mut log.procs[pi];
         if pr.pod.is_none() {
-            pr.pod = p.pod.map(str::to_string);
+            pr.pod = p.pod.map(|x| cap(x, 255));
         }
         if !pr.cuda_devs.contains(&p.cuda_dev) && pr.cuda_devs.len() < 64 {
             pr.cuda_devs.push(p.cuda_dev);
@@ -99,7 +106,7 @@ fn take(log: &mut Log, source: usize, n: u64, text: &str) {
                 return;
             }
             let (hca, inferred) = match c.hca {
-                Some(h) => (Some(h.to_string()), false),
+                Some(h) => (Some(cap(h, 64)), false),
                 None if pr.hcas.len() == 1 => (Some(pr.hcas[0].name.clone()), true),
                 // The QP line with the same local GID names the device.
                 None => match pr
@@ -118,13 +125,13 @@ fn take(log: &mut Log, source: usize, n: u64, text: &str) {
                 proc: pi,
                 tid: p.tid,
                 cuda_dev: p.cuda_dev,
-                time: p.time.map(str::to_string),
+                time: p.time.map(|t| cap(t, 64)),
                 time_ns: p.time_ns,
                 status: c.status,
                 opcode: c.opcode,
                 len: c.len,
                 vendor_err: c.vendor_err,
-                req: c.req.map(str::to_string),
+                req: c.req.map(|r| cap(r, 32)),
                 peer_text: c.peer_text.chars().take(128).collect(),
                 peer: c.peer,
                 local_gid: c.local_gid,
@@ -140,18 +147,23 @@ fn take(log: &mut Log, source: usize, n: u64, text: &str) {
                 .iter()
                 .map(|h| Hca {
                     index: h.index,
-                    name: h.name.to_string(),
+                    name: cap(h.name, 64),
                     port: h.port,
-                    link: h.link.to_string(),
+                    link: cap(h.link, 16),
                 })
                 .collect();
             pr.relaxed_ordering = u.relaxed_ordering;
-            pr.oob_if = u.oob_if.map(str::to_string);
+            pr.oob_if = u.oob_if.map(|i| cap(i, 64));
             pr.oob_addr = u.oob_addr;
         }
         Message::Env(k, v) => {
             let v: String = v.chars().take(256).collect();
-            push_bounded(&mut pr.env, (k.to_string(), v), &mut pr.dropped);
+            push_bounded(
+                &mut pr.env,
+                (cap(k, 64), v),
+                &mut pr.dropped,
+                &mut log.items,
+            );
         }
         Message::Qp(q) => {
             let q = Qp {
@@ -160,7 +172,7 @@ fn take(log: &mut Log, source: usize, n: u64, text: &str) {
                 gid_index: q.gid_index,
                 gid: q.gid,
             };
-            push_bounded(&mut pr.qps, q, &mut pr.dropped);
+            push_bounded(&mut pr.qps, q, &mut pr.dropped, &mut log.items);
         }
         Message::Channel(c) => {
             if pr.rank.is_none() {
@@ -171,10 +183,10 @@ fn take(log: &mut Log, source: usize, n: u64, text: &str) {
                 from: c.from,
                 to: c.to,
                 send: c.send,
-                net: c.net.to_string(),
+                net: cap(c.net, 32),
                 dev: c.dev,
             };
-            push_bounded(&mut pr.channels, c, &mut pr.dropped);
+            push_bounded(&mut pr.channels, c, &mut pr.dropped, &mut log.items);
         }
         Message::Version(v) => pr.version = Some(v.chars().take(64).collect()),
         Message::Rank(r, nr) => {
@@ -185,7 +197,7 @@ fn take(log: &mut Log, source: usize, n: u64, text: &str) {
         }
         Message::AsyncEvent(e) => {
             let e: String = e.chars().take(256).collect();
-            push_bounded(&mut pr.async_events, e, &mut pr.dropped);
+            push_bounded(&mut pr.async_events, e, &mut pr.dropped, &mut log.items);
         }
     }
 }
@@ -236,5 +248,23 @@ mod tests {
         assert_eq!(log.errors.len(), 1);
         assert_eq!(log.errors[0].hca.as_deref(), Some("mlx5_0"));
         assert!(log.errors[0].hca_inferred);
+    }
+
+    #[test]
+    fn lists_and_names_are_bounded() {
+        let mut input = String::new();
+        for i in 0..NCCL_PER_PROC + 44 {
+            input += &format!("h:1:2 [0] NCCL INFO NCCL_X_{i} set by environment to {i}.\n");
+        }
+        input += &format!(
+            "{}:1:2 [0] NCCL INFO NCCL_Y set by environment to 1.\n",
+            "h".repeat(300)
+        );
+        let mut log = Log::default();
+        read(input.as_bytes(), "t", &mut log).unwrap();
+        assert_eq!(log.procs.len(), 1, "a 300-byte host is not NCCL's");
+        assert_eq!(log.procs[0].env.len(), NCCL_PER_PROC);
+        assert_eq!(log.procs[0].dropped, 44);
+        assert_eq!(log.counts.nccl, (NCCL_PER_PROC + 44) as u64);
     }
 }
