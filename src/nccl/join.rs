@@ -9,6 +9,7 @@ use super::config::{gid_v4, remote_v4};
 pub use super::wire::{StopView, Tap, WireFlow};
 use super::{Log, WcError};
 use crate::analysis::stop::StopKind;
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// How far after a flow's last packet an error still belongs to it: NCCL reports the
@@ -166,17 +167,54 @@ fn qpns(log: &Log, e: &WcError, remote: IpAddr) -> (Vec<u32>, Vec<u32>) {
     )
 }
 
+/// The taps' flows by (source, destination), built once for all errors.
+pub struct Index {
+    by: HashMap<(IpAddr, IpAddr), Vec<(usize, usize)>>,
+}
+
+impl Index {
+    /// Every RC flow of every tap, by its two addresses.
+    pub fn new(taps: &[Tap]) -> Self {
+        let mut by: HashMap<(IpAddr, IpAddr), Vec<(usize, usize)>> = HashMap::new();
+        for (t, tap) in taps.iter().enumerate() {
+            for (i, f) in tap.flows.iter().enumerate() {
+                if f.rc {
+                    by.entry((f.src, f.dst)).or_default().push((t, i));
+                }
+            }
+        }
+        Index { by }
+    }
+
+    /// The flows of tap `t` between `a` and `b`, both directions.
+    fn between<'a>(
+        &'a self,
+        taps: &'a [Tap],
+        t: usize,
+        a: IpAddr,
+        b: IpAddr,
+    ) -> impl Iterator<Item = &'a WireFlow> + 'a {
+        [(a, b), (b, a)]
+            .into_iter()
+            .filter_map(|k| self.by.get(&k))
+            .flatten()
+            .filter(move |(ti, _)| *ti == t)
+            .map(move |&(ti, i)| &taps[ti].flows[i])
+    }
+}
+
 /// The best request stream between the error's two ends in one tap, with its score.
 fn best<'a>(
     log: &Log,
     e: &WcError,
     r: &'a Tap,
+    flows: impl Iterator<Item = &'a WireFlow>,
     local: IpAddr,
     remote: IpAddr,
 ) -> Option<(u32, &'a WireFlow, bool, bool, Option<bool>)> {
     let (own, theirs) = qpns(log, e, remote);
     let mut out: Option<(u32, &WireFlow, bool, bool, Option<bool>)> = None;
-    for f in &r.flows {
+    for f in flows {
         if !f.rc {
             continue;
         }
@@ -215,14 +253,15 @@ fn best<'a>(
 
 /// The connection behind `e` in `taps` (in the order given: along the path from one
 /// end to the other when several taps are given), or `None`.
-pub fn join(log: &Log, e: &WcError, taps: &[Tap]) -> Option<Story> {
+pub fn join(log: &Log, e: &WcError, taps: &[Tap], index: &Index) -> Option<Story> {
     let (Some(local), Some(remote)) = ends(log, e) else {
         return None;
     };
     type Top<'a> = (u32, usize, &'a WireFlow, bool, bool, Option<bool>);
     let mut top: Option<Top> = None;
     for (ci, r) in taps.iter().enumerate() {
-        if let Some((s, f, lr, qm, w)) = best(log, e, r, local, remote) {
+        let flows = index.between(taps, ci, local, remote);
+        if let Some((s, f, lr, qm, w)) = best(log, e, r, flows, local, remote) {
             if top.as_ref().is_none_or(|t| s > t.0) {
                 top = Some((s, ci, f, lr, qm, w));
             }
@@ -241,10 +280,9 @@ pub fn join(log: &Log, e: &WcError, taps: &[Tap]) -> Option<Story> {
     let mut seen = Vec::new();
     let mut segment = None;
     if taps.len() > 1 {
-        for (i, c) in taps.iter().enumerate() {
-            let (packets, retransmitted) = c
-                .flows
-                .iter()
+        for i in 0..taps.len() {
+            let (packets, retransmitted) = index
+                .between(taps, i, src, dst)
                 .filter(|g| g.qp == f.qp && g.src == src && g.dst == dst)
                 .fold((0, 0), |a, g| {
                     (a.0 + g.packets, a.1 + g.retransmitted_packets)

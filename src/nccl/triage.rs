@@ -7,6 +7,8 @@ use super::host::{GidVerdict, HostCheck};
 use super::join::{self, Story};
 use super::status::*;
 use super::{Log, WcError};
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr};
 
 /// A likely cause of an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -155,6 +157,8 @@ pub fn triage(
     hosts: &[HostCheck],
     captures: &[super::wire::Tap],
 ) -> Vec<Triaged> {
+    let ctx = Ctx::new(log);
+    let index = join::Index::new(captures);
     log.errors
         .iter()
         .enumerate()
@@ -162,10 +166,11 @@ pub fn triage(
             let story = if captures.is_empty() {
                 None
             } else {
-                join::join(log, e, captures)
+                join::join(log, e, captures, &index)
             };
             let causes = causes(
                 log,
+                &ctx,
                 i,
                 e,
                 issues,
@@ -182,8 +187,56 @@ pub fn triage(
         .collect()
 }
 
+/// What every error's triage reads of the other errors, computed once (the log holds up
+/// to `NCCL_ERRORS` of them).
+struct Ctx<'a> {
+    /// Each error's (local, remote) addresses.
+    ends: Vec<(Option<IpAddr>, Option<IpAddr>)>,
+    /// (host, HCA) -> the distinct peers its errors went to.
+    hca_peers: HashMap<(&'a str, &'a str), HashSet<Ipv4Addr>>,
+    /// Remote address -> the distinct hosts whose errors went to it.
+    peer_hosts: HashMap<IpAddr, HashSet<&'a str>>,
+    /// Address -> the first error logged by a process at it (its local end, or its
+    /// out-of-band address).
+    first_by: HashMap<IpAddr, usize>,
+    /// Process -> its first error that is not a flush.
+    first_real: HashMap<usize, usize>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(log: &'a Log) -> Self {
+        let ends: Vec<_> = log.errors.iter().map(|e| join::ends(log, e)).collect();
+        let mut c = Ctx {
+            ends,
+            hca_peers: HashMap::new(),
+            peer_hosts: HashMap::new(),
+            first_by: HashMap::new(),
+            first_real: HashMap::new(),
+        };
+        for (i, e) in log.errors.iter().enumerate() {
+            let host = log.procs[e.proc].host.as_str();
+            if let (Some(h), Some(r)) = (e.hca.as_deref(), super::config::remote_v4(e)) {
+                c.hca_peers.entry((host, h)).or_default().insert(r);
+            }
+            let (l, r) = c.ends[i];
+            if let Some(r) = r {
+                c.peer_hosts.entry(r).or_default().insert(host);
+            }
+            for a in [l, log.procs[e.proc].oob_addr].into_iter().flatten() {
+                c.first_by.entry(a).or_insert(i);
+            }
+            if e.status != WR_FLUSH_ERR {
+                c.first_real.entry(e.proc).or_insert(i);
+            }
+        }
+        c
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn causes(
     log: &Log,
+    ctx: &Ctx,
     i: usize,
     e: &WcError,
     issues: &[Issue],
@@ -256,48 +309,37 @@ fn causes(
     // Other errors of the log.
     let me = &log.procs[e.proc];
     if let Some(hca) = &e.hca {
-        let mut peers: Vec<_> = log
-            .errors
-            .iter()
-            .filter(|o| o.proc == e.proc || log.procs[o.proc].host == me.host)
-            .filter(|o| o.hca.as_ref() == Some(hca))
-            .filter_map(super::config::remote_v4)
-            .collect();
-        peers.sort();
-        peers.dedup();
-        if peers.len() >= 2 && e.status == RETRY_EXC_ERR {
+        let peers = ctx
+            .hca_peers
+            .get(&(me.host.as_str(), hca.as_str()))
+            .map_or(0, HashSet::len);
+        if peers >= 2 && e.status == RETRY_EXC_ERR {
             a.add(
                 CauseKind::PathLoss,
                 15,
                 Some(Evidence::SameHca {
                     hca: hca.clone(),
-                    peers: peers.len(),
+                    peers,
                 }),
             );
         }
     }
-    let (_, remote) = join::ends(log, e);
+    let (_, remote) = ctx.ends[i];
     if let Some(r) = remote {
-        let mut hs: Vec<&str> = log
-            .errors
-            .iter()
-            .filter(|o| join::ends(log, o).1 == Some(r))
-            .map(|o| log.procs[o.proc].host.as_str())
-            .collect();
-        hs.sort_unstable();
-        hs.dedup();
-        if hs.len() >= 2 {
+        let hs = ctx.peer_hosts.get(&r).map_or(0, HashSet::len);
+        if hs >= 2 {
             a.add(
                 CauseKind::PeerDown,
                 15,
-                Some(Evidence::SamePeer { hosts: hs.len() }),
+                Some(Evidence::SamePeer { hosts: hs }),
             );
         }
         // The peer's own process failed before this one did.
-        let first = log.errors.iter().take(i).find(|o| {
-            let p = &log.procs[o.proc];
-            p.oob_addr == Some(r) || join::ends(log, o).0 == Some(r)
-        });
+        let first = ctx
+            .first_by
+            .get(&r)
+            .filter(|&&j| j < i)
+            .map(|&j| &log.errors[j]);
         if let Some(o) = first {
             if o.status != RETRY_EXC_ERR || e.status != RETRY_EXC_ERR {
                 a.add(
@@ -313,9 +355,11 @@ fn causes(
         }
     }
     if e.status == WR_FLUSH_ERR {
-        if let Some(o) = log.errors[..i]
-            .iter()
-            .find(|o| o.proc == e.proc && o.status != WR_FLUSH_ERR)
+        if let Some(o) = ctx
+            .first_real
+            .get(&e.proc)
+            .filter(|&&j| j < i)
+            .map(|&j| &log.errors[j])
         {
             a.add(
                 CauseKind::Flushed,
