@@ -190,6 +190,12 @@ impl Doc<'_> {
                 anomalies.push(format!("{n} {what}"));
             }
         }
+        if c.nccl == 0 {
+            anomalies.push(
+                "no NCCL INFO or WARN line: run the job with NCCL_DEBUG=INFO (or WARN), and give its output"
+                    .to_string(),
+            );
+        }
         if !anomalies.is_empty() {
             let _ = writeln!(o, "  NOTE: {}", anomalies.join(", "));
         }
@@ -210,7 +216,9 @@ impl Doc<'_> {
                 let _ = writeln!(o, "  {sev} {}", words::host_check(h));
             }
         }
-        if !self.triaged.is_empty() {
+        if self.triaged.is_empty() {
+            let _ = writeln!(o, "\nNo NCCL completion errors in the logs.");
+        } else {
             let _ = writeln!(o, "\nErrors:");
         }
         for (k, t) in self.triaged.iter().enumerate() {

@@ -45,3 +45,12 @@ fn unreadable_is_exit_2() {
     let out = rocetap(&["nccl", t.0.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn no_nccl_line_says_so() {
+    // A capture given as a log: binary, no NCCL line — said, not an error.
+    let out = rocetap(&["nccl", &crate::common::sample("clean-rc.pcap")]);
+    assert!(out.status.success());
+    let t = String::from_utf8(out.stdout).unwrap();
+    assert!(t.contains("no NCCL INFO or WARN line") && t.contains("No NCCL completion errors"), "{t}");
+}
