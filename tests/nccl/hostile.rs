@@ -52,5 +52,8 @@ fn no_nccl_line_says_so() {
     let out = rocetap(&["nccl", &crate::common::sample("clean-rc.pcap")]);
     assert!(out.status.success());
     let t = String::from_utf8(out.stdout).unwrap();
-    assert!(t.contains("no NCCL INFO or WARN line") && t.contains("No NCCL completion errors"), "{t}");
+    assert!(
+        t.contains("no NCCL INFO or WARN line") && t.contains("No NCCL completion errors"),
+        "{t}"
+    );
 }
