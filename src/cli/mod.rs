@@ -248,6 +248,7 @@ const NCCL_HELP: &str = "Examples:
   kubectl logs --prefix --timestamps -l job=train | rocetap nccl -
   rocetap nccl job.log --capture node2.pcapng          # the QP, the PSN and the place of the loss
   rocetap nccl job.log --capture tor1.pcap --capture tor2.pcap   # two taps of one path: the segment
+  rocetap nccl job.log --agent http://node2:9470   # a node agent's /report, as a capture
   rocetap nccl job.log --sysfs-root node2=/tmp/node2-sys --from node2=state/pod2
   rocetap nccl job.log --format json --fail-on 'status_12 > 0'
 
