@@ -85,7 +85,12 @@ impl Doc<'_> {
                     "gid_index": p.gid_index(),
                     "env": p.env.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
                     "qps": p.qps.iter().map(|q| json!({"dev": q.dev, "qpn": q.qpn, "gid_index": q.gid_index, "gid": opt(q.gid)})).collect::<Vec<_>>(),
-                    "net_channels": p.channels.len(),
+                    "traffic_class": p.env("NCCL_IB_TC"), "service_level": p.env("NCCL_IB_SL"),
+                    "channels": p.channels.iter().map(|c| json!({
+                        "channel": c.channel, "from": c.from, "to": c.to,
+                        "direction": if c.send { "send" } else { "receive" },
+                        "net": c.net, "dev": c.dev, "hca": p.hca(c.dev).map(|h| h.name.as_str()),
+                    })).collect::<Vec<_>>(),
                     "async_events": p.async_events,
                 })
             })

@@ -44,6 +44,22 @@ fn eight_ranks_two_rails() {
     let d = json(&[&fixture("8ranks-two-rails.log")]);
     assert_eq!(d["schema"], "rocetap.nccl/1");
     assert_eq!(d["processes"].as_array().unwrap().len(), 8);
+    let p3 = &d["processes"][3];
+    assert_eq!(
+        (
+            p3["host"].as_str(),
+            p3["rank"].as_u64(),
+            p3["gid_index"].as_i64()
+        ),
+        (Some("gpu-node-1"), Some(3), Some(3))
+    );
+    assert_eq!(p3["traffic_class"], "106");
+    assert_eq!(p3["oob_if"], "eth0");
+    assert_eq!(p3["hcas"][1]["name"], "mlx5_1");
+    assert_eq!(
+        p3["channels"][0],
+        serde_json::json!({"channel": 0, "from": 3, "to": 4, "direction": "send", "net": "IB", "dev": 1, "hca": "mlx5_1"})
+    );
     let e = &d["errors"][0];
     assert_eq!(d["errors"].as_array().unwrap().len(), 1);
     assert_eq!(
