@@ -77,7 +77,7 @@ pub enum Issue {
     },
     /// Ranks use different RoCE modes (link layer, GID index, RoCE version, GID kind).
     MixedModes {
-        /// Each mode with the hosts using it (at most [`LISTED`] each) and how many.
+        /// Each mode with the hosts using it (at most 8 each) and how many.
         modes: Vec<(Mode, Vec<String>, usize)>,
     },
 }
