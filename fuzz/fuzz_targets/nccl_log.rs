@@ -6,12 +6,13 @@
 
 use libfuzzer_sys::fuzz_target;
 use rocetap::config::limits::NCCL_ERRORS;
-use rocetap::nccl::{config, read, triage, Log};
+use rocetap::nccl::{config, profiler, read, triage, Log};
 use rocetap::report::nccl::Doc;
 
 fuzz_target!(|data: &[u8]| {
     let mut log = Log::default();
     read(data, "fuzz", &mut log).expect("reading a slice cannot fail");
+    profiler::attach(&mut log);
     let c = &log.counts;
     assert!(c.lines >= c.nccl && c.nccl >= c.used, "{c:?}");
     assert!(log.errors.len() <= NCCL_ERRORS);

@@ -13,6 +13,7 @@ pub mod host;
 pub mod join;
 pub mod line;
 pub mod parse;
+pub mod profiler;
 mod read;
 pub mod status;
 pub mod triage;
@@ -190,6 +191,8 @@ pub struct Counts {
     pub errors_dropped: u64,
     /// Processes past [`NCCL_PROCS`] (their lines skipped).
     pub procs_dropped: u64,
+    /// Profiler QP events whose pid no single process has.
+    pub profiler_unattached: u64,
 }
 
 /// Everything read from the logs.
@@ -207,6 +210,9 @@ pub struct Log {
     /// Items kept in the processes' lists, against
     /// [`NCCL_ITEMS`](crate::config::limits::NCCL_ITEMS).
     items: usize,
+    /// QPNs of profiler trace events, given to their processes by [`profiler::attach`]
+    /// once every input is read.
+    profiler_qps: Vec<(u32, u32, u32)>,
 }
 
 impl Log {

@@ -7,7 +7,9 @@ use crate::config::limits::{NCCL_ERRORS, NCCL_ITEMS, NCCL_LINE_BYTES, NCCL_PER_P
 use std::io::{self, BufRead};
 
 /// Reads one input into `log`, named `name`: bounded lines, each NCCL line it knows
-/// taken in. An I/O error ends the read (what was read stays).
+/// taken in; profiler trace QPNs wait for [`super::profiler::attach`] (which
+/// [`read_paths`] calls after the last input). An I/O error ends the read (what was read
+/// stays).
 pub fn read(mut src: impl BufRead, name: &str, log: &mut Log) -> io::Result<()> {
     let source = log.sources.len();
     log.sources.push(name.to_string());
@@ -80,7 +82,14 @@ fn cap(s: &str, n: usize) -> String {
 
 /// One line of text.
 fn take(log: &mut Log, source: usize, n: u64, text: &str) {
-    let Some(p) = line::split(text) else { return };
+    let Some(p) = line::split(text) else {
+        if let Some(q) = super::profiler::qp_event(text) {
+            if log.profiler_qps.len() < NCCL_ITEMS {
+                log.profiler_qps.push(q);
+            }
+        }
+        return;
+    };
     log.counts.nccl += 1;
     let Some(pi) = log.proc_of(p.host, p.pid) else {
         return;
@@ -220,6 +229,7 @@ pub fn read_paths(paths: &[std::path::PathBuf]) -> Result<Log, String> {
         }
         read(io::BufReader::new(f), &name, &mut log).map_err(|e| format!("nccl: {name}: {e}"))?;
     }
+    super::profiler::attach(&mut log);
     Ok(log)
 }
 

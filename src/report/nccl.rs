@@ -123,6 +123,7 @@ impl Doc<'_> {
                 "lines": c.lines, "nccl_lines": c.nccl, "lines_used": c.used, "overlong": c.overlong,
                 "not_text": c.not_text, "unparsed_errors": c.unparsed_errors,
                 "errors_dropped": c.errors_dropped, "processes_dropped": c.procs_dropped,
+                "profiler_unattached": c.profiler_unattached,
             },
             "processes": procs,
             "config": self.issues.iter().map(|i| json!({"code": i.code(), "message": words::issue(log, i)})).collect::<Vec<_>>(),
@@ -190,6 +191,10 @@ impl Doc<'_> {
             (c.not_text, "lines not UTF-8 text (skipped)"),
             (c.errors_dropped, "errors past the limit (not triaged)"),
             (c.procs_dropped, "processes past the limit (skipped)"),
+            (
+                c.profiler_unattached,
+                "profiler QP events whose pid no single process has",
+            ),
         ] {
             if n > 0 {
                 anomalies.push(format!("{n} {what}"));

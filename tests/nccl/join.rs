@@ -221,3 +221,36 @@ fn two_dead_qps_each_joined_to_its_own() {
         ]
     );
 }
+
+#[test]
+fn profiler_trace_names_the_qps() {
+    // The same two dead QPs with the QP lines taken out of the log: NCCL's example
+    // profiler's trace (pid, qp_num) names them instead.
+    let t = TempDir::new("nccl-profiler");
+    let log: String = fs::read_to_string(fixture("dead-rc-two-qps.log"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains(" qpn "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(t.path("noqp.log"), log).unwrap();
+    let noqp = t.path("noqp.log").display().to_string();
+    let cap = fixture("dead-rc-two-qps.pcap");
+    let without = json(&[&noqp, "--capture", &cap]);
+    assert_eq!(without["errors"][0]["connection"]["qpn_matched"], false);
+    let d = json(&[
+        &noqp,
+        &fixture("dead-rc-two-qps.trace.json"),
+        "--capture",
+        &cap,
+    ]);
+    assert_eq!(d["counts"]["profiler_unattached"], 0);
+    let qps: Vec<&str> = d["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["connection"]["qp"].as_str().unwrap())
+        .collect();
+    assert_eq!(qps, ["0x000012", "0x000011"]);
+    assert_eq!(d["errors"][0]["connection"]["qpn_matched"], true);
+}
