@@ -544,7 +544,8 @@ pub enum NcclFormat {
 #[derive(Args, Debug)]
 pub struct NcclArgs {
     /// NCCL logs (NCCL_DEBUG=INFO or WARN output, `kubectl logs` with or without
-    /// --prefix / --timestamps); `-` reads standard input.
+    /// --prefix / --timestamps), and the example profiler plugin's trace files (their
+    /// QPNs); `-` reads standard input.
     #[arg(value_name = "LOG", required = true)]
     pub logs: Vec<PathBuf>,
     /// Captures to join the errors with (the connection between the error's GIDs, its
