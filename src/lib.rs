@@ -45,6 +45,7 @@ pub mod capture;
 pub mod config;
 pub mod error;
 pub mod escape;
+pub mod nccl;
 pub mod netcheck;
 pub mod pipeline;
 pub mod qptable;

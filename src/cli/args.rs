@@ -534,3 +534,52 @@ pub struct AgentArgs {
     #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT, hide = true)]
     pub sysfs_root: PathBuf,
 }
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NcclFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct NcclArgs {
+    /// NCCL logs (NCCL_DEBUG=INFO or WARN output, `kubectl logs` with or without
+    /// --prefix / --timestamps), and the example profiler plugin's trace files (their
+    /// QPNs); `-` reads standard input.
+    #[arg(value_name = "LOG", required = true)]
+    pub logs: Vec<PathBuf>,
+    /// Captures to join the errors with (the connection between the error's GIDs, its
+    /// QP, PSN and the place of the loss). Several taps of one path, in path order, also
+    /// say between which two the loss was. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub capture: Vec<PathBuf>,
+    /// A node agent's `/report` to join the errors with, as a capture:
+    /// `http://[USER:PASS@]HOST:PORT[/PATH]`, or a saved report FILE (what `curl -s
+    /// https://NODE:9470/report` wrote). Repeatable.
+    #[arg(long, value_name = "URL|FILE")]
+    pub agent: Vec<String>,
+    /// A node's sysfs: the GID table of each HCA the log uses is checked at the GID
+    /// index NCCL used. `HOST=DIR` applies it to that log host only. Repeatable.
+    #[arg(long, value_name = "[HOST=]DIR")]
+    pub sysfs_root: Vec<String>,
+    /// A pod's recorded routing state (DIR/addr.json, route.json, rule.json, as for
+    /// `netcheck --from`): the route from each error's local address to its peer is
+    /// looked up. `HOST=DIR` applies it to that log host only. Repeatable.
+    #[arg(long, value_name = "[HOST=]DIR")]
+    pub from: Vec<String>,
+    /// The priority the fabric's PFC protects: NCCL_IB_TC values on another one are
+    /// reported.
+    #[arg(long, value_name = "PRIO", default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..8))]
+    pub lossless_priority: u8,
+    /// Output format.
+    #[arg(long, short = 'F', value_enum, default_value_t = NcclFormat::Text)]
+    pub format: NcclFormat,
+    /// Fail (exit 1) when a rule holds: NAME OP NUMBER, NAME one of errors, status_N,
+    /// config_mistakes, matched, unmatched, unparsed_errors, host_problems, processes,
+    /// hosts. Repeatable.
+    #[arg(long, value_name = "RULE")]
+    pub fail_on: Vec<String>,
+    /// Text format: every cause with its next commands, and each error's input line.
+    #[arg(short, long)]
+    pub verbose: bool,
+}

@@ -200,6 +200,10 @@ rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into o
     /// netlink: no `rdma` binary needed.
     #[command(after_help = QP_TABLE_HELP)]
     QpTable(QpTableArgs),
+    /// Triage NCCL's completion errors (`NET/IB : Got completion from peer ... status=12`):
+    /// ranked causes from the log, joined with captures and the hosts' GID tables and routes.
+    #[command(after_help = NCCL_HELP)]
+    Nccl(NcclArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     #[command(after_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
@@ -238,6 +242,17 @@ const QP_TABLE_HELP: &str = "Examples:
 The output has the keys rdma prints (ifname, port, lqpn, rqpn, type, state, rq-psn,
 sq-psn, pid, comm) and is read back by --qp-table FILE. An unreadable table is one line
 on stderr and exit 2.";
+
+const NCCL_HELP: &str = "Examples:
+  rocetap nccl job.log
+  kubectl logs --prefix --timestamps -l job=train | rocetap nccl -
+  rocetap nccl job.log --capture node2.pcapng          # the QP, the PSN and the place of the loss
+  rocetap nccl job.log --capture tor1.pcap --capture tor2.pcap   # two taps of one path: the segment
+  rocetap nccl job.log --agent http://node2:9470   # a node agent's /report, as a capture
+  rocetap nccl job.log --sysfs-root node2=/tmp/node2-sys --from node2=state/pod2
+  rocetap nccl job.log --format json --fail-on 'status_12 > 0'
+
+Exit codes: 0 no --fail-on rule holds, 1 a rule holds, 2 error (unreadable input, bad rule).";
 
 const CAPTURE_HELP: &str = "Examples:
   sudo rocetap capture -i eth2 -w roce.pcapng

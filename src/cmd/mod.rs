@@ -8,6 +8,7 @@ pub mod capture;
 pub mod decode;
 pub mod gen;
 pub mod interfaces;
+pub mod nccl;
 pub mod netcheck;
 pub mod qptable;
 pub mod synth;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Top(a) => top::run(a),
         Command::Agent(a) => agent::run(*a),
         Command::QpTable(a) => qptable::run(a),
+        Command::Nccl(a) => nccl::run(a),
         Command::Completions(a) => gen::completions(a.shell),
         Command::Man(a) => gen::man_pages(&a.out_dir),
     }

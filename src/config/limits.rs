@@ -129,3 +129,29 @@ pub const REPLY_PATH_CHECKS: usize = 64;
 /// each (a scan of the routes); past this the check stops and says how many it left out
 /// (finding `node-source-truncated`).
 pub const NODE_SOURCE_LOOKUPS: usize = 256;
+
+// ---- NCCL logs (`rocetap nccl`) ----
+
+/// Bytes of one NCCL log line kept (NCCL's own lines are at most 1 KiB; a `kubectl`
+/// prefix adds a hundred): the rest of a longer line is skipped, the line counted as
+/// overlong.
+pub const NCCL_LINE_BYTES: usize = 16 << 10;
+
+/// NCCL processes (host, pid) kept from the logs: 64 per node of a 1,024-node job.
+pub const NCCL_PROCS: usize = 65_536;
+
+/// Completion errors kept from the logs (each is triaged and joined); the rest are
+/// counted.
+pub const NCCL_ERRORS: usize = 10_000;
+
+/// Environment settings, QPs and channel lines kept per process; the rest are counted.
+pub const NCCL_PER_PROC: usize = 256;
+
+/// Bytes of a node agent's `/report` (or a saved one) `rocetap nccl --agent` reads: the
+/// agent's own report budget is far below.
+pub const NCCL_AGENT_REPORT_BYTES: usize = 256 << 20;
+
+/// Settings, QPs, channel lines and HCA events kept over all processes of `rocetap
+/// nccl`'s logs (each at most a few hundred bytes: about 250 MB at worst); past it they
+/// are counted per process. A 1,024-node job with 64 ranks per node logs about 20 each.
+pub const NCCL_ITEMS: usize = 1 << 20;

@@ -8,6 +8,7 @@ mod csv;
 pub mod events;
 pub mod fields;
 pub mod findings;
+pub mod nccl;
 mod par;
 pub mod pretty_json;
 pub mod qptable;
