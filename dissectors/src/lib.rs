@@ -22,6 +22,7 @@ pub mod ip;
 pub mod mad;
 pub mod pfc;
 pub mod sll;
+pub mod tunnel;
 pub mod types;
 pub mod udp;
 pub mod vlan;
@@ -54,6 +55,7 @@ pub use ip::{Ecn, IpRepr};
 pub use mad::{Mad, MadHdrRepr};
 pub use pfc::PauseRepr;
 pub use sll::SllRepr;
+pub use tunnel::{ErspanRepr, GeneveRepr, GreRepr, TapId, Tunnel, TunnelKind, VxlanRepr};
 pub use types::{Msn, PKey, Psn, Qpn};
 pub use udp::UdpRepr;
 pub use vlan::VlanRepr;
@@ -190,6 +192,12 @@ pub enum Layer {
     Cm,
     Arp,
     MacControl,
+    /// GRE (mirrors: ERSPAN, gretap).
+    Gre,
+    /// The ERSPAN type II / III header.
+    Erspan,
+    Vxlan,
+    Geneve,
 }
 
 impl Layer {
@@ -224,6 +232,10 @@ impl Layer {
             Cm => "cm",
             Arp => "arp",
             MacControl => "macctl",
+            Gre => "gre",
+            Erspan => "erspan",
+            Vxlan => "vxlan",
+            Geneve => "geneve",
         }
     }
 }
@@ -419,6 +431,9 @@ pub struct Decoded {
     pub roce: Option<Roce>,
     pub arp: Option<ArpRepr>,
     pub pause: Option<PauseRepr>,
+    /// The mirror / overlay encapsulation the frame came in; every field above is then
+    /// the inner frame's.
+    pub tunnel: Option<Tunnel>,
     pub stop: Stop,
 }
 
@@ -440,6 +455,7 @@ impl Decoded {
             roce: None,
             arp: None,
             pause: None,
+            tunnel: None,
             stop: Stop {
                 kind: StopKind::Complete,
                 layer: Layer::Link,
@@ -466,6 +482,7 @@ impl Decoded {
         self.roce = None;
         self.arp = None;
         self.pause = None;
+        self.tunnel = None;
     }
 
     /// Source and destination of the packet at the network layer.
