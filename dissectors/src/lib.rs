@@ -485,6 +485,23 @@ impl Decoded {
         self.tunnel = None;
     }
 
+    /// The wire length of the packet the analysis follows: the frame's, or for a
+    /// tunnelled frame the inner frame's (without the outer headers a mirror added).
+    pub fn wire_len(&self) -> u32 {
+        match &self.tunnel {
+            Some(t) => self.orig_len.saturating_sub(t.inner_offset),
+            None => self.orig_len,
+        }
+    }
+
+    /// The captured length of that packet (see [`Decoded::wire_len`]).
+    pub fn captured_len(&self) -> u32 {
+        match &self.tunnel {
+            Some(t) => self.cap_len.saturating_sub(t.inner_offset),
+            None => self.cap_len,
+        }
+    }
+
     /// Source and destination of the packet at the network layer.
     pub fn endpoints(&self) -> Option<(Addr, Addr)> {
         if let Some(ip) = &self.ip {

@@ -242,8 +242,8 @@ impl Analyzer {
                 self.capture.icrc_cut += 1;
                 let (lo, hi) = self.capture.cut_at;
                 self.capture.cut_at = match self.capture.icrc_cut {
-                    1 => (d.cap_len, d.cap_len),
-                    _ => (lo.min(d.cap_len), hi.max(d.cap_len)),
+                    1 => (d.captured_len(), d.captured_len()),
+                    _ => (lo.min(d.captured_len()), hi.max(d.captured_len())),
                 };
             }
             self.roce(ts, d, r, hint);
