@@ -119,10 +119,13 @@ fn comparable(report: &str, input: &str) -> String {
                 .take_while(|l| !l.starts_with("Taps"))
                 .collect::<Vec<_>>()
                 .join("\n")
+                .trim_end()
+                .to_string()
         }
     };
     if let Some(m) = v.as_object_mut() {
         m.remove("taps");
+        m.remove("taps_other_frames");
         m.remove("inputs");
         m.remove("input");
     }
@@ -173,6 +176,81 @@ fn write_mirrors() {
             .unwrap();
         }
     }
+}
+
+#[test]
+fn one_stream_of_two_sessions_reports_two_taps() {
+    let dir = TempDir::new("mirror-taps");
+    let src = sample("loss-upstream");
+    let (hdr, recs) = read_pcap(&src);
+    let mut a = Encap::new(TunnelKind::ErspanIII, 6);
+    a.port = 3;
+    let mut b = a;
+    b.session = 7;
+    b.egress = true;
+    let mut out = hdr.to_vec();
+    out[16..20].copy_from_slice(&(1u32 << 18).to_le_bytes());
+    let mut f = Vec::new();
+    for (i, (ts, data, orig)) in recs.iter().enumerate() {
+        f.clear();
+        wrap(if i % 3 == 0 { &b } else { &a }, i as u32, 0, data, &mut f).unwrap();
+        out.extend_from_slice(ts);
+        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(orig + (f.len() - data.len()) as u32).to_le_bytes());
+        out.extend_from_slice(&f);
+    }
+    std::fs::write(dir.path("two.pcap"), &out).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&rocetap(&["analyze", "-F", "json", "two.pcap"], &dir.0)).unwrap();
+    let taps = v["taps"].as_array().expect("a taps section");
+    assert_eq!(taps.len(), 2, "{taps:?}");
+    let n = recs.len() as u64;
+    let (t6, t7) = (&taps[0], &taps[1]);
+    assert_eq!(
+        (t6["session"].as_u64(), t6["direction"].as_str()),
+        (Some(6), Some("ingress"))
+    );
+    assert_eq!(
+        (t7["session"].as_u64(), t7["direction"].as_str()),
+        (Some(7), Some("egress"))
+    );
+    assert_eq!(t7["frames"].as_u64(), Some(n.div_ceil(3)));
+    assert_eq!(
+        t6["frames"].as_u64().unwrap() + t7["frames"].as_u64().unwrap(),
+        n
+    );
+    assert_eq!(v["taps_other_frames"].as_u64(), Some(0));
+    // Every flow of the report was carried by some tap.
+    let carried: std::collections::BTreeSet<&str> = taps
+        .iter()
+        .flat_map(|t| {
+            t["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_str().unwrap())
+        })
+        .collect();
+    let flows = v["flows"].as_array().unwrap();
+    assert!(!flows.is_empty());
+    for fl in flows {
+        let key = format!(
+            "{} → {} {}",
+            fl["src"].as_str().unwrap(),
+            fl["dst"].as_str().unwrap(),
+            fl["qp"].as_str().unwrap()
+        );
+        assert!(carried.contains(key.as_str()), "{key} not in {carried:?}");
+    }
+    let text = rocetap(&["analyze", "two.pcap"], &dir.0);
+    assert!(
+        text.contains("erspan3 from 198.51.100.1 session 7 hw 3 egress"),
+        "{text}"
+    );
+    // A host capture has no taps section.
+    std::fs::copy(&src, dir.path("host.pcap")).unwrap();
+    let host = rocetap(&["analyze", "-F", "json", "host.pcap"], &dir.0);
+    assert!(!host.contains("\"taps\""));
 }
 
 /// The outer fields tshark and rocetap both name (and the inner PSN, to keep the
