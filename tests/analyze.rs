@@ -1,6 +1,6 @@
 //! Integration tests: `rocetap analyze` held to truth: CM pairing, `--qp-table`, the
 //! reference traces, the samples and their goldens, many QPs, read-ahead, QoS marking,
-//! tshark's decode, hostile input.
+//! tshark's decode, hostile input, switch mirrors of the samples (`mirror`).
 //!
 //! One test binary for the area (`cargo test --test analyze`); each module is one former
 //! `tests/NAME.rs` binary, kept under `tests/analyze/` (`cargo test --test analyze
@@ -21,6 +21,8 @@ mod hostile;
 mod lookahead;
 #[path = "analyze/many_qp.rs"]
 mod many_qp;
+#[path = "analyze/mirror.rs"]
+mod mirror;
 #[path = "analyze/qos.rs"]
 mod qos;
 #[path = "analyze/samples.rs"]

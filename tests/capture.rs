@@ -1,5 +1,5 @@
 //! Integration tests: `rocetap capture` and `rocetap top`: argument and device errors, live
-//! capture on a veth between network namespaces, the TUI in tmux.
+//! capture on a veth between network namespaces, the TUI in tmux, a kernel VXLAN mirror (`vxlan_mirror`).
 //!
 //! One test binary for the area (`cargo test --test capture`); each module is one former
 //! `tests/NAME.rs` binary, kept under `tests/capture/` (`cargo test --test capture
@@ -14,3 +14,5 @@ mod capture_cli;
 mod capture_netns;
 #[path = "capture/tui_tmux.rs"]
 mod tui_tmux;
+#[path = "capture/vxlan_mirror.rs"]
+mod vxlan_mirror;

@@ -16,6 +16,8 @@ use etherparse::LaxIpSlice;
 pub const IPV4_LEN: usize = 20;
 pub const IPV6_LEN: usize = 40;
 pub const PROTO_UDP: u8 = 17;
+/// GRE (RFC 2784): mirrors (ERSPAN, gretap).
+pub const PROTO_GRE: u8 = 47;
 
 /// ECN code points (RFC 3168).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

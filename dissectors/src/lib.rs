@@ -22,6 +22,7 @@ pub mod ip;
 pub mod mad;
 pub mod pfc;
 pub mod sll;
+pub mod tunnel;
 pub mod types;
 pub mod udp;
 pub mod vlan;
@@ -54,6 +55,7 @@ pub use ip::{Ecn, IpRepr};
 pub use mad::{Mad, MadHdrRepr};
 pub use pfc::PauseRepr;
 pub use sll::SllRepr;
+pub use tunnel::{ErspanRepr, GeneveRepr, GreRepr, TapId, Tunnel, TunnelKind, VxlanRepr};
 pub use types::{Msn, PKey, Psn, Qpn};
 pub use udp::UdpRepr;
 pub use vlan::VlanRepr;
@@ -190,6 +192,12 @@ pub enum Layer {
     Cm,
     Arp,
     MacControl,
+    /// GRE (mirrors: ERSPAN, gretap).
+    Gre,
+    /// The ERSPAN type II / III header.
+    Erspan,
+    Vxlan,
+    Geneve,
 }
 
 impl Layer {
@@ -224,6 +232,10 @@ impl Layer {
             Cm => "cm",
             Arp => "arp",
             MacControl => "macctl",
+            Gre => "gre",
+            Erspan => "erspan",
+            Vxlan => "vxlan",
+            Geneve => "geneve",
         }
     }
 }
@@ -419,6 +431,9 @@ pub struct Decoded {
     pub roce: Option<Roce>,
     pub arp: Option<ArpRepr>,
     pub pause: Option<PauseRepr>,
+    /// The mirror / overlay encapsulation the frame came in; every field above is then
+    /// the inner frame's.
+    pub tunnel: Option<Tunnel>,
     pub stop: Stop,
 }
 
@@ -440,6 +455,7 @@ impl Decoded {
             roce: None,
             arp: None,
             pause: None,
+            tunnel: None,
             stop: Stop {
                 kind: StopKind::Complete,
                 layer: Layer::Link,
@@ -466,6 +482,24 @@ impl Decoded {
         self.roce = None;
         self.arp = None;
         self.pause = None;
+        self.tunnel = None;
+    }
+
+    /// The wire length of the packet the analysis follows: the frame's, or for a
+    /// tunnelled frame the inner frame's (without the outer headers a mirror added).
+    pub fn wire_len(&self) -> u32 {
+        match &self.tunnel {
+            Some(t) => self.orig_len.saturating_sub(t.inner_offset),
+            None => self.orig_len,
+        }
+    }
+
+    /// The captured length of that packet (see [`Decoded::wire_len`]).
+    pub fn captured_len(&self) -> u32 {
+        match &self.tunnel {
+            Some(t) => self.cap_len.saturating_sub(t.inner_offset),
+            None => self.cap_len,
+        }
     }
 
     /// Source and destination of the packet at the network layer.

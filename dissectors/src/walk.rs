@@ -48,6 +48,8 @@ const fn malformed(layer: Layer, offset: usize, why: &'static str) -> Stop {
 /// Internal result: `Err` carries the stop of a layer that could not continue.
 type Step<T> = Result<T, Stop>;
 
+mod tunnel;
+
 impl<'a, 'c> Walker<'a, 'c> {
     pub(crate) fn new(frame: &'a [u8], orig_len: u32, cfg: &'c Config) -> Self {
         Walker {
@@ -227,6 +229,9 @@ impl<'a> Walker<'a, '_> {
         if s.repr.fragmented {
             return unsupported(Layer::Ip, l4, "IP fragment");
         }
+        if s.repr.protocol == ip::PROTO_GRE {
+            return self.gre(d, s.repr, l4, ip_end);
+        }
         if s.repr.protocol != ip::PROTO_UDP {
             return unsupported(Layer::Ip, l4, "IP protocol");
         }
@@ -239,6 +244,9 @@ impl<'a> Walker<'a, '_> {
         };
         d.udp = Some(u);
         if u.dst_port != self.cfg.roce_port {
+            if let Some(stop) = self.udp_tunnel(d, s.repr, u, l4, ip_end) {
+                return stop;
+            }
             return unsupported(Layer::Udp, l4 + udp::LEN, "UDP port");
         }
         let ulen = usize::from(u.length);

@@ -1,7 +1,7 @@
 //! The decoder's integration tests, one binary (`cargo test -p dissectors --test decode`;
 //! a module with `decode NAME::`): whole frames through every layer (`frames`), the CM
 //! messages (`cm`), every prefix of every shared capture (`prefixes`) and random headers
-//! round-tripped (`random`).
+//! round-tripped (`random`), mirrored / overlaid RoCE (`tunnel`).
 
 mod common;
 
@@ -13,3 +13,5 @@ mod frames;
 mod prefixes;
 #[path = "decode/random.rs"]
 mod random;
+#[path = "decode/tunnel.rs"]
+mod tunnel;

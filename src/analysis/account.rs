@@ -16,7 +16,7 @@ pub(super) fn account(f: &mut Flow, ts: u64, d: &Decoded, r: &Roce, pause_start:
         }
     }
     f.packets += 1;
-    f.bytes += u64::from(d.orig_len);
+    f.bytes += u64::from(d.wire_len());
     f.first_ts = f.first_ts.min(ts);
     f.last_ts = f.last_ts.max(ts);
     if let Some(e) = d.ecn() {

@@ -41,6 +41,7 @@ pub mod ring;
 pub mod stop;
 mod store;
 mod table;
+pub mod taps;
 #[cfg(test)]
 mod tests;
 mod trouble;
@@ -163,6 +164,8 @@ pub struct Analyzer {
     cm: cm::CmTracker,
     /// RoCE packets of flows not followed: `max_flows` were live.
     untracked: u64,
+    /// Mirror sessions (ERSPAN, GRE, VXLAN, Geneve) the frames came in.
+    taps: taps::Taps,
 }
 
 impl Analyzer {
@@ -188,6 +191,7 @@ impl Analyzer {
             cut_short: Vec::new(),
             cm: cm::CmTracker::default(),
             untracked: 0,
+            taps: taps::Taps::default(),
         }
     }
 
@@ -213,6 +217,9 @@ impl Analyzer {
     /// frame's flow key again.
     pub(crate) fn ingest_warmed(&mut self, ts: u64, iface: u32, d: &Decoded, hint: &Hint) {
         self.log.packet.clear();
+        if d.tunnel.is_some() {
+            self.taps.see(d);
+        }
         let capture = &mut self.capture;
         capture.frames += 1;
         capture.first_ts.get_or_insert(ts);
@@ -242,8 +249,8 @@ impl Analyzer {
                 self.capture.icrc_cut += 1;
                 let (lo, hi) = self.capture.cut_at;
                 self.capture.cut_at = match self.capture.icrc_cut {
-                    1 => (d.cap_len, d.cap_len),
-                    _ => (lo.min(d.cap_len), hi.max(d.cap_len)),
+                    1 => (d.captured_len(), d.captured_len()),
+                    _ => (lo.min(d.captured_len()), hi.max(d.captured_len())),
                 };
             }
             self.roce(ts, d, r, hint);
@@ -299,6 +306,8 @@ impl Analyzer {
             &self.cut_short,
         );
         note_not_followed(self.untracked, self.cfg.max_flows, &mut r);
+        r.taps = self.taps.summaries();
+        r.taps_other_frames = self.taps.other();
         r
     }
 
@@ -337,6 +346,8 @@ impl Analyzer {
             &self.cut_short,
         );
         note_not_followed(self.untracked, self.cfg.max_flows, &mut r);
+        r.taps = self.taps.summaries();
+        r.taps_other_frames = self.taps.other();
         self.cm.finish(&mut r);
         r
     }

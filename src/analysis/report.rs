@@ -258,6 +258,10 @@ pub struct Report {
     pub latency: super::buckets::LatencyBuckets,
     /// Connection setups the CM messages of the capture describe (empty without CM).
     pub cm: Vec<crate::analysis::cm::CmSession>,
+    /// Mirror sessions the frames came in (empty for a host capture).
+    pub taps: Vec<crate::analysis::taps::TapSummary>,
+    /// Frames of mirror sessions beyond `taps::MAX_TAPS`.
+    pub taps_other_frames: u64,
 }
 
 /// The flows of a list sorted by id, found by id. The ids are held apart (4 bytes each,
@@ -400,6 +404,8 @@ pub(super) fn build(
         events,
         latency: global.latency,
         cm: Vec::new(),
+        taps: Vec::new(),
+        taps_other_frames: 0,
     }
 }
 

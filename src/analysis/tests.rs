@@ -54,6 +54,7 @@ fn frame() -> Decoded {
         roce: None,
         arp: None,
         pause: None,
+        tunnel: None,
         stop: Stop {
             kind: dissectors::StopKind::Complete,
             layer: Layer::Icrc,

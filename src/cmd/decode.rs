@@ -9,7 +9,7 @@ use crate::cli::{DecodeArgs, DecodeFormat};
 use rocetap::capture::input::for_each_frame_of;
 use rocetap::capture::Frame;
 use rocetap::error::{exit, is_broken_pipe, Failure};
-use rocetap::report::fields::{Ctx, FIELDS};
+use rocetap::report::fields::{tunnel, Ctx, FIELDS};
 use rocetap::report::style::{Paint, Tone};
 use rocetap::report::summary;
 use std::io::{self, Write};
@@ -83,7 +83,7 @@ pub fn run(a: DecodeArgs, color: bool) -> Result<i32, Failure> {
             }
             DecodeFormat::Json => {
                 let mut m = serde_json::Map::new();
-                for (name, ex) in FIELDS {
+                for (name, ex) in FIELDS.iter().chain(tunnel_fields(&c)) {
                     if let Some(v) = ex(&c) {
                         m.insert((*name).to_string(), v.to_json());
                     }
@@ -153,15 +153,28 @@ fn text_line(c: &Ctx<'_>, line: &mut String, paint: Paint) {
             }
         }
     }
+    if let Some(t) = &c.d.tunnel {
+        tunnel::describe(t, line);
+    }
     summary::describe(c.d, line, paint);
     line.push('\n');
+}
+
+/// The mirror / overlay fields, for a tunnelled frame only (JSON and `-v`; the CSV keeps
+/// its columns).
+fn tunnel_fields(c: &Ctx<'_>) -> &'static [(&'static str, rocetap::report::fields::Extract)] {
+    if c.d.tunnel.is_some() {
+        tunnel::FIELDS
+    } else {
+        &[]
+    }
 }
 
 /// `-v`: every field the frame has, `    name: value` one per line, then a blank line
 /// (the layout of `tshark -V`, with the names of `tshark -T fields`).
 fn every_field(c: &Ctx<'_>, out: &mut String, paint: Paint) {
     let mut v = String::new();
-    for (name, ex) in FIELDS {
+    for (name, ex) in FIELDS.iter().chain(tunnel_fields(c)) {
         if let Some(x) = ex(c) {
             v.clear();
             x.write_to(&mut v);

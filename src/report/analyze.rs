@@ -106,8 +106,8 @@ pub fn write_report(
 /// The JSON document, serialized straight from the report (no `serde_json::Value` tree
 /// in between), its keys in this order: `schema`, `input`, `totals`, `derived`, `flows`,
 /// `connections`, `findings`, `pfc`, `arp`, `arp_symptoms`, `rules`, `events` only with
-/// `--events`, `qp_table` only with `--qp-table`, and `cm` last, only when the capture
-/// has CM setups. Every value is written by serde_json from its `Serialize` impl
+/// `--events`, `qp_table` only with `--qp-table`, `cm` only when the capture has CM setups,
+/// and `taps` last, only for a capture of switch mirrors. Every value is written by serde_json from its `Serialize` impl
 /// (`super::pretty_json`); the flows and connections, thousands on a busy node, render on
 /// two threads (`ObjectWriter::list_field`).
 fn json_doc(
@@ -140,6 +140,11 @@ fn json_doc(
     // Connection setups from the capture's CM messages, only when there were some.
     if !r.cm.is_empty() {
         w.field("cm", &r.cm)?;
+    }
+    // The mirror sessions (ERSPAN, GRE, VXLAN, Geneve), only for a capture of mirrors.
+    if !r.taps.is_empty() {
+        w.field("taps", &r.taps)?;
+        w.field("taps_other_frames", &r.taps_other_frames)?;
     }
     w.finish()
 }

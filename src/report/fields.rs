@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 
 mod cm;
+pub mod tunnel;
 
 /// A field value.
 #[derive(Clone, Copy, Debug)]
@@ -95,7 +96,8 @@ pub struct Ctx<'a> {
     pub d: &'a Decoded,
 }
 
-type Extract = fn(&Ctx<'_>) -> Option<Value>;
+/// A column's extractor: the value of one field of a frame, if it has it.
+pub type Extract = fn(&Ctx<'_>) -> Option<Value>;
 
 /// A column: its name and its extractor.
 type Field = (&'static str, Extract);
