@@ -204,3 +204,45 @@ fn prometheus_ranks_the_lossy_pair_and_its_tor_first() {
     eprintln!("fleet test: {took} s");
     assert!(took < 120, "the fleet test took {took} s");
 }
+
+/// `--max-peers` and `--topology` are checked before the agent starts, on the command
+/// line and in the config file alike: one-line errors, exit 2 (no root needed).
+#[test]
+fn bad_max_peers_and_topology_are_one_line_errors() {
+    let tmp = TempDir::new("agent-fleet-bad");
+    let topo = tmp.path("topo.yaml");
+    std::fs::write(
+        &topo,
+        "prefixes:\n  - prefix: 198.51.100.0/33\n    node: x\n",
+    )
+    .unwrap();
+    let cfg = tmp.path("agent.yaml");
+    std::fs::write(&cfg, "max_peers: many\n").unwrap();
+    let t = topo.to_str().unwrap();
+    let c = cfg.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["--max-peers", "0"],
+            "agent: --max-peers: 0: give 1 to 65536",
+        ),
+        (
+            vec!["--topology", "/nonexistent/topo.yaml"],
+            "agent: --topology: /nonexistent/topo.yaml:",
+        ),
+        (
+            vec!["--topology", t],
+            "line 2: '198.51.100.0/33' is not an IP prefix",
+        ),
+        (vec!["--config", c], "'max_peers'"),
+    ] {
+        let o = std::process::Command::new(crate::common::bin())
+            .args(["agent", "-i", "lo", "--duration", "1s"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
