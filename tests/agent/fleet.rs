@@ -4,7 +4,9 @@
 //! rewritten to node-a's and node-b's addresses) crosses one pair only; clean traffic
 //! (`clean-rc.pcap`) the two others. The ranking must name node-a/node-b first and their
 //! ToR pair first (by the agents' `--topology`), and the per-peer counters must add up to
-//! the sample's truth.
+//! the sample's truth. With `--max-peers` below the peers a trace has, the pairs stay
+//! bounded and the sums still equal the truth; bad `--max-peers`/`--topology` are one-line
+//! errors.
 //!
 //! Needs root, tcpreplay (tcprewrite), prometheus; otherwise `SKIP:` (fails under CI).
 
@@ -245,4 +247,105 @@ fn bad_max_peers_and_topology_are_one_line_errors() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
+}
+
+/// The sum of every series of `family` in a /metrics text.
+fn family_sum(text: &str, family: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
+/// Many peers, few series: 64 QPs to 16 peers with `--max-peers 4` export 4 pairs and
+/// `peer="other"`; every NAK, resend, gap and packet of the trace is in one of them (the
+/// sums equal the synthetic trace's truth) and the flows beyond the bound are counted.
+#[test]
+fn max_peers_bounds_the_pairs_and_keeps_the_sums() {
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    let tmp = TempDir::new("agent-fleet-max");
+    let pcap = tmp.path("many.pcap");
+    crate::common::run_ok(&[
+        crate::common::bin(),
+        "synth",
+        "many-qp",
+        "--qps",
+        "64",
+        "--peers",
+        "16",
+        "--loss",
+        "100",
+        "--msg-size",
+        "8192",
+        "--packets",
+        "3000",
+        "-o",
+        pcap.to_str().unwrap(),
+    ]);
+    let t: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path("many.pcap.truth.json")).unwrap()).unwrap();
+    let want = |k: &str| t["observable"][k].as_f64().unwrap();
+    let w = Wire::new("fm");
+    let port = free_port();
+    let log = tmp.path("agent.log");
+    let listen = format!("127.0.0.1:{port}");
+    let args = [
+        "-i",
+        &w.host_if,
+        "--listen",
+        &listen,
+        "--netcheck-interval",
+        "0s",
+        "--max-peers",
+        "4",
+    ];
+    let agent = start_agent(&args, &log);
+    healthy(port);
+    w.replay(&pcap);
+    let text = wait_for("the trace's NAKs in the per-peer series", 30, || {
+        let (_, text) = get(port, "/metrics")?;
+        (family_sum(&text, "rocetap_peer_naks_total") == want("nak_psn_seq")).then_some(text)
+    });
+    assert_eq!(
+        family_sum(&text, "rocetap_peer_retransmitted_packets_total"),
+        want("retransmitted_packets")
+    );
+    assert_eq!(
+        family_sum(&text, "rocetap_peer_psn_gap_events_total"),
+        want("psn_gap_events")
+    );
+    assert_eq!(
+        family_sum(&text, "rocetap_peer_packets_total"),
+        t["packets"].as_f64().unwrap()
+    );
+    let lab = |l: &str, k: &str| -> String {
+        l.split(&format!("{k}=\""))
+            .nth(1)
+            .and_then(|x| x.split('"').next())
+            .unwrap_or("")
+            .to_string()
+    };
+    let pairs: std::collections::BTreeSet<(String, String)> = text
+        .lines()
+        .filter(|l| l.starts_with("rocetap_peer_packets_total{"))
+        .map(|l| (lab(l, "local"), lab(l, "peer")))
+        .collect();
+    let named = pairs.iter().filter(|p| p.1 != "other").count();
+    assert_eq!(named, 4, "4 pairs of their own: {pairs:?}");
+    assert!(pairs.iter().any(|p| p.1 == "other"), "{pairs:?}");
+    assert!(
+        pairs.len() <= 4 + 5,
+        "at most one other per local address, and one: {pairs:?}"
+    );
+    let aggregated = family_sum(&text, "rocetap_peer_flows_aggregated_total");
+    assert!(
+        aggregated >= 12.0,
+        "flows of the 12 other peers: {aggregated}"
+    );
+    stop_agent(agent);
 }
