@@ -36,6 +36,11 @@ fn counts(f: &FlowSummary) -> PeerCounts {
     ]
 }
 
+/// Bytes of one pair (its series, ten short strings, its index entry), estimated.
+const PAIR_COST: u64 = 640;
+/// Bytes of one followed flow's last counts and its map entry, estimated.
+const FLOW_SEEN_COST: u64 = 96;
+
 /// One pair's series.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerSeries {
@@ -173,6 +178,12 @@ impl Peers {
         }
         let t = self.tick;
         self.flows.retain(|_, s| s.tick == t);
+    }
+
+    /// What it holds, in bytes (estimated): its pairs (their strings and map entry) and
+    /// the counts of the flows it follows; added to the analyzers' part of the budget.
+    pub fn bytes(&self) -> u64 {
+        self.pairs.len() as u64 * PAIR_COST + self.flows.len() as u64 * FLOW_SEEN_COST
     }
 
     /// The series, in the order the pairs were first seen.

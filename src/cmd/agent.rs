@@ -281,8 +281,9 @@ fn apply(
         }
         "max_peers" => {
             let n: usize = num(first)?;
-            if !(1..=65_536).contains(&n) {
-                return Err(format!("{n}: give 1 to 65536"));
+            // 4,096 pairs: 100,000 series per source at most, 5 MiB of state
+            if !(1..=4_096).contains(&n) {
+                return Err(format!("{n}: give 1 to 4096"));
             }
             cfg.max_peers = n;
         }

@@ -225,7 +225,7 @@ fn bad_max_peers_and_topology_are_one_line_errors() {
     for (args, want) in [
         (
             vec!["--max-peers", "0"],
-            "agent: --max-peers: 0: give 1 to 65536",
+            "agent: --max-peers: 0: give 1 to 4096",
         ),
         (
             vec!["--topology", "/nonexistent/topo.yaml"],

@@ -77,6 +77,7 @@ impl Loop<'_> {
             peers.update(&snap.flows, self.cfg.topology.as_deref());
             s.peers = peers.series().to_vec();
             s.peer_flows_aggregated = peers.aggregated_flows;
+            analyzer_bytes += peers.bytes();
             vals.push(window::values(&snap.totals));
             states.push(s);
         }
