@@ -81,6 +81,10 @@ pub struct Peers {
     index: FxHashMap<(String, String), usize>,
     flows: FxHashMap<u32, Seen>,
     tick: u64,
+    /// Pairs with a series of their own (not `other`).
+    named: usize,
+    /// The local addresses of those pairs.
+    locals: rustc_hash::FxHashSet<String>,
     /// Flows counted in a `peer="other"` series because `max` pairs had series.
     pub aggregated_flows: u64,
 }
@@ -94,6 +98,8 @@ impl Peers {
             index: FxHashMap::default(),
             flows: FxHashMap::default(),
             tick: 0,
+            named: 0,
+            locals: Default::default(),
             aggregated_flows: 0,
         }
     }
@@ -104,7 +110,9 @@ impl Peers {
         if let Some(&i) = self.index.get(&(local.clone(), peer.clone())) {
             return i;
         }
-        let (local, peer) = if self.named() < self.max {
+        let (local, peer) = if self.named < self.max {
+            self.named += 1;
+            self.locals.insert(local.clone());
             (local, peer)
         } else {
             self.aggregated_flows += 1;
@@ -128,11 +136,6 @@ impl Peers {
         });
         self.index.insert((local, peer), self.pairs.len() - 1);
         self.pairs.len() - 1
-    }
-
-    /// Pairs with a series of their own (not `other`).
-    fn named(&self) -> usize {
-        self.pairs.iter().filter(|p| p.peer != "other").count()
     }
 
     /// Adds what `flows` (the analyzer's live flows and kept summaries) counted since the

@@ -69,3 +69,47 @@ pub(super) fn peers(f: &mut Families, p: &Published) {
     )
     .per_source(p, |s| s.peer_flows_aggregated as f64);
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::peers::PeerSeries;
+    use crate::agent::state::Published;
+
+    fn published(topology: bool) -> Published {
+        let mut p = Published::new("n1".into(), &["mlx5_0".into()]);
+        p.topology = topology;
+        p.sources[0].peers = vec![PeerSeries {
+            local: "198.51.100.1".into(),
+            peer: "198.51.100.2".into(),
+            local_names: [
+                "node-a".into(),
+                "tor-1".into(),
+                String::new(),
+                String::new(),
+            ],
+            peer_names: Default::default(),
+            sent: [10, 0, 0, 3, 0, 1],
+            received: [5, 2, 1, 0, 0, 0],
+        }];
+        p.sources[0].peer_flows_aggregated = 7;
+        p
+    }
+
+    #[test]
+    fn per_peer_series_with_and_without_topology_labels() {
+        let text = crate::agent::metrics::render(&published(false));
+        assert!(text.contains("rocetap_peer_packets_total{node=\"n1\",source=\"mlx5_0\",local=\"198.51.100.1\",peer=\"198.51.100.2\",direction=\"sent\"} 10"), "{text}");
+        assert!(text.contains("direction=\"received\"} 2"), "{text}");
+        assert!(
+            text.contains("rocetap_peer_flows_aggregated_total{node=\"n1\",source=\"mlx5_0\"} 7")
+        );
+        assert!(!text.contains("local_tor"));
+        let text = crate::agent::metrics::render(&published(true));
+        assert!(
+            text.contains("local_node=\"node-a\",local_tor=\"tor-1\",local_rail=\"\""),
+            "{text}"
+        );
+        assert!(text.contains("peer_node=\"\""), "{text}");
+        assert!(text.contains("rocetap_peer_retry_exhausted_total{node=\"n1\",source=\"mlx5_0\",local=\"198.51.100.1\",peer=\"198.51.100.2\",direction=\"sent\""));
+    }
+}
