@@ -25,3 +25,5 @@ mod agent_sources;
 mod agent_tls;
 #[path = "agent/deploy.rs"]
 mod deploy;
+#[path = "agent/fleet.rs"]
+mod fleet;

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The keys the file may hold, and whether each takes a list.
-pub const KEYS: [(&str, bool); 28] = [
+pub const KEYS: [(&str, bool); 30] = [
     ("interface", true),
     ("listen", false),
     ("node_name", false),
@@ -44,6 +44,8 @@ pub const KEYS: [(&str, bool); 28] = [
     ("web_config_file", false),
     ("max_connections", false),
     ("report", false),
+    ("max_peers", false),
+    ("topology", false),
 ];
 
 /// The file's settings: each key with its values (one for a scalar), in file order.

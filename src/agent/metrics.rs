@@ -235,6 +235,7 @@ pub fn render(p: &Published) -> String {
     connections(&mut f, p);
     agent(&mut f, p);
     sources::sources_and_memory(&mut f, p);
+    peers::peers(&mut f, p);
     let families: Vec<MetricFamily> =
         f.0.into_iter()
             .map(|x| x.0)
@@ -496,4 +497,5 @@ fn agent(f: &mut Families, p: &Published) {
     .add(&[("node", node)], failed as f64);
 }
 
+mod peers;
 mod sources;

@@ -18,11 +18,13 @@ pub mod http;
 pub mod log;
 pub mod metrics;
 pub mod netns;
+pub mod peers;
 pub mod private;
 pub mod privileges;
 pub mod recorder;
 pub mod state;
 pub mod topn;
+pub mod topology;
 pub mod web;
 pub mod window;
 
@@ -99,6 +101,10 @@ pub struct Config {
     /// The memory budget of the whole agent (`budget`): recorders, analyzers, `/report`
     /// and the capture buffers of every source share it.
     pub memory_limit: u64,
+    /// Peer pairs with series of their own per source; the rest count in `peer="other"`.
+    pub max_peers: usize,
+    /// Where each address sits (node, ToR, rail, switch): labels of the per-peer series.
+    pub topology: Option<std::sync::Arc<topology::Topology>>,
 }
 
 impl Config {
@@ -145,6 +151,8 @@ impl Config {
             redact: true,
             web: web::Options::default(),
             memory_limit: budget::DEFAULT_LIMIT,
+            max_peers: 256,
+            topology: None,
         }
     }
 }

@@ -91,6 +91,7 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         p.memory.budget = plan.limit;
         p.memory.shares = plan.shares.clone();
+        p.topology = cfg.topology.is_some();
     }
     let stop = Arc::new(AtomicBool::new(false));
     let usr1 = Arc::new(AtomicBool::new(false));
@@ -267,6 +268,7 @@ struct Loop<'c> {
     pipes: Vec<Pipeline>,
     recs: Vec<Recorder>,
     tops: Vec<TopN>,
+    peers: Vec<super::peers::Peers>,
     window: Window,
     drops: VecDeque<(Instant, u64)>,
     active: Vec<bool>,
@@ -337,6 +339,9 @@ impl<'c> Loop<'c> {
                 })
                 .collect(),
             tops: (0..n).map(|_| TopN::new(cfg.top_flows)).collect(),
+            peers: (0..n)
+                .map(|_| super::peers::Peers::new(cfg.max_peers))
+                .collect(),
             window: {
                 // Nothing had happened when the agent started: the window's first sample.
                 let mut w = Window::new(cfg.window);

@@ -44,6 +44,10 @@ pub struct SourceState {
     pub untracked_packets: u64,
     /// Frames the flight recorder holds now.
     pub recorded_frames: u64,
+    /// The per-peer series (`peers.rs`).
+    pub peers: Vec<super::peers::PeerSeries>,
+    /// Flows counted in a `peer="other"` series.
+    pub peer_flows_aggregated: u64,
 }
 
 /// A pod a network namespace belongs to, as far as the node can tell.
@@ -134,6 +138,8 @@ pub struct Published {
     pub unhealthy: Option<String>,
     /// The memory budget and its use.
     pub memory: MemoryState,
+    /// The per-peer series carry topology labels (`--topology` was given).
+    pub topology: bool,
 }
 
 impl Published {
@@ -154,6 +160,7 @@ impl Published {
             tick: Instant::now(),
             unhealthy: None,
             memory: MemoryState::default(),
+            topology: false,
         }
     }
 }

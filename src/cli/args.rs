@@ -530,6 +530,14 @@ pub struct AgentArgs {
     /// [default: on].
     #[arg(long, value_name = "on|off")]
     pub report: Option<String>,
+    /// Peer address pairs with metric series of their own per source; the rest count in
+    /// peer="other" [default: 256].
+    #[arg(long, value_name = "N")]
+    pub max_peers: Option<usize>,
+    /// IP prefix -> node, ToR, rail, switch names (YAML or JSON): labels of the per-peer
+    /// series.
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
     /// Root of sysfs, where RDMA devices are looked up.
     #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT, hide = true)]
     pub sysfs_root: PathBuf,

@@ -59,6 +59,11 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
     );
     one("max_connections", a.max_connections.map(|x| x.to_string()));
     one("report", a.report.clone());
+    one("max_peers", a.max_peers.map(|x| x.to_string()));
+    one(
+        "topology",
+        a.topology.as_ref().map(|p| p.display().to_string()),
+    );
     for (k, list) in [
         ("interface", &a.interfaces),
         ("netcheck_netns", &a.netcheck_netns),
@@ -273,6 +278,20 @@ fn apply(
                 "off" => false,
                 _ => return Err(format!("'{first}': use on or off")),
             }
+        }
+        "max_peers" => {
+            let n: usize = num(first)?;
+            // 4,096 pairs: 100,000 series per source at most, 5 MiB of state
+            if !(1..=4_096).contains(&n) {
+                return Err(format!("{n}: give 1 to 4096"));
+            }
+            cfg.max_peers = n;
+        }
+        "topology" => {
+            cfg.topology = Some(std::sync::Arc::new(
+                agent::topology::Topology::load(std::path::Path::new(first))
+                    .map_err(|e| format!("{first}: {e}"))?,
+            ));
         }
         _ => return Err("not an agent setting".into()),
     }

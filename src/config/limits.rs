@@ -155,3 +155,16 @@ pub const NCCL_AGENT_REPORT_BYTES: usize = 256 << 20;
 /// nccl`'s logs (each at most a few hundred bytes: about 250 MB at worst); past it they
 /// are counted per process. A 1,024-node job with 64 ranks per node logs about 20 each.
 pub const NCCL_ITEMS: usize = 1 << 20;
+
+// ---- the agent's topology file (`--topology`) ----
+
+/// The largest `--topology` file (4 MiB; YAML that is not JSON is held to the YAML
+/// reader's own smaller limit): 16,384 prefixes with four names each fit in about 1.5 MiB.
+pub const TOPOLOGY_MAX_BYTES: u64 = 4 << 20;
+
+/// Prefixes in one topology file (16,384): a fleet of 4,096 nodes with four RDMA
+/// addresses each. Every new peer is looked up once (not per packet or scrape).
+pub const TOPOLOGY_MAX_PREFIXES: usize = 16_384;
+
+/// Characters of one name (node, ToR, rail, switch) of a topology file: a label value.
+pub const TOPOLOGY_MAX_NAME: usize = 128;

@@ -105,7 +105,11 @@ fn rules_pass_promtool_check() {
     if !have_promtool() {
         return;
     }
-    let n = alerts(&yaml("prometheus/rocetap-rules.yml")[0]).len();
+    // alerting and recording rules (the fleet's loss matrix) alike
+    let n: usize = list(&yaml("prometheus/rocetap-rules.yml")[0]["groups"], "groups")
+        .iter()
+        .map(|g| list(&g["rules"], "rules").len())
+        .sum();
     let o = run(Command::new("promtool")
         .args(["check", "rules"])
         .arg(deploy("prometheus/rocetap-rules.yml")));
@@ -878,4 +882,68 @@ fn every_metric_the_deploy_files_use_is_exported() {
         used > 30,
         "only {used} metric names found: the scan is broken"
     );
+}
+
+// ---------------------------------------------------------------- the Grafana dashboard
+
+/// The fleet dashboard passes validate.py's structural check; broken copies of it fail,
+/// each with its own error (so the check is not vacuous).
+#[test]
+fn fleet_dashboard_passes_and_broken_copies_fail() {
+    if !have_validator() {
+        return;
+    }
+    let path = deploy("grafana/rocetap-fleet.json");
+    let o = validate(std::slice::from_ref(&path));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("ok dashboard/rocetap-fleet"),
+        "{}",
+        text(&o)
+    );
+    let good: serde_json::Value =
+        serde_json::from_str(&read("grafana/rocetap-fleet.json")).unwrap();
+    let dir = TempDir::new("deploy-grafana");
+    type Break = fn(&mut serde_json::Value);
+    let cases: [(&str, Break, &str); 6] = [
+        (
+            "no-heatmap",
+            |d| d["panels"][0]["type"] = "table".into(),
+            "no heatmap",
+        ),
+        (
+            "overlap",
+            |d| d["panels"][1]["gridPos"]["y"] = 5.into(),
+            "overlaps",
+        ),
+        (
+            "wide",
+            |d| d["panels"][2]["gridPos"]["w"] = 20.into(),
+            "24-column",
+        ),
+        (
+            "unknown-record",
+            |d| d["panels"][3]["targets"][0]["expr"] = "rocetap:nope:rate5m".into(),
+            "not recorded",
+        ),
+        (
+            "unknown-metric",
+            |d| d["panels"][5]["targets"][0]["expr"] = "rate(rocetap_nope_total[5m])".into(),
+            "not in deploy/metrics.txt",
+        ),
+        (
+            "datasource",
+            |d| d["panels"][4]["datasource"]["uid"] = "prom-1".into(),
+            "datasource",
+        ),
+    ];
+    for (name, brk, want) in cases {
+        let mut d = good.clone();
+        brk(&mut d);
+        let f = dir.path(&format!("{name}.json"));
+        fs::write(&f, serde_json::to_string_pretty(&d).unwrap()).unwrap();
+        let o = validate(&[f]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", text(&o));
+        assert!(text(&o).contains(want), "{name}: {}", text(&o));
+    }
 }

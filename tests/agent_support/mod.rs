@@ -323,3 +323,54 @@ pub fn analyze_json(file: &Path) -> Value {
     );
     serde_json::from_slice(&o.stdout).unwrap()
 }
+
+// ---- the fleet test (tests/agent/fleet.rs): agents inside namespaces, replays from the host
+
+impl Wire {
+    /// Gives the two ends addresses (`HOST/LEN`, `NS/LEN`) so that the root namespace
+    /// reaches what listens inside the namespace.
+    pub fn address(&self, host: &str, ns: &str) {
+        run(&["ip", "addr", "add", host, "dev", &self.host_if]);
+        run(&["ip", "-n", &self.ns, "addr", "add", ns, "dev", &self.ns_if]);
+    }
+
+    /// Sends `pcap` into the namespace from the root namespace's end, `pps` packets a
+    /// second (so that scrapes see the counters grow).
+    pub fn replay_from_host(&self, pcap: &Path, pps: u32) {
+        run(&[
+            "tcpreplay",
+            "-q",
+            &format!("--pps={pps}"),
+            "-i",
+            &self.host_if,
+            pcap.to_str().unwrap(),
+        ]);
+    }
+}
+
+/// `rocetap agent ARGS` inside the network namespace `ns` (`ip netns exec` execs it: the
+/// PID is the agent's).
+pub fn start_agent_in(ns: &str, args: &[&str], log: &Path) -> Proc {
+    let err = std::fs::File::create(log).unwrap();
+    Proc(
+        Command::new("ip")
+            .args(["netns", "exec", ns, bin(), "agent"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// `tcprewrite --pnat=PNAT` of `input` into `out`.
+pub fn rewrite(input: &Path, out: &Path, pnat: &str) {
+    run(&[
+        "tcprewrite",
+        &format!("--pnat={pnat}"),
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+}

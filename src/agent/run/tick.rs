@@ -73,6 +73,11 @@ impl Loop<'_> {
             let (top, other) = self.tops[i].update(now, &snap.flows, topn::totals(&snap.totals));
             s.top = top;
             s.other = other;
+            let peers = &mut self.peers[i];
+            peers.update(&snap.flows, self.cfg.topology.as_deref());
+            s.peers = peers.series().to_vec();
+            s.peer_flows_aggregated = peers.aggregated_flows;
+            analyzer_bytes += peers.bytes();
             vals.push(window::values(&snap.totals));
             states.push(s);
         }
