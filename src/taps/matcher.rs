@@ -1,0 +1,458 @@
+//! The matcher: sightings of packets at the taps in, merged in time order; each packet
+//! judged once the window has passed its first sighting; a [`Report`] out.
+
+use super::sample::Samples;
+use super::{Delay, DirKey, Direction, Report, Segment, TapSummary, Totals, LISTED_PSNS};
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+
+/// Taps merged at most.
+pub const MAX_TAPS: usize = 8;
+const PSN_MASK: u32 = 0x00ff_ffff;
+const HALF: u32 = 1 << 23;
+/// A PSN jump larger than this is a new stream, not a loss.
+const MAX_GAP: u32 = 4096;
+/// Recent losses remembered per direction, to charge NAKs and resends to them.
+const LOSSES: usize = 256;
+/// Copies of one (PSN, opcode, identification) told apart within the window.
+const MAX_COPIES: u8 = 64;
+const RC_ACK: u8 = 0x11;
+
+/// A packet seen at a tap.
+#[derive(Clone, Copy, Debug)]
+pub struct Sight {
+    /// Which tap (index into the taps given).
+    pub tap: usize,
+    /// The tap's own timestamp (ns).
+    pub ts_ns: u64,
+    /// On the common clock: the first tap's, `ts_ns` minus the tap's offset.
+    pub at: i64,
+    /// The direction.
+    pub dir: DirKey,
+    /// BTH PSN.
+    pub psn: u32,
+    /// BTH opcode.
+    pub opcode: u8,
+    /// IPv4 identification (0 for IPv6).
+    pub ident: u16,
+    /// An ACK carrying a NAK (PSN sequence error); its PSN is the one expected.
+    pub nak: bool,
+}
+
+type PKey = (DirKey, u32, u8, u16, u8);
+
+struct Pending {
+    first: i64,
+    at: [Option<i64>; MAX_TAPS],
+    nak: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Loss {
+    psn: u32,
+    seg: usize,
+    nakd: bool,
+    resent: bool,
+}
+
+struct DirState {
+    seen_by: u16,
+    next_psn: Option<u32>,
+    in_resend: bool,
+    losses: VecDeque<Loss>,
+    /// Indexed by full path position: 0 before, k the way into position k, n after.
+    segments: Vec<Segment>,
+    /// Indexed by the later full path position minus one.
+    delays: Vec<Samples>,
+    packets: u64,
+    matched: u64,
+    missed: [u64; MAX_TAPS],
+    alone: [u64; MAX_TAPS],
+}
+
+/// RC requests: the PSN stream whose gaps are losses.
+fn is_request(op: u8) -> bool {
+    op >> 5 == 0 && matches!(op & 0x1f, 0x00..=0x0c | 0x13..=0x16)
+}
+
+/// Matches sightings across taps and judges each packet once.
+pub struct Matcher {
+    n: usize,
+    window: i64,
+    synced: bool,
+    pending: HashMap<PKey, Pending>,
+    order: VecDeque<(i64, PKey)>,
+    dirs: HashMap<DirKey, DirState>,
+    /// (lower address, higher address) → the host nearest the first tap.
+    near: HashMap<(IpAddr, IpAddr), IpAddr>,
+    taps: Vec<TapSummary>,
+}
+
+fn pair(d: &DirKey) -> (IpAddr, IpAddr) {
+    (d.src.min(d.dst), d.src.max(d.dst))
+}
+
+impl Matcher {
+    /// A matcher for taps named `names` (path order), judging packets `window_ns` after
+    /// their first sighting.
+    pub fn new(names: &[String], window_ns: u64, clocks_synced: bool) -> Self {
+        assert!(names.len() <= MAX_TAPS);
+        Matcher {
+            n: names.len(),
+            window: window_ns.min(i64::MAX as u64) as i64,
+            synced: clocks_synced,
+            pending: HashMap::new(),
+            order: VecDeque::new(),
+            dirs: HashMap::new(),
+            near: HashMap::new(),
+            taps: names
+                .iter()
+                .map(|n| TapSummary {
+                    name: n.clone(),
+                    ..TapSummary::default()
+                })
+                .collect(),
+        }
+    }
+
+    /// What the reader counted of tap `i`.
+    pub fn tap_mut(&mut self, i: usize) -> &mut TapSummary {
+        &mut self.taps[i]
+    }
+
+    /// Sightings must come in `at` order (as the merged reading gives them).
+    pub fn feed(&mut self, s: Sight) {
+        self.expire(s.at.saturating_sub(self.window));
+        self.taps[s.tap].roce += 1;
+        if s.tap == 0 {
+            self.near.entry(pair(&s.dir)).or_insert(s.dir.src);
+        }
+        let n = self.n;
+        self.dirs
+            .entry(s.dir)
+            .or_insert_with(|| DirState {
+                seen_by: 0,
+                next_psn: None,
+                in_resend: false,
+                losses: VecDeque::new(),
+                segments: vec![Segment::default(); n + 1],
+                delays: vec![Samples::default(); n.saturating_sub(1)],
+                packets: 0,
+                matched: 0,
+                missed: [0; MAX_TAPS],
+                alone: [0; MAX_TAPS],
+            })
+            .seen_by |= 1 << s.tap;
+        // The copy this sighting is: among the copies pending that this tap has not seen,
+        // the one first seen last before it (a resend seen at one tap is not matched with
+        // the original another tap saw); a new copy when there is none.
+        let mut best: Option<(i64, u8)> = None;
+        let mut free = None;
+        for copy in 0..MAX_COPIES {
+            match self.pending.get(&(s.dir, s.psn, s.opcode, s.ident, copy)) {
+                Some(p) if p.at[s.tap].is_none() && p.first <= s.at => {
+                    if best.is_none_or(|(f, _)| p.first >= f) {
+                        best = Some((p.first, copy));
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    free = Some(copy);
+                    break;
+                }
+            }
+        }
+        if let Some((_, copy)) = best {
+            if let Some(p) = self
+                .pending
+                .get_mut(&(s.dir, s.psn, s.opcode, s.ident, copy))
+            {
+                p.at[s.tap] = Some(s.at);
+            }
+            return;
+        }
+        if let Some(copy) = free {
+            let key = (s.dir, s.psn, s.opcode, s.ident, copy);
+            let mut at = [None; MAX_TAPS];
+            at[s.tap] = Some(s.at);
+            self.pending.insert(
+                key,
+                Pending {
+                    first: s.at,
+                    at,
+                    nak: s.nak,
+                },
+            );
+            self.order.push_back((s.at, key));
+        }
+        // More copies than that within the window: counted at the tap, not matched.
+    }
+
+    /// Packets still waiting for other taps' sightings.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn expire(&mut self, before: i64) {
+        while let Some(&(first, key)) = self.order.front() {
+            if first >= before {
+                break;
+            }
+            self.order.pop_front();
+            if let Some(p) = self.pending.remove(&key) {
+                self.judge(key, p);
+            }
+        }
+    }
+
+    /// The full path positions of a direction: tap indices in its order.
+    fn path_of(&mut self, d: &DirKey) -> Vec<usize> {
+        let near = *self.near.entry(pair(d)).or_insert(d.src);
+        if near == d.src {
+            (0..self.n).collect()
+        } else {
+            (0..self.n).rev().collect()
+        }
+    }
+
+    fn judge(&mut self, key: PKey, p: Pending) {
+        let (dk, psn, opcode, _, _) = key;
+        let path = self.path_of(&dk);
+        let n = self.n;
+        let Some(d) = self.dirs.get_mut(&dk) else {
+            return;
+        };
+        d.packets += 1;
+        // Positions of the taps that see this direction at all.
+        let included: Vec<usize> = (0..n)
+            .filter(|&k| d.seen_by & (1 << path[k]) != 0)
+            .collect();
+        let seen: Vec<usize> = included
+            .iter()
+            .copied()
+            .filter(|&k| p.at[path[k]].is_some())
+            .collect();
+        let Some(&last) = seen.last() else {
+            return;
+        };
+        if seen.len() > 1 {
+            d.matched += 1;
+        } else {
+            d.alone[path[last]] += 1;
+        }
+        for &k in included.iter().take_while(|&&k| k < last) {
+            if p.at[path[k]].is_none() {
+                d.missed[path[k]] += 1;
+            }
+        }
+        for w in seen.windows(2) {
+            if let (Some(a), Some(b)) = (p.at[path[w[0]]], p.at[path[w[1]]]) {
+                d.delays[w[1] - 1].add(b - a);
+            }
+        }
+        let when = p.first.max(0) as u64;
+        if let Some(&next) = included.iter().find(|&&k| k > last) {
+            note_loss(&mut d.segments[next], psn, when);
+            push_loss(d, psn, next, false);
+        }
+        if is_request(opcode) {
+            sequence(d, psn, when, n);
+        }
+        if opcode == RC_ACK && p.nak {
+            self.charge_nak(&dk, psn, when);
+        }
+    }
+
+    /// A NAK of direction `nak_dir` for PSN `psn` of the opposite direction.
+    fn charge_nak(&mut self, nak_dir: &DirKey, psn: u32, when: u64) {
+        let n = self.n;
+        let mut best: Option<(u32, DirKey)> = None;
+        for (k, d) in self.dirs.iter_mut() {
+            if k.src != nak_dir.dst || k.dst != nak_dir.src {
+                continue;
+            }
+            if let Some(l) = d.losses.iter_mut().find(|l| l.psn == psn) {
+                if !l.nakd {
+                    l.nakd = true;
+                    d.segments[l.seg].naks += 1;
+                }
+                return;
+            }
+            if let Some(next) = d.next_psn {
+                let behind = next.wrapping_sub(psn) & PSN_MASK;
+                if behind < HALF && best.is_none_or(|(b, _)| behind < b) {
+                    best = Some((behind, *k));
+                }
+            }
+        }
+        // Every tap saw the PSN, and the receiver asked for it again.
+        if let Some((_, k)) = best {
+            let d = self.dirs.get_mut(&k).expect("found above");
+            note_loss(&mut d.segments[n], psn, when);
+            d.segments[n].naks += 1;
+            push_loss(d, psn, n, true);
+        }
+    }
+
+    /// Judges what is still pending and returns the report.
+    pub fn finish(mut self, offsets: &[i64]) -> Report {
+        self.expire(i64::MAX);
+        let mut keys: Vec<DirKey> = self.dirs.keys().copied().collect();
+        keys.sort();
+        let mut totals = Totals::default();
+        let mut pooled = Samples::default();
+        let mut directions = Vec::new();
+        for (i, o) in offsets.iter().enumerate().take(self.n) {
+            self.taps[i].offset_ns = *o;
+        }
+        for k in keys {
+            let full = self.path_of(&k);
+            let d = &self.dirs[&k];
+            for t in 0..self.n {
+                self.taps[t].missed += d.missed[t];
+                if d.matched == 0 {
+                    self.taps[t].alone += d.alone[t];
+                }
+            }
+            let inc: Vec<usize> = (0..self.n)
+                .filter(|&p| d.seen_by & (1 << full[p]) != 0)
+                .collect();
+            let mut segments = vec![d.segments[0].clone()];
+            let mut delays = Vec::new();
+            for w in inc.windows(2) {
+                // Losses placed at an excluded position belong to the next included one.
+                let mut s = Segment::default();
+                for p in w[0] + 1..=w[1] {
+                    merge(&mut s, &d.segments[p]);
+                }
+                segments.push(s);
+                delays.push(delay(&d.delays[w[1] - 1], self.synced));
+            }
+            segments.push(d.segments[self.n].clone());
+            if d.matched == 0 {
+                segments.iter_mut().for_each(|s| *s = Segment::default());
+            } else {
+                let m = segments.len() - 1;
+                totals.lost_before_first_tap += segments[0].lost;
+                totals.lost_after_last_tap += segments[m].lost;
+                totals.lost_between_taps += segments[1..m].iter().map(|s| s.lost).sum::<u64>();
+                if let Some(first) = inc.windows(2).next() {
+                    d.delays[first[1] - 1]
+                        .above_min()
+                        .for_each(|v| pooled.add(v));
+                }
+            }
+            directions.push(Direction {
+                key: k,
+                path: inc.iter().map(|&p| full[p]).collect(),
+                packets: d.packets,
+                matched: d.matched,
+                segments,
+                delays,
+            });
+        }
+        totals.queueing_delay_median_s = pooled.quantile(0.5).map(secs);
+        Report {
+            clocks_synced: self.synced,
+            taps: self.taps,
+            directions,
+            totals,
+        }
+    }
+}
+
+fn secs(ns: i64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn delay(s: &Samples, synced: bool) -> Option<Delay> {
+    let min = s.min()?;
+    let median = s.quantile(0.5)?;
+    let p99 = s.quantile(0.99)?;
+    let max = s.max()?;
+    Some(Delay {
+        count: s.count(),
+        min_s: synced.then(|| secs(min)),
+        median_s: synced.then(|| secs(median)),
+        p99_s: synced.then(|| secs(p99)),
+        median_above_min_s: secs(median - min),
+        p99_above_min_s: secs(p99 - min),
+        max_above_min_s: secs(max - min),
+    })
+}
+
+fn merge(into: &mut Segment, s: &Segment) {
+    into.lost += s.lost;
+    for &p in &s.psns {
+        if into.psns.len() < LISTED_PSNS {
+            into.psns.push(p);
+        }
+    }
+    into.first_ns = match (into.first_ns, s.first_ns) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    into.last_ns = into.last_ns.max(s.last_ns);
+    into.naks += s.naks;
+    into.timer_retries += s.timer_retries;
+}
+
+fn note_loss(s: &mut Segment, psn: u32, when: u64) {
+    s.lost += 1;
+    if s.psns.len() < LISTED_PSNS {
+        s.psns.push(psn);
+    }
+    s.first_ns.get_or_insert(when);
+    s.last_ns = Some(when);
+}
+
+fn push_loss(d: &mut DirState, psn: u32, seg: usize, nakd: bool) {
+    if d.losses.len() == LOSSES {
+        d.losses.pop_front();
+    }
+    d.losses.push_back(Loss {
+        psn,
+        seg,
+        nakd,
+        resent: false,
+    });
+}
+
+/// The request stream's PSNs: a jump ahead is loss before the first tap, a PSN behind a
+/// resend (charged to its loss, or a timer retry of a packet every tap saw).
+fn sequence(d: &mut DirState, psn: u32, when: u64, n: usize) {
+    let Some(next) = d.next_psn else {
+        d.next_psn = Some((psn + 1) & PSN_MASK);
+        return;
+    };
+    let ahead = psn.wrapping_sub(next) & PSN_MASK;
+    if ahead < HALF {
+        if ahead <= MAX_GAP {
+            for i in 0..ahead {
+                let q = (next + i) & PSN_MASK;
+                note_loss(&mut d.segments[0], q, when);
+                push_loss(d, q, 0, false);
+            }
+        }
+        d.next_psn = Some((psn + 1) & PSN_MASK);
+        d.in_resend = false;
+        return;
+    }
+    let first_of_run = !d.in_resend;
+    d.in_resend = true;
+    if let Some(l) = d.losses.iter_mut().find(|l| l.psn == psn && !l.resent) {
+        l.resent = true;
+        if !l.nakd && first_of_run {
+            d.segments[l.seg].timer_retries += 1;
+        }
+        return;
+    }
+    if first_of_run && !d.losses.iter().any(|l| l.psn == psn) {
+        note_loss(&mut d.segments[n], psn, when);
+        d.segments[n].timer_retries += 1;
+        push_loss(d, psn, n, false);
+        if let Some(l) = d.losses.back_mut() {
+            l.resent = true;
+        }
+    }
+}
