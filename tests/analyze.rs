@@ -25,5 +25,7 @@ mod many_qp;
 mod qos;
 #[path = "analyze/samples.rs"]
 mod samples;
+#[path = "analyze/taps.rs"]
+mod taps;
 #[path = "analyze/tshark_crosscheck.rs"]
 mod tshark_crosscheck;

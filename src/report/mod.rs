@@ -16,6 +16,7 @@ pub mod rules;
 pub mod safe;
 pub mod style;
 pub mod summary;
+pub mod taps;
 mod text;
 
 /// The one severity scale of findings (`analyze`, netcheck, the NAD lint).

@@ -1,4 +1,4 @@
-//! Several taps of one RC connection: A WRITEs to B (go-back-N, B ACKs in order and
+//! Several taps of one RC connection: A SENDs to B (go-back-N, B ACKs in order and
 //! NAKs the first PSN missing), seen at `taps` points in path order from A, with drops
 //! placed before, between and after the taps, frames a tap's capture misses, queueing
 //! delay between the taps and skewed tap clocks. The truth per segment is known by
@@ -16,7 +16,7 @@ use std::io::{self, Write};
 pub struct Spec {
     /// Taps in path order from A (2 ..= 8).
     pub taps: usize,
-    /// New WRITE Only packets A sends.
+    /// New SEND Only packets A sends.
     pub packets: u32,
     /// (packet index, segment): the original is dropped in that segment (0 before the
     /// first tap, k between taps k-1 and k, `taps` after the last).
@@ -98,14 +98,14 @@ pub fn write<W: Write>(spec: &Spec, outs: Vec<W>) -> io::Result<Truth> {
             pkey: PKey(0xffff),
             dest_qp: Qpn::new(qp),
             psn: Psn::new(p),
-            ack_req: op == 0x0a,
+            ack_req: op == 0x04,
             ..Default::default()
         },
         aeth: aeth.map(|syndrome| AethRepr {
             syndrome,
             msn: Msn(0),
         }),
-        payload_len: if op == 0x0a { 64 } else { 0 },
+        payload_len: if op == 0x04 { 64 } else { 0 },
         ..Default::default()
     };
     let mut buf = Vec::new();
@@ -148,9 +148,9 @@ pub fn write<W: Write>(spec: &Spec, outs: Vec<W>) -> io::Result<Truth> {
         sent_once[i as usize] = true;
         max_sent = Some(max_sent.map_or(i, |m| m.max(i)));
         let drop = if original { seg_of(i) } else { None };
-        frame::roce(&mut buf, &fwd, Ecn::Ect0, &pkt(0x0a, psn(i), B_QPN, None));
+        frame::roce(&mut buf, &fwd, Ecn::Ect0, &pkt(0x04, psn(i), B_QPN, None));
         let mut t = now + LINK_NS;
-        for k in 0..n {
+        for (k, tap) in frames.iter_mut().enumerate() {
             if k > 0 {
                 let j = jitter(i, k, spec.jitter_ns);
                 if k == 1 && original {
@@ -165,7 +165,7 @@ pub fn write<W: Write>(spec: &Spec, outs: Vec<W>) -> io::Result<Truth> {
                 truth.missed[k] += 1;
                 continue;
             }
-            frames[k].push((t, buf.clone()));
+            tap.push((t, buf.clone()));
         }
         if let Some(s) = drop {
             truth.lost[s].push(psn(i));

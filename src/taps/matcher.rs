@@ -267,7 +267,7 @@ impl Matcher {
     fn charge_nak(&mut self, nak_dir: &DirKey, psn: u32, when: u64) {
         let n = self.n;
         let mut best: Option<(u32, DirKey)> = None;
-        for (k, d) in self.dirs.iter_mut() {
+        for (k, d) in &mut self.dirs {
             if k.src != nak_dir.dst || k.dst != nak_dir.src {
                 continue;
             }
@@ -300,7 +300,7 @@ impl Matcher {
         let mut keys: Vec<DirKey> = self.dirs.keys().copied().collect();
         keys.sort();
         let mut totals = Totals::default();
-        let mut pooled = Samples::default();
+        let mut queueing: Option<i64> = None;
         let mut directions = Vec::new();
         for (i, o) in offsets.iter().enumerate().take(self.n) {
             self.taps[i].offset_ns = *o;
@@ -330,16 +330,17 @@ impl Matcher {
             }
             segments.push(d.segments[self.n].clone());
             if d.matched == 0 {
-                segments.iter_mut().for_each(|s| *s = Segment::default());
+                segments.fill(Segment::default());
             } else {
                 let m = segments.len() - 1;
                 totals.lost_before_first_tap += segments[0].lost;
                 totals.lost_after_last_tap += segments[m].lost;
                 totals.lost_between_taps += segments[1..m].iter().map(|s| s.lost).sum::<u64>();
                 if let Some(first) = inc.windows(2).next() {
-                    d.delays[first[1] - 1]
-                        .above_min()
-                        .for_each(|v| pooled.add(v));
+                    let x = &d.delays[first[1] - 1];
+                    if let (Some(m), Some(min)) = (x.quantile(0.5), x.min()) {
+                        queueing = queueing.max(Some(m - min));
+                    }
                 }
             }
             directions.push(Direction {
@@ -351,7 +352,7 @@ impl Matcher {
                 delays,
             });
         }
-        totals.queueing_delay_median_s = pooled.quantile(0.5).map(secs);
+        totals.queueing_delay_median_s = queueing.map(secs);
         Report {
             clocks_synced: self.synced,
             taps: self.taps,

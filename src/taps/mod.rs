@@ -175,7 +175,8 @@ pub struct Totals {
     pub lost_between_taps: u64,
     /// Packets lost after the last tap (NAKed or resent by timer).
     pub lost_after_last_tap: u64,
-    /// The median delay between the first two taps above its minimum, pooled over the
-    /// directions (seconds); None when no packet was seen at both.
+    /// The median delay between the first two taps of a direction's path above its
+    /// minimum, of the direction where it is largest (the queueing is where the traffic
+    /// waits; seconds); None when no packet was seen at two taps.
     pub queueing_delay_median_s: Option<f64>,
 }

@@ -64,9 +64,4 @@ impl Samples {
         let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
         Some(v[i])
     }
-
-    /// The values kept, each minus the minimum.
-    pub fn above_min(&self) -> impl Iterator<Item = i64> + '_ {
-        self.vals.iter().map(move |v| v - self.min)
-    }
 }
