@@ -79,6 +79,8 @@ fn is_request(op: u8) -> bool {
 pub struct Matcher {
     n: usize,
     window: i64,
+    /// How far a sighting may precede the copy it belongs to: an eighth of the window.
+    slack: i64,
     synced: bool,
     pending: HashMap<PKey, Pending>,
     order: VecDeque<(i64, PKey)>,
@@ -100,6 +102,7 @@ impl Matcher {
         Matcher {
             n: names.len(),
             window: window_ns.min(i64::MAX as u64) as i64,
+            slack: (window_ns / 8).min(i64::MAX as u64) as i64,
             synced: clocks_synced,
             pending: HashMap::new(),
             order: VecDeque::new(),
@@ -145,12 +148,14 @@ impl Matcher {
             .seen_by |= 1 << s.tap;
         // The copy this sighting is: among the copies pending that this tap has not seen,
         // the one first seen last before it (a resend seen at one tap is not matched with
-        // the original another tap saw); a new copy when there is none.
+        // the original another tap saw); a new copy when there is none. "Before" allows
+        // for the estimated clock offsets' error (`slack`): a tap after another on the path
+        // may be put a little before it.
         let mut best: Option<(i64, u8)> = None;
         let mut free = None;
         for copy in 0..MAX_COPIES {
             match self.pending.get(&(s.dir, s.psn, s.opcode, s.ident, copy)) {
-                Some(p) if p.at[s.tap].is_none() && p.first <= s.at => {
+                Some(p) if p.at[s.tap].is_none() && p.first <= s.at.saturating_add(self.slack) => {
                     if best.is_none_or(|(f, _)| p.first >= f) {
                         best = Some((p.first, copy));
                     }
@@ -245,7 +250,9 @@ impl Matcher {
                 d.missed[path[k]] += 1;
             }
         }
-        for w in seen.windows(2) {
+        // Delays between adjacent taps of the path only: one that missed the packet
+        // leaves no delay for either of its segments.
+        for w in included.windows(2) {
             if let (Some(a), Some(b)) = (p.at[path[w[0]]], p.at[path[w[1]]]) {
                 d.delays[w[1] - 1].add(b - a);
             }

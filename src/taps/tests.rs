@@ -191,3 +191,25 @@ fn samples_keep_exact_extremes_and_bounded_values() {
     let med = x.quantile(0.5).unwrap();
     assert!((400..600).contains(&med), "{med}");
 }
+
+#[test]
+fn a_tap_that_missed_a_frame_leaves_no_delay_across_it() {
+    let mut v = Vec::new();
+    for p in 0..5u32 {
+        let t = i64::from(p) * 10_000;
+        for k in 0..3 {
+            if !(p == 1 && k == 1) {
+                v.push(s(k, t + k as i64 * 1_000, AB, p, 0x04, false));
+            }
+        }
+    }
+    let r = run(3, v, true);
+    let d = dir(&r, &AB);
+    for dl in &d.delays {
+        let dl = dl.as_ref().unwrap();
+        assert_eq!(
+            (dl.count, dl.max_above_min_s, dl.min_s),
+            (4, 0.0, Some(1e-6))
+        );
+    }
+}
