@@ -328,6 +328,10 @@ pub struct AnalyzeArgs {
     /// taps are reported too (otherwise only their variation above the minimum).
     #[arg(long, requires = "taps")]
     pub clocks_synced: bool,
+    /// With --tap: how long after its first sighting a packet is judged (seconds); an
+    /// eighth of it must cover the taps' clock drift over the capture.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.1, requires = "taps")]
+    pub tap_window: f64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

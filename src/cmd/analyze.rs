@@ -279,9 +279,14 @@ fn taps_config(
     a: &AnalyzeArgs,
     paths: &[PathBuf],
 ) -> Result<Option<rocetap::taps::Config>, Failure> {
-    use rocetap::taps::{Config, Tap, DEFAULT_WINDOW_NS, MAX_TAPS};
+    use rocetap::taps::{Config, Tap, MAX_TAPS};
     if a.taps.is_empty() {
         return Ok(None);
+    }
+    if !(a.tap_window > 0.0 && a.tap_window <= 3600.0) {
+        return Err(Failure::new(
+            "analyze: --tap-window must be a positive number of seconds, at most 3600",
+        ));
     }
     if !paths.is_empty() {
         return Err(Failure::new(
@@ -320,7 +325,7 @@ fn taps_config(
     Ok(Some(Config {
         taps,
         clocks_synced: a.clocks_synced,
-        window_ns: DEFAULT_WINDOW_NS,
+        window_ns: (a.tap_window * 1e9) as u64,
         dissect: dissectors::Config {
             roce_port: a.opts.roce_port,
             check_icrc: !a.opts.no_icrc,

@@ -75,6 +75,35 @@ fn is_request(op: u8) -> bool {
     op >> 5 == 0 && matches!(op & 0x1f, 0x00..=0x0c | 0x13..=0x16)
 }
 
+/// Up to [`MAX_TAPS`] path positions, without allocating (judging a packet allocates
+/// nothing).
+#[derive(Clone, Copy)]
+struct Small {
+    v: [usize; MAX_TAPS],
+    len: usize,
+}
+
+impl FromIterator<usize> for Small {
+    fn from_iter<I: IntoIterator<Item = usize>>(it: I) -> Self {
+        let mut s = Small {
+            v: [0; MAX_TAPS],
+            len: 0,
+        };
+        for x in it.into_iter().take(MAX_TAPS) {
+            s.v[s.len] = x;
+            s.len += 1;
+        }
+        s
+    }
+}
+
+impl std::ops::Deref for Small {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        &self.v[..self.len]
+    }
+}
+
 /// Matches sightings across taps and judges each packet once.
 pub struct Matcher {
     n: usize,
@@ -211,7 +240,7 @@ impl Matcher {
     }
 
     /// The full path positions of a direction: tap indices in its order.
-    fn path_of(&mut self, d: &DirKey) -> Vec<usize> {
+    fn path_of(&mut self, d: &DirKey) -> Small {
         let near = *self.near.entry(pair(d)).or_insert(d.src);
         if near == d.src {
             (0..self.n).collect()
@@ -229,10 +258,10 @@ impl Matcher {
         };
         d.packets += 1;
         // Positions of the taps that see this direction at all.
-        let included: Vec<usize> = (0..n)
+        let included: Small = (0..n)
             .filter(|&k| d.seen_by & (1 << path[k]) != 0)
             .collect();
-        let seen: Vec<usize> = included
+        let seen: Small = included
             .iter()
             .copied()
             .filter(|&k| p.at[path[k]].is_some())

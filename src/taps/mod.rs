@@ -62,8 +62,9 @@ pub struct Config {
     pub dissect: dissectors::Config,
 }
 
-/// The default matching window: 1 s.
-pub const DEFAULT_WINDOW_NS: u64 = 1_000_000_000;
+/// The default matching window: 100 ms (far above any one-way delay in a fabric; the
+/// estimated clock offsets must stay within an eighth of it for the whole capture).
+pub const DEFAULT_WINDOW_NS: u64 = 100_000_000;
 
 /// A direction of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -206,6 +206,15 @@ fn bad_tap_arguments_exit_2() {
             f.as_str(),
         ],
         vec!["analyze", f.as_str(), "--tap", "a=x", "--tap", "b=y"],
+        vec![
+            "analyze",
+            "--tap",
+            f.as_str(),
+            "--tap",
+            "b=y",
+            "--tap-window",
+            "0",
+        ],
     ] {
         let o = rocetap(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -280,4 +289,25 @@ fn samples_and_goldens() {
             }
         }
     }
+}
+
+/// Not a check: writes two taps of `TAPS_PACKETS` (default 200,000) packets into
+/// `TAPS_OUT` (default a temporary directory) for timing `analyze --tap` by hand.
+#[test]
+#[ignore = "writes large captures for timing by hand"]
+fn write_large_taps() {
+    let n: u32 = std::env::var("TAPS_PACKETS").map_or(200_000, |v| v.parse().unwrap());
+    let dir = std::env::var("TAPS_OUT").map_or_else(|_| std::env::temp_dir(), PathBuf::from);
+    let spec = Spec {
+        packets: n,
+        drops: (0..n / 1000)
+            .map(|i| (i * 1000 + 7, (i % 3) as usize))
+            .collect(),
+        ..Spec::default()
+    };
+    let (files, t) = gen(&spec, &dir, "large");
+    eprintln!(
+        "{files:?}: lost per segment {:?}",
+        t.lost.iter().map(Vec::len).collect::<Vec<_>>()
+    );
 }
