@@ -117,6 +117,24 @@ pub struct Matcher {
     /// (lower address, higher address) → the host nearest the first tap.
     near: HashMap<(IpAddr, IpAddr), IpAddr>,
     taps: Vec<TapSummary>,
+    spans: Vec<Span>,
+}
+
+/// When a tap was capturing, in first sightings of the packets it saw: from the first
+/// sighting of its first packet to that of its last once its capture has ended. (On a
+/// path packets keep their order, so a packet first seen before a tap's first one passed
+/// it before it started.) A tap is judged only on the packets of its span.
+#[derive(Clone, Copy, Default)]
+struct Span {
+    start: Option<i64>,
+    last: i64,
+    ended: bool,
+}
+
+impl Span {
+    fn covers(&self, t: i64) -> bool {
+        self.start.is_some_and(|s| t >= s) && !(self.ended && t > self.last)
+    }
 }
 
 fn pair(d: &DirKey) -> (IpAddr, IpAddr) {
@@ -144,7 +162,19 @@ impl Matcher {
                     ..TapSummary::default()
                 })
                 .collect(),
+            spans: vec![Span::default(); names.len()],
         }
+    }
+
+    /// Tap `i`'s capture has ended: packets first seen after its last are not judged on it.
+    pub fn tap_ended(&mut self, i: usize) {
+        self.spans[i].ended = true;
+    }
+
+    fn note_span(&mut self, tap: usize, first: i64) {
+        let sp = &mut self.spans[tap];
+        sp.start.get_or_insert(first);
+        sp.last = sp.last.max(first);
     }
 
     /// What the reader counted of tap `i`.
@@ -202,6 +232,8 @@ impl Matcher {
                 .get_mut(&(s.dir, s.psn, s.opcode, s.ident, copy))
             {
                 p.at[s.tap] = Some(s.at);
+                let first = p.first;
+                self.note_span(s.tap, first);
             }
             return;
         }
@@ -218,6 +250,7 @@ impl Matcher {
                 },
             );
             self.order.push_back((s.at, key));
+            self.note_span(s.tap, s.at);
         }
         // More copies than that within the window: counted at the tap, not matched.
     }
@@ -253,13 +286,14 @@ impl Matcher {
         let (dk, psn, opcode, _, _) = key;
         let path = self.path_of(&dk);
         let n = self.n;
+        let spans = &self.spans;
         let Some(d) = self.dirs.get_mut(&dk) else {
             return;
         };
         d.packets += 1;
-        // Positions of the taps that see this direction at all.
+        // Positions of the taps that see this direction at all and were capturing.
         let included: Small = (0..n)
-            .filter(|&k| d.seen_by & (1 << path[k]) != 0)
+            .filter(|&k| d.seen_by & (1 << path[k]) != 0 && spans[path[k]].covers(p.first))
             .collect();
         let seen: Small = included
             .iter()
@@ -292,7 +326,8 @@ impl Matcher {
             push_loss(d, psn, next, false);
         }
         if is_request(opcode) {
-            sequence(d, psn, when, n);
+            let last_capturing = spans[path[n - 1]].covers(p.first);
+            sequence(d, psn, when, n, last_capturing);
         }
         if opcode == RC_ACK && p.nak {
             self.charge_nak(&dk, psn, when);
@@ -322,6 +357,16 @@ impl Matcher {
             }
         }
         // Every tap saw the PSN, and the receiver asked for it again.
+        let last = |k: &DirKey| {
+            let near = self.near.get(&pair(k)).copied().unwrap_or(k.src);
+            if near == k.src {
+                n - 1
+            } else {
+                0
+            }
+        };
+        // Only when the last tap of that direction was capturing did every tap see it.
+        let best = best.filter(|(_, k)| self.spans[last(k)].covers(when as i64));
         if let Some((_, k)) = best {
             let d = self.dirs.get_mut(&k).expect("found above");
             note_loss(&mut d.segments[n], psn, when);
@@ -457,7 +502,7 @@ fn push_loss(d: &mut DirState, psn: u32, seg: usize, nakd: bool) {
 
 /// The request stream's PSNs: a jump ahead is loss before the first tap, a PSN behind a
 /// resend (charged to its loss, or a timer retry of a packet every tap saw).
-fn sequence(d: &mut DirState, psn: u32, when: u64, n: usize) {
+fn sequence(d: &mut DirState, psn: u32, when: u64, n: usize, last_capturing: bool) {
     let Some(next) = d.next_psn else {
         d.next_psn = Some((psn + 1) & PSN_MASK);
         return;
@@ -484,7 +529,8 @@ fn sequence(d: &mut DirState, psn: u32, when: u64, n: usize) {
         }
         return;
     }
-    if first_of_run && !d.losses.iter().any(|l| l.psn == psn) {
+    // Only a PSN the last tap could have seen is known to have passed every tap.
+    if first_of_run && last_capturing && !d.losses.iter().any(|l| l.psn == psn) {
         note_loss(&mut d.segments[n], psn, when);
         d.segments[n].timer_retries += 1;
         push_loss(d, psn, n, false);

@@ -117,13 +117,22 @@ fn offsets(cfg: &Config) -> Result<Vec<i64>, TapsError> {
     if cfg.clocks_synced {
         return Ok(out);
     }
-    let first = firsts(cfg, 0)?;
     for (i, o) in out.iter_mut().enumerate().skip(1) {
+        // Tap i's first packets, looked for in tap 0 from its start (which may have
+        // started long before tap i): memory for OFFSET_PACKETS, whatever the files.
         let other = firsts(cfg, i)?;
-        let mut diffs: Vec<i64> = other
-            .iter()
-            .filter_map(|(k, t)| first.get(k).map(|t0| t - t0))
-            .collect();
+        let mut diffs = Vec::new();
+        let mut r0 = TapReader::open(cfg, 0)?;
+        let mut found = std::collections::HashSet::new();
+        while diffs.len() < other.len().min(256) {
+            let Some(s) = r0.next()? else { break };
+            let k = (s.dir, s.psn, s.opcode, s.ident);
+            if let Some(t) = other.get(&k) {
+                if found.insert(k) {
+                    diffs.push(t - s.at);
+                }
+            }
+        }
         diffs.sort_unstable();
         if !diffs.is_empty() {
             *o = diffs[diffs.len() / 2];
@@ -161,6 +170,9 @@ pub fn run(cfg: &Config) -> Result<Report, TapsError> {
     let mut heads: Vec<Option<Sight>> = Vec::with_capacity(n);
     for (i, r) in readers.iter_mut().enumerate() {
         heads.push(r.next()?.map(|s| shift(s, offsets[i])));
+        if heads[i].is_none() {
+            m.tap_ended(i);
+        }
     }
     while let Some(i) = (0..n)
         .filter(|&i| heads[i].is_some())
@@ -169,6 +181,9 @@ pub fn run(cfg: &Config) -> Result<Report, TapsError> {
         let s = heads[i].take().expect("chosen above");
         m.feed(s);
         heads[i] = readers[i].next()?.map(|s| shift(s, offsets[i]));
+        if heads[i].is_none() {
+            m.tap_ended(i);
+        }
     }
     for (i, r) in readers.iter().enumerate() {
         let t = m.tap_mut(i);

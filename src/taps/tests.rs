@@ -213,3 +213,30 @@ fn a_tap_that_missed_a_frame_leaves_no_delay_across_it() {
         );
     }
 }
+
+#[test]
+fn a_tap_that_started_late_and_ended_early_is_judged_on_its_span_only() {
+    // Tap 1 captured PSNs 3..=6 of 0..10 only; PSN 5 was lost between the taps.
+    let mut m = Matcher::new(&names(2), 1_000_000, false);
+    let mut v = Vec::new();
+    for p in 0..10u32 {
+        let t = i64::from(p) * 10_000;
+        v.push(s(0, t, AB, p, 0x04, false));
+        if (3..=6).contains(&p) && p != 5 {
+            v.push(s(1, t + 1_000, AB, p, 0x04, false));
+        }
+    }
+    v.sort_by_key(|s| s.at);
+    for x in v {
+        let (tap, p) = (x.tap, x.psn);
+        m.feed(x);
+        if tap == 1 && p == 6 {
+            m.tap_ended(1);
+        }
+    }
+    let r = m.finish(&[0, 0]);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[1].psns, vec![5]);
+    assert_eq!(r.totals.lost_between_taps, 1);
+    assert_eq!(r.taps[1].missed, 0);
+}

@@ -191,6 +191,24 @@ fn an_empty_tap_and_unrelated_taps_are_reported_not_blamed() {
 }
 
 #[test]
+fn a_tap_cut_short_is_judged_only_while_it_captured() {
+    let d = TempDir::new("taps-cut");
+    let (files, t) = gen(&two_tap_spec(), &d.0, "c");
+    // Tap s ends in the middle of its 5th record (24-byte header, ~100-byte frames).
+    let bytes = fs::read(&files[1]).unwrap();
+    fs::write(&files[1], &bytes[..500]).unwrap();
+    let v = json(&files, &[]);
+    assert_eq!(v["taps"]["points"][1]["cut_short"], true);
+    assert_eq!(v["taps"]["points"][1]["trusted"], false);
+    assert_eq!(v["taps"]["points"][1]["missed"], 0);
+    // Before the first tap still counts; nothing is put between or after the taps
+    // for the time tap s was not capturing.
+    assert_eq!(v["totals"]["lost_before_first_tap"], t.lost[0].len() as u64);
+    assert_eq!(v["totals"]["lost_between_taps"], 0);
+    assert_eq!(v["totals"]["lost_after_last_tap"], 0);
+}
+
+#[test]
 fn bad_tap_arguments_exit_2() {
     let d = TempDir::new("taps-args");
     let (files, _) = gen(&two_tap_spec(), &d.0, "y");
