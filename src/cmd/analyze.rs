@@ -240,8 +240,12 @@ fn finish(
         input.qp_table = Some(rocetap::qptable::match_flows(&flows, t));
     }
     // An unknown rule name is an error even when the output could be written.
-    let verdicts =
-        rules::check(rules, |n| lookup(&report, n)).map_err(|e| Failure::new(e.to_string()))?;
+    // With --tap, the merged analysis's totals are rule names too.
+    let verdicts = rules::check(rules, |n| {
+        taps.and_then(|t| tap_total(t, n))
+            .or_else(|| lookup(&report, n))
+    })
+    .map_err(|e| Failure::new(e.to_string()))?;
     let o = out;
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -331,4 +335,17 @@ fn taps_config(
             check_icrc: !a.opts.no_icrc,
         },
     }))
+}
+
+/// A key the merged analysis adds to `totals`, for `--fail-on` (e.g.
+/// `'lost_between_taps > 0'`).
+fn tap_total(t: &rocetap::taps::Report, name: &str) -> Option<f64> {
+    let x = &t.totals;
+    match name {
+        "lost_before_first_tap" => Some(x.lost_before_first_tap as f64),
+        "lost_between_taps" => Some(x.lost_between_taps as f64),
+        "lost_after_last_tap" => Some(x.lost_after_last_tap as f64),
+        "queueing_delay_median_s" => Some(x.queueing_delay_median_s.unwrap_or(0.0)),
+        _ => None,
+    }
 }

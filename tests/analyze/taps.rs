@@ -209,6 +209,17 @@ fn a_tap_cut_short_is_judged_only_while_it_captured() {
 }
 
 #[test]
+fn rules_see_the_merged_totals() {
+    let d = TempDir::new("taps-rules");
+    let (files, _) = gen(&two_tap_spec(), &d.0, "r");
+    let (code, _, err) = analyze(&files, &["--fail-on", "lost_between_taps > 3"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("lost_between_taps > 3 (actual 4)"), "{err}");
+    let (code, _, err) = analyze(&files, &["--fail-on", "lost_after_last_tap > 1"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
 fn bad_tap_arguments_exit_2() {
     let d = TempDir::new("taps-args");
     let (files, _) = gen(&two_tap_spec(), &d.0, "y");
