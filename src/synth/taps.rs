@@ -75,10 +75,16 @@ fn jitter(i: u32, hop: usize, j: u64) -> u64 {
     (u64::from(i) * 7919 + hop as u64 * 131) % (j + 1)
 }
 
-/// Writes one classic pcap (ns) per tap into `outs` and returns the truth.
+/// Writes one classic pcap (ns) per tap into `outs` and returns the truth (an
+/// `InvalidInput` error for a spec out of range).
 pub fn write<W: Write>(spec: &Spec, outs: Vec<W>) -> io::Result<Truth> {
     let n = spec.taps;
-    assert!((2..=8).contains(&n) && outs.len() == n && spec.jitter_ns < GAP_NS);
+    if !(2..=8).contains(&n) || outs.len() != n || spec.jitter_ns >= GAP_NS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "synth taps: 2 to 8 taps, one output each, jitter below 10 us",
+        ));
+    }
     let (a, b) = (v4(192, 0, 2, 1), v4(192, 0, 2, 2));
     let (fwd, rev) = (path(a, b, 49152), path(b, a, 49153));
     let mut frames: Vec<Vec<(u64, Vec<u8>)>> = vec![Vec::new(); n];

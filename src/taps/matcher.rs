@@ -144,8 +144,11 @@ fn pair(d: &DirKey) -> (IpAddr, IpAddr) {
 impl Matcher {
     /// A matcher for taps named `names` (path order), judging packets `window_ns` after
     /// their first sighting.
+    ///
+    /// # Panics
+    /// With no name or more than [`MAX_TAPS`] (`run` refuses those inputs first).
     pub fn new(names: &[String], window_ns: u64, clocks_synced: bool) -> Self {
-        assert!(names.len() <= MAX_TAPS);
+        assert!((1..=MAX_TAPS).contains(&names.len()));
         Matcher {
             n: names.len(),
             window: window_ns.min(i64::MAX as u64) as i64,
@@ -317,7 +320,7 @@ impl Matcher {
         // leaves no delay for either of its segments.
         for w in included.windows(2) {
             if let (Some(a), Some(b)) = (p.at[path[w[0]]], p.at[path[w[1]]]) {
-                d.delays[w[1] - 1].add(b - a);
+                d.delays[w[1] - 1].add(b.saturating_sub(a));
             }
         }
         let when = p.first.max(0) as u64;
@@ -420,7 +423,7 @@ impl Matcher {
                 if let Some(first) = inc.windows(2).next() {
                     let x = &d.delays[first[1] - 1];
                     if let (Some(m), Some(min)) = (x.quantile(0.5), x.min()) {
-                        queueing = queueing.max(Some(m - min));
+                        queueing = queueing.max(Some(m.saturating_sub(min)));
                     }
                 }
             }
@@ -457,9 +460,9 @@ fn delay(s: &Samples, synced: bool) -> Option<Delay> {
         min_s: synced.then(|| secs(min)),
         median_s: synced.then(|| secs(median)),
         p99_s: synced.then(|| secs(p99)),
-        median_above_min_s: secs(median - min),
-        p99_above_min_s: secs(p99 - min),
-        max_above_min_s: secs(max - min),
+        median_above_min_s: secs(median.saturating_sub(min)),
+        p99_above_min_s: secs(p99.saturating_sub(min)),
+        max_above_min_s: secs(max.saturating_sub(min)),
     })
 }
 

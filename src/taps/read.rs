@@ -129,7 +129,7 @@ fn offsets(cfg: &Config) -> Result<Vec<i64>, TapsError> {
             let k = (s.dir, s.psn, s.opcode, s.ident);
             if let Some(t) = other.get(&k) {
                 if found.insert(k) {
-                    diffs.push(t - s.at);
+                    diffs.push(t.saturating_sub(s.at));
                 }
             }
         }
