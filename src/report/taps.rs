@@ -144,6 +144,12 @@ pub fn text(out: &mut impl Write, r: &Report) -> io::Result<()> {
                 tap.missed
             )?;
         }
+        if let Some(n) = tap.capture_dropped.filter(|&n| n > 0) {
+            writeln!(
+                out,
+                "  tap {name}: its capture reports {n} frames dropped (pcapng statistics): not trusted where the taps disagree"
+            )?;
+        }
         if tap.cut_short {
             writeln!(
                 out,
@@ -207,7 +213,8 @@ impl Serialize for TapsJson<'_> {
                     "alone": t.alone,
                     "clock_offset_s": t.offset_ns as f64 / 1e9,
                     "cut_short": t.cut_short,
-                    "trusted": t.missed == 0 && !t.cut_short,
+                    "capture_dropped": t.capture_dropped,
+                    "trusted": t.trusted(),
                 })
             })
             .collect();

@@ -31,6 +31,9 @@ pub struct Spec {
     pub skew_ns: Vec<i64>,
     /// First PSN.
     pub first_psn: u32,
+    /// (tap, n): that tap is written as pcapng whose Interface Statistics Block says its
+    /// capture dropped n frames (`isb_ifdrop`).
+    pub capture_drops: Vec<(usize, u64)>,
 }
 
 impl Default for Spec {
@@ -44,6 +47,7 @@ impl Default for Spec {
             jitter_ns: 4_000,
             skew_ns: Vec::new(),
             first_psn: 1000,
+            capture_drops: Vec::new(),
         }
     }
 }
@@ -215,14 +219,38 @@ pub fn write<W: Write>(spec: &Spec, outs: Vec<W>) -> io::Result<Truth> {
         name: None,
     }];
     for (k, w) in outs.into_iter().enumerate() {
-        let mut w = Writer::new(w, Format::PcapNs, &iface)?;
+        let drops = spec.capture_drops.iter().find(|d| d.0 == k).map(|d| d.1);
+        let format = if drops.is_some() {
+            Format::PcapNg
+        } else {
+            Format::PcapNs
+        };
+        let mut w = Writer::new(w, format, &iface)?;
         let skew = spec.skew_ns.get(k).copied().unwrap_or(0);
         frames[k].sort_by_key(|f| f.0);
         for (t, f) in &frames[k] {
             let ts = (EPOCH_NS + t).saturating_add_signed(skew);
             w.write(ts, 0, f, f.len() as u32, None)?;
         }
+        if let Some(n) = drops {
+            w.get_mut().write_all(&isb(n))?;
+        }
         w.flush()?;
     }
     Ok(truth)
+}
+
+/// A pcapng Interface Statistics Block for interface 0 with `isb_ifdrop` = `n`.
+fn isb(n: u64) -> Vec<u8> {
+    let mut b = Vec::with_capacity(40);
+    b.extend_from_slice(&5u32.to_le_bytes()); // block type
+    b.extend_from_slice(&40u32.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes()); // interface id
+    b.extend_from_slice(&0u64.to_le_bytes()); // timestamp (high, low)
+    b.extend_from_slice(&5u16.to_le_bytes()); // isb_ifdrop
+    b.extend_from_slice(&8u16.to_le_bytes());
+    b.extend_from_slice(&n.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes()); // opt_endofopt
+    b.extend_from_slice(&40u32.to_le_bytes());
+    b
 }

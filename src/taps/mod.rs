@@ -27,6 +27,7 @@
 //! a tap after it saw it is the tap's fault (its capture dropped the frame), counted
 //! against the tap, not as loss.
 
+mod isb;
 mod matcher;
 mod read;
 mod sample;
@@ -152,6 +153,16 @@ pub struct TapSummary {
     pub offset_ns: i64,
     /// The capture ends in the middle of a record: every complete frame before counts.
     pub cut_short: bool,
+    /// Frames its capture says it dropped (pcapng `isb_ifdrop`), where it says.
+    pub capture_dropped: Option<u64>,
+}
+
+impl TapSummary {
+    /// Whether the tap's view is complete as far as can be told: it missed nothing a tap
+    /// after it saw, its capture reports no drops and does not end mid-record.
+    pub fn trusted(&self) -> bool {
+        self.missed == 0 && !self.cut_short && self.capture_dropped.unwrap_or(0) == 0
+    }
 }
 
 /// The merged analysis.

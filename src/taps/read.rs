@@ -189,6 +189,7 @@ pub fn run(cfg: &Config) -> Result<Report, TapsError> {
         let t = m.tap_mut(i);
         t.frames = r.frames;
         t.cut_short = r.cut_short;
+        t.capture_dropped = super::isb::dropped(&cfg.taps[i].path);
     }
     Ok(m.finish(&offsets))
 }

@@ -240,3 +240,24 @@ fn a_tap_that_started_late_and_ended_early_is_judged_on_its_span_only() {
     assert_eq!(r.totals.lost_between_taps, 1);
     assert_eq!(r.taps[1].missed, 0);
 }
+
+#[test]
+fn pcapng_statistics_say_what_a_capture_dropped() {
+    use crate::synth::taps::{write, Spec};
+    let dir = std::env::temp_dir().join(format!("rocetap-taps-isb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: Vec<_> = (0..2).map(|k| dir.join(format!("t{k}"))).collect();
+    let outs = files
+        .iter()
+        .map(|f| std::fs::File::create(f).unwrap())
+        .collect();
+    let spec = Spec {
+        packets: 20,
+        capture_drops: vec![(1, 17)],
+        ..Spec::default()
+    };
+    write(&spec, outs).unwrap();
+    let got = (super::isb::dropped(&files[0]), super::isb::dropped(&files[1]));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(got, (None, Some(17)));
+}

@@ -209,6 +209,33 @@ fn a_tap_cut_short_is_judged_only_while_it_captured() {
 }
 
 #[test]
+fn a_tap_whose_capture_reports_drops_is_not_trusted() {
+    let d = TempDir::new("taps-isb");
+    let spec = Spec {
+        capture_drops: vec![(1, 17)],
+        ..two_tap_spec()
+    };
+    let (files, t) = gen(&spec, &d.0, "isb");
+    let v = json(&files, &[]);
+    let p = &v["taps"]["points"];
+    assert_eq!(
+        (p[0]["capture_dropped"].clone(), p[0]["trusted"].clone()),
+        (Value::Null, Value::Bool(true))
+    );
+    assert_eq!(
+        (p[1]["capture_dropped"].clone(), p[1]["trusted"].clone()),
+        (17.into(), Value::Bool(false))
+    );
+    // The frames themselves are the same: the placement holds.
+    assert_eq!(forward(&v)["segments"][1]["lost"], t.lost[1].len() as u64);
+    let (_, text, _) = analyze(&files, &[]);
+    assert!(
+        text.contains("tap s: its capture reports 17 frames dropped"),
+        "{text}"
+    );
+}
+
+#[test]
 fn rules_see_the_merged_totals() {
     let d = TempDir::new("taps-rules");
     let (files, _) = gen(&two_tap_spec(), &d.0, "r");
