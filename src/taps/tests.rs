@@ -257,7 +257,10 @@ fn pcapng_statistics_say_what_a_capture_dropped() {
         ..Spec::default()
     };
     write(&spec, outs).unwrap();
-    let got = (super::isb::dropped(&files[0]), super::isb::dropped(&files[1]));
+    let got = (
+        super::isb::dropped(&files[0]),
+        super::isb::dropped(&files[1]),
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(got, (None, Some(17)));
 }
