@@ -6,6 +6,11 @@ use super::{Delay, DirKey, Direction, Report, Segment, TapSummary, Totals, LISTE
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
+mod finish;
+mod stream;
+
+use stream::{note_loss, push_loss, sequence};
+
 /// Taps merged at most.
 pub const MAX_TAPS: usize = 8;
 const PSN_MASK: u32 = 0x00ff_ffff;
@@ -375,170 +380,6 @@ impl Matcher {
             note_loss(&mut d.segments[n], psn, when);
             d.segments[n].naks += 1;
             push_loss(d, psn, n, true);
-        }
-    }
-
-    /// Judges what is still pending and returns the report.
-    pub fn finish(mut self, offsets: &[i64]) -> Report {
-        self.expire(i64::MAX);
-        let mut keys: Vec<DirKey> = self.dirs.keys().copied().collect();
-        keys.sort();
-        let mut totals = Totals::default();
-        let mut queueing: Option<i64> = None;
-        let mut directions = Vec::new();
-        for (i, o) in offsets.iter().enumerate().take(self.n) {
-            self.taps[i].offset_ns = *o;
-        }
-        for k in keys {
-            let full = self.path_of(&k);
-            let d = &self.dirs[&k];
-            for t in 0..self.n {
-                self.taps[t].missed += d.missed[t];
-                if d.matched == 0 {
-                    self.taps[t].alone += d.alone[t];
-                }
-            }
-            let inc: Vec<usize> = (0..self.n)
-                .filter(|&p| d.seen_by & (1 << full[p]) != 0)
-                .collect();
-            let mut segments = vec![d.segments[0].clone()];
-            let mut delays = Vec::new();
-            for w in inc.windows(2) {
-                // Losses placed at an excluded position belong to the next included one.
-                let mut s = Segment::default();
-                for p in w[0] + 1..=w[1] {
-                    merge(&mut s, &d.segments[p]);
-                }
-                segments.push(s);
-                delays.push(delay(&d.delays[w[1] - 1], self.synced));
-            }
-            segments.push(d.segments[self.n].clone());
-            if d.matched == 0 {
-                segments.fill(Segment::default());
-            } else {
-                let m = segments.len() - 1;
-                totals.lost_before_first_tap += segments[0].lost;
-                totals.lost_after_last_tap += segments[m].lost;
-                totals.lost_between_taps += segments[1..m].iter().map(|s| s.lost).sum::<u64>();
-                if let Some(first) = inc.windows(2).next() {
-                    let x = &d.delays[first[1] - 1];
-                    if let (Some(m), Some(min)) = (x.quantile(0.5), x.min()) {
-                        queueing = queueing.max(Some(m.saturating_sub(min)));
-                    }
-                }
-            }
-            directions.push(Direction {
-                key: k,
-                path: inc.iter().map(|&p| full[p]).collect(),
-                packets: d.packets,
-                matched: d.matched,
-                segments,
-                delays,
-            });
-        }
-        totals.queueing_delay_median_s = queueing.map(secs);
-        Report {
-            clocks_synced: self.synced,
-            taps: self.taps,
-            directions,
-            totals,
-        }
-    }
-}
-
-fn secs(ns: i64) -> f64 {
-    ns as f64 / 1e9
-}
-
-fn delay(s: &Samples, synced: bool) -> Option<Delay> {
-    let min = s.min()?;
-    let median = s.quantile(0.5)?;
-    let p99 = s.quantile(0.99)?;
-    let max = s.max()?;
-    Some(Delay {
-        count: s.count(),
-        min_s: synced.then(|| secs(min)),
-        median_s: synced.then(|| secs(median)),
-        p99_s: synced.then(|| secs(p99)),
-        median_above_min_s: secs(median.saturating_sub(min)),
-        p99_above_min_s: secs(p99.saturating_sub(min)),
-        max_above_min_s: secs(max.saturating_sub(min)),
-    })
-}
-
-fn merge(into: &mut Segment, s: &Segment) {
-    into.lost += s.lost;
-    for &p in &s.psns {
-        if into.psns.len() < LISTED_PSNS {
-            into.psns.push(p);
-        }
-    }
-    into.first_ns = match (into.first_ns, s.first_ns) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    into.last_ns = into.last_ns.max(s.last_ns);
-    into.naks += s.naks;
-    into.timer_retries += s.timer_retries;
-}
-
-fn note_loss(s: &mut Segment, psn: u32, when: u64) {
-    s.lost += 1;
-    if s.psns.len() < LISTED_PSNS {
-        s.psns.push(psn);
-    }
-    s.first_ns.get_or_insert(when);
-    s.last_ns = Some(when);
-}
-
-fn push_loss(d: &mut DirState, psn: u32, seg: usize, nakd: bool) {
-    if d.losses.len() == LOSSES {
-        d.losses.pop_front();
-    }
-    d.losses.push_back(Loss {
-        psn,
-        seg,
-        nakd,
-        resent: false,
-    });
-}
-
-/// The request stream's PSNs: a jump ahead is loss before the first tap, a PSN behind a
-/// resend (charged to its loss, or a timer retry of a packet every tap saw).
-fn sequence(d: &mut DirState, psn: u32, when: u64, n: usize, last_capturing: bool) {
-    let Some(next) = d.next_psn else {
-        d.next_psn = Some((psn + 1) & PSN_MASK);
-        return;
-    };
-    let ahead = psn.wrapping_sub(next) & PSN_MASK;
-    if ahead < HALF {
-        if ahead <= MAX_GAP {
-            for i in 0..ahead {
-                let q = (next + i) & PSN_MASK;
-                note_loss(&mut d.segments[0], q, when);
-                push_loss(d, q, 0, false);
-            }
-        }
-        d.next_psn = Some((psn + 1) & PSN_MASK);
-        d.in_resend = false;
-        return;
-    }
-    let first_of_run = !d.in_resend;
-    d.in_resend = true;
-    if let Some(l) = d.losses.iter_mut().find(|l| l.psn == psn && !l.resent) {
-        l.resent = true;
-        if !l.nakd && first_of_run {
-            d.segments[l.seg].timer_retries += 1;
-        }
-        return;
-    }
-    // Only a PSN the last tap could have seen is known to have passed every tap.
-    if first_of_run && last_capturing && !d.losses.iter().any(|l| l.psn == psn) {
-        note_loss(&mut d.segments[n], psn, when);
-        d.segments[n].timer_retries += 1;
-        push_loss(d, psn, n, false);
-        if let Some(l) = d.losses.back_mut() {
-            l.resent = true;
         }
     }
 }
