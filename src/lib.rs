@@ -52,6 +52,7 @@ pub mod qptable;
 pub mod report;
 pub mod synth;
 pub mod sysfile;
+pub mod taps;
 #[cfg(feature = "tui")]
 pub mod tui;
 pub mod yaml;

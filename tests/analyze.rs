@@ -27,5 +27,7 @@ mod mirror;
 mod qos;
 #[path = "analyze/samples.rs"]
 mod samples;
+#[path = "analyze/taps.rs"]
+mod taps;
 #[path = "analyze/tshark_crosscheck.rs"]
 mod tshark_crosscheck;

@@ -30,6 +30,7 @@ mod expire;
 pub mod flow;
 mod gaps;
 pub(crate) mod hist;
+pub mod mirrors;
 mod net;
 mod packed;
 mod pairing;
@@ -41,7 +42,6 @@ pub mod ring;
 pub mod stop;
 mod store;
 mod table;
-pub mod taps;
 #[cfg(test)]
 mod tests;
 mod trouble;
@@ -165,7 +165,7 @@ pub struct Analyzer {
     /// RoCE packets of flows not followed: `max_flows` were live.
     untracked: u64,
     /// Mirror sessions (ERSPAN, GRE, VXLAN, Geneve) the frames came in.
-    taps: taps::Taps,
+    mirrors: mirrors::Mirrors,
 }
 
 impl Analyzer {
@@ -191,7 +191,7 @@ impl Analyzer {
             cut_short: Vec::new(),
             cm: cm::CmTracker::default(),
             untracked: 0,
-            taps: taps::Taps::default(),
+            mirrors: mirrors::Mirrors::default(),
         }
     }
 
@@ -218,7 +218,7 @@ impl Analyzer {
     pub(crate) fn ingest_warmed(&mut self, ts: u64, iface: u32, d: &Decoded, hint: &Hint) {
         self.log.packet.clear();
         if d.tunnel.is_some() {
-            self.taps.see(d);
+            self.mirrors.see(d);
         }
         let capture = &mut self.capture;
         capture.frames += 1;
@@ -306,8 +306,8 @@ impl Analyzer {
             &self.cut_short,
         );
         note_not_followed(self.untracked, self.cfg.max_flows, &mut r);
-        r.taps = self.taps.summaries();
-        r.taps_other_frames = self.taps.other();
+        r.mirrors = self.mirrors.summaries();
+        r.mirrors_other_frames = self.mirrors.other();
         r
     }
 
@@ -346,8 +346,8 @@ impl Analyzer {
             &self.cut_short,
         );
         note_not_followed(self.untracked, self.cfg.max_flows, &mut r);
-        r.taps = self.taps.summaries();
-        r.taps_other_frames = self.taps.other();
+        r.mirrors = self.mirrors.summaries();
+        r.mirrors_other_frames = self.mirrors.other();
         self.cm.finish(&mut r);
         r
     }

@@ -259,9 +259,9 @@ pub struct Report {
     /// Connection setups the CM messages of the capture describe (empty without CM).
     pub cm: Vec<crate::analysis::cm::CmSession>,
     /// Mirror sessions the frames came in (empty for a host capture).
-    pub taps: Vec<crate::analysis::taps::TapSummary>,
-    /// Frames of mirror sessions beyond `taps::MAX_TAPS`.
-    pub taps_other_frames: u64,
+    pub mirrors: Vec<crate::analysis::mirrors::MirrorSummary>,
+    /// Frames of mirror sessions beyond `mirrors::MAX_MIRRORS`.
+    pub mirrors_other_frames: u64,
 }
 
 /// The flows of a list sorted by id, found by id. The ids are held apart (4 bytes each,
@@ -404,8 +404,8 @@ pub(super) fn build(
         events,
         latency: global.latency,
         cm: Vec::new(),
-        taps: Vec::new(),
-        taps_other_frames: 0,
+        mirrors: Vec::new(),
+        mirrors_other_frames: 0,
     }
 }
 

@@ -318,6 +318,20 @@ pub struct AnalyzeArgs {
     /// Repeatable.
     #[arg(long = "qp-table", value_name = "[ADDR=]FILE|live")]
     pub qp_table: Vec<PathBuf>,
+    /// Captures of the same traffic at several points of the path, merged to say where
+    /// each lost packet was lost: NAME=FILE (NAME defaults to the file's stem), 2 to 8,
+    /// in path order from the host that sends first. The rest of the report is the
+    /// first tap's.
+    #[arg(long = "tap", value_name = "[NAME=]FILE", conflicts_with_all = ["interfaces"])]
+    pub taps: Vec<String>,
+    /// With --tap: the taps' clocks are synchronised (PTP), so one-way delays between
+    /// taps are reported too (otherwise only their variation above the minimum).
+    #[arg(long, requires = "taps")]
+    pub clocks_synced: bool,
+    /// With --tap: how long after its first sighting a packet is judged (seconds); an
+    /// eighth of it must cover the taps' clock drift over the capture.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.1, requires = "taps")]
+    pub tap_window: f64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

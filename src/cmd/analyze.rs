@@ -12,7 +12,7 @@ use rocetap::capture::{input, session};
 use rocetap::config::OutputFormat;
 use rocetap::error::{exit, is_broken_pipe, Failure};
 use rocetap::pipeline::{NoSink, Pipeline, Stage};
-use rocetap::report::analyze::{lookup, write_report, Input, Look};
+use rocetap::report::analyze::{lookup, write_report_taps, Input, Look};
 use rocetap::report::rules;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -31,6 +31,8 @@ struct Request {
     out: Out,
     /// `--qp-table`: the QPs of every table given, read before any capture.
     qp_table: Option<Vec<rocetap::qptable::QpEntry>>,
+    /// `--tap`: the taps to merge (the usual analysis is then the first tap's).
+    taps: Option<rocetap::taps::Config>,
 }
 
 /// How the report is written.
@@ -43,6 +45,11 @@ struct Out {
 
 pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     let r = request(a, color)?;
+    // The merged analysis first: a tap that cannot be read fails before the long part.
+    let merged = match &r.taps {
+        Some(cfg) => Some(rocetap::taps::run(cfg).map_err(|e| Failure::new(e.to_string()))?),
+        None => None,
+    };
     let mut p = Pipeline::new(r.dcfg, Analyzer::new(r.analyzer)).stop_after(r.stop_after);
     let mut input = Input::default();
     // A write error of `-i -w` ends the capture, not the analysis of what was captured:
@@ -87,7 +94,14 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     }
     input.frames = p.frames();
     input.bytes = p.bytes();
-    let code = finish(&r.out, p, input, &r.rules, r.qp_table.as_deref())?;
+    let code = finish(
+        &r.out,
+        p,
+        input,
+        &r.rules,
+        r.qp_table.as_deref(),
+        merged.as_ref(),
+    )?;
     match late {
         Some(f) => Err(f.into()),
         None => Ok(code),
@@ -96,7 +110,11 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
 
 /// The arguments, checked: rules before anything is read (a typo must not cost a long run).
 fn request(a: AnalyzeArgs, color: bool) -> Result<Request, Failure> {
-    let paths = a.sources.all();
+    let mut paths = a.sources.all();
+    let taps = taps_config(&a, &paths)?;
+    if let Some(t) = &taps {
+        paths = vec![t.taps[0].path.clone()];
+    }
     if paths.is_empty() && a.interfaces.is_empty() {
         return Err(Failure::new("analyze: no input").hint(
             "give a capture file, -r - to read a pcap stream from stdin, or -i IFACE to capture",
@@ -148,6 +166,7 @@ fn request(a: AnalyzeArgs, color: bool) -> Result<Request, Failure> {
         }),
         quiet: a.quiet,
         qp_table,
+        taps,
         out: Out {
             format: match a.format {
                 AnalyzeFormat::Text => OutputFormat::Text,
@@ -213,6 +232,7 @@ fn finish(
     mut input: Input,
     rules: &[rules::Rule],
     qp_table: Option<&[rocetap::qptable::QpEntry]>,
+    taps: Option<&rocetap::taps::Report>,
 ) -> Result<i32, Failure> {
     let report = p.finish();
     if let Some(t) = qp_table {
@@ -220,8 +240,12 @@ fn finish(
         input.qp_table = Some(rocetap::qptable::match_flows(&flows, t));
     }
     // An unknown rule name is an error even when the output could be written.
-    let verdicts =
-        rules::check(rules, |n| lookup(&report, n)).map_err(|e| Failure::new(e.to_string()))?;
+    // With --tap, the merged analysis's totals are rule names too.
+    let verdicts = rules::check(rules, |n| {
+        taps.and_then(|t| tap_total(t, n))
+            .or_else(|| lookup(&report, n))
+    })
+    .map_err(|e| Failure::new(e.to_string()))?;
     let o = out;
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -229,8 +253,10 @@ fn finish(
         paint: rocetap::report::style::Paint::new(o.color),
         verbose: o.verbose,
     };
-    let res = write_report(&mut w, o.format, o.events, look, &input, &report, &verdicts)
-        .and_then(|()| w.flush());
+    let res = write_report_taps(
+        &mut w, o.format, o.events, look, &input, &report, &verdicts, taps,
+    )
+    .and_then(|()| w.flush());
     if let Err(e) = res {
         if is_broken_pipe(&e) {
             return Ok(exit::OK);
@@ -249,5 +275,77 @@ fn finish(
             );
         }
         Ok(exit::FINDINGS)
+    }
+}
+
+/// `--tap [NAME=]FILE ...`: the taps in path order, checked (`None` without the option).
+fn taps_config(
+    a: &AnalyzeArgs,
+    paths: &[PathBuf],
+) -> Result<Option<rocetap::taps::Config>, Failure> {
+    use rocetap::taps::{Config, Tap, MAX_TAPS};
+    if a.taps.is_empty() {
+        return Ok(None);
+    }
+    if !(a.tap_window > 0.0 && a.tap_window <= 3600.0) {
+        return Err(Failure::new(
+            "analyze: --tap-window must be a positive number of seconds, at most 3600",
+        ));
+    }
+    if !paths.is_empty() {
+        return Err(Failure::new(
+            "analyze: give the captures as --tap NAME=FILE only, not also as files",
+        ));
+    }
+    if !(2..=MAX_TAPS).contains(&a.taps.len()) {
+        return Err(Failure::new(format!(
+            "analyze: --tap needs 2 to {MAX_TAPS} taps, {} given",
+            a.taps.len()
+        )));
+    }
+    let mut taps: Vec<Tap> = Vec::new();
+    for t in &a.taps {
+        let (name, path) = match t.split_once('=') {
+            Some((n, p)) if !n.is_empty() && !p.is_empty() => (n.to_string(), PathBuf::from(p)),
+            _ => {
+                let p = PathBuf::from(t);
+                let stem = p
+                    .file_stem()
+                    .map_or_else(|| t.clone(), |s| s.to_string_lossy().into_owned());
+                (stem, p)
+            }
+        };
+        if path.as_os_str() == "-" {
+            return Err(Failure::new("analyze: a --tap must be a file, not stdin"));
+        }
+        if taps.iter().any(|x| x.name == name) {
+            return Err(Failure::new(format!(
+                "analyze: two taps are named {}: give each a name, --tap NAME=FILE",
+                rocetap::escape::term(&name)
+            )));
+        }
+        taps.push(Tap { name, path });
+    }
+    Ok(Some(Config {
+        taps,
+        clocks_synced: a.clocks_synced,
+        window_ns: (a.tap_window * 1e9) as u64,
+        dissect: dissectors::Config {
+            roce_port: a.opts.roce_port,
+            check_icrc: !a.opts.no_icrc,
+        },
+    }))
+}
+
+/// A key the merged analysis adds to `totals`, for `--fail-on` (e.g.
+/// `'lost_between_taps > 0'`).
+fn tap_total(t: &rocetap::taps::Report, name: &str) -> Option<f64> {
+    let x = &t.totals;
+    match name {
+        "lost_before_first_tap" => Some(x.lost_before_first_tap as f64),
+        "lost_between_taps" => Some(x.lost_between_taps as f64),
+        "lost_after_last_tap" => Some(x.lost_after_last_tap as f64),
+        "queueing_delay_median_s" => Some(x.queueing_delay_median_s.unwrap_or(0.0)),
+        _ => None,
     }
 }

@@ -77,8 +77,32 @@ pub fn write_report(
     r: &Report,
     verdicts: &[Verdict<'_>],
 ) -> io::Result<()> {
+    write_report_taps(out, format, events, look, input, r, verdicts, None)
+}
+
+/// [`write_report`] with the merged analysis of several taps (`analyze --tap`): its
+/// section after the text report, its keys in the JSON document (`totals` gains
+/// `lost_before_first_tap`, `lost_between_taps`, `lost_after_last_tap`,
+/// `queueing_delay_median_s`; a `taps` object at the end). CSV rows are the flows'.
+#[allow(clippy::too_many_arguments)]
+pub fn write_report_taps(
+    out: &mut impl Write,
+    format: AnalyzeFormat,
+    events: bool,
+    look: Look,
+    input: &Input,
+    r: &Report,
+    verdicts: &[Verdict<'_>],
+    taps: Option<&crate::taps::Report>,
+) -> io::Result<()> {
     match format {
-        AnalyzeFormat::Text => text(out, events, look, input, r, verdicts),
+        AnalyzeFormat::Text => {
+            text(&mut *out, events, look, input, r, verdicts)?;
+            match taps {
+                Some(t) => super::taps::text(out, t),
+                None => Ok(()),
+            }
+        }
         AnalyzeFormat::Json => {
             let rules: Vec<RuleOut> = verdicts
                 .iter()
@@ -96,7 +120,8 @@ pub fn write_report(
                     report: r,
                 })
                 .collect();
-            json_doc(&mut *out, input, r, &findings, &rules, events).map_err(io::Error::from)?;
+            json_doc(&mut *out, input, r, &findings, &rules, events, taps)
+                .map_err(io::Error::from)?;
             out.write_all(b"\n")
         }
         AnalyzeFormat::Csv => csv_flows(out, r),
@@ -107,7 +132,7 @@ pub fn write_report(
 /// in between), its keys in this order: `schema`, `input`, `totals`, `derived`, `flows`,
 /// `connections`, `findings`, `pfc`, `arp`, `arp_symptoms`, `rules`, `events` only with
 /// `--events`, `qp_table` only with `--qp-table`, `cm` only when the capture has CM setups,
-/// and `taps` last, only for a capture of switch mirrors. Every value is written by serde_json from its `Serialize` impl
+/// `mirrors` only for a capture of switch mirrors, and `taps` last with `--tap`. Every value is written by serde_json from its `Serialize` impl
 /// (`super::pretty_json`); the flows and connections, thousands on a busy node, render on
 /// two threads (`ObjectWriter::list_field`).
 fn json_doc(
@@ -117,11 +142,21 @@ fn json_doc(
     findings: &[FindingJson<'_>],
     rules: &[RuleOut],
     events: bool,
+    taps: Option<&crate::taps::Report>,
 ) -> Result<(), serde_json::Error> {
     let mut w = super::pretty_json::ObjectWriter::new(out);
     w.field("schema", "rocetap.analyze/1")?;
     w.field("input", input)?;
-    w.field("totals", &r.totals)?;
+    match taps {
+        Some(t) => w.field(
+            "totals",
+            &super::taps::TotalsJson {
+                base: &r.totals,
+                taps: t,
+            },
+        )?,
+        None => w.field("totals", &r.totals)?,
+    }
     w.field("derived", &r.derived)?;
     w.list_field("flows", &r.flows)?;
     w.list_field("connections", &r.connections)?;
@@ -142,9 +177,13 @@ fn json_doc(
         w.field("cm", &r.cm)?;
     }
     // The mirror sessions (ERSPAN, GRE, VXLAN, Geneve), only for a capture of mirrors.
-    if !r.taps.is_empty() {
-        w.field("taps", &r.taps)?;
-        w.field("taps_other_frames", &r.taps_other_frames)?;
+    if !r.mirrors.is_empty() {
+        w.field("mirrors", &r.mirrors)?;
+        w.field("mirrors_other_frames", &r.mirrors_other_frames)?;
+    }
+    // The merged analysis of several taps (`analyze --tap`).
+    if let Some(t) = taps {
+        w.field("taps", &super::taps::TapsJson(t))?;
     }
     w.finish()
 }

@@ -8,6 +8,7 @@ mod csv;
 pub mod events;
 pub mod fields;
 pub mod findings;
+mod mirrors;
 pub mod nccl;
 mod par;
 pub mod pretty_json;
@@ -16,7 +17,7 @@ pub mod rules;
 pub mod safe;
 pub mod style;
 pub mod summary;
-mod taps;
+pub mod taps;
 mod text;
 
 /// The one severity scale of findings (`analyze`, netcheck, the NAD lint).

@@ -404,7 +404,7 @@ pub(super) fn text(
             writeln!(out, "  {}", event_line(r, e, paint))?;
         }
     }
-    super::taps::section(out, r)
+    super::mirrors::section(out, r)
 }
 
 #[cfg(test)]

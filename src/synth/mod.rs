@@ -30,6 +30,7 @@ mod registry;
 pub use registry::SCENARIOS;
 pub mod rng;
 mod sbr;
+pub mod taps;
 mod traffic;
 
 use crate::error::exit;

@@ -2,7 +2,7 @@
 //! `rxe-loss-upstream` wrapped (by `dissectors::tunnel::encap`) in ERSPAN II, ERSPAN III
 //! (with the platform subheader), GRE (gretap, with key and checksum), VXLAN and Geneve.
 //! - `rocetap analyze` of each mirror says exactly what it says of the sample (JSON and
-//!   text, less the lines that name the input and the mirror's own `taps` section);
+//!   text, less the lines that name the input and the mirror's own `mirrors` section);
 //! - tshark decodes every outer field (`gre.*`, `erspan.*`, `vxlan.*`, `geneve.*`) of
 //!   every frame to the value `rocetap decode --format json` gives.
 
@@ -116,7 +116,7 @@ fn comparable(report: &str, input: &str) -> String {
             return report
                 .lines()
                 .filter(|l| !l.contains(input))
-                .take_while(|l| !l.starts_with("Taps"))
+                .take_while(|l| !l.starts_with("Mirror sessions"))
                 .collect::<Vec<_>>()
                 .join("\n")
                 .trim_end()
@@ -124,8 +124,8 @@ fn comparable(report: &str, input: &str) -> String {
         }
     };
     if let Some(m) = v.as_object_mut() {
-        m.remove("taps");
-        m.remove("taps_other_frames");
+        m.remove("mirrors");
+        m.remove("mirrors_other_frames");
         m.remove("inputs");
         m.remove("input");
     }
@@ -202,7 +202,7 @@ fn one_stream_of_two_sessions_reports_two_taps() {
     std::fs::write(dir.path("two.pcap"), &out).unwrap();
     let v: serde_json::Value =
         serde_json::from_str(&rocetap(&["analyze", "-F", "json", "two.pcap"], &dir.0)).unwrap();
-    let taps = v["taps"].as_array().expect("a taps section");
+    let taps = v["mirrors"].as_array().expect("a mirrors section");
     assert_eq!(taps.len(), 2, "{taps:?}");
     let n = recs.len() as u64;
     let (t6, t7) = (&taps[0], &taps[1]);
@@ -219,7 +219,7 @@ fn one_stream_of_two_sessions_reports_two_taps() {
         t6["frames"].as_u64().unwrap() + t7["frames"].as_u64().unwrap(),
         n
     );
-    assert_eq!(v["taps_other_frames"].as_u64(), Some(0));
+    assert_eq!(v["mirrors_other_frames"].as_u64(), Some(0));
     // Every flow of the report was carried by some tap.
     let carried: std::collections::BTreeSet<&str> = taps
         .iter()
@@ -247,10 +247,10 @@ fn one_stream_of_two_sessions_reports_two_taps() {
         text.contains("erspan3 from 198.51.100.1 session 7 hw 3 egress"),
         "{text}"
     );
-    // A host capture has no taps section.
+    // A host capture has no mirrors section.
     std::fs::copy(&src, dir.path("host.pcap")).unwrap();
     let host = rocetap(&["analyze", "-F", "json", "host.pcap"], &dir.0);
-    assert!(!host.contains("\"taps\""));
+    assert!(!host.contains("\"mirrors\""));
 }
 
 /// The outer fields tshark and rocetap both name (and the inner PSN, to keep the

@@ -1,16 +1,17 @@
-//! Mirror taps: a capture of switch mirrors (ERSPAN, GRE, VXLAN, Geneve) holds several
+//! Mirror sessions: a capture of switch mirrors (ERSPAN, GRE, VXLAN, Geneve) holds several
 //! capture points in one stream — each exporter's session, port and direction. The
 //! analyzer follows the inner RoCE as usual and counts, per tap, the frames, RoCE
 //! packets, bytes and the flows (source, destination, QP) it carried. Bounded: at most
-//! [`MAX_TAPS`] taps (later ones count in `other`) and [`MAX_FLOWS`] flows kept per tap.
-//! Merging the taps into one story (the same packet seen at two points) is issue 41's.
+//! [`MAX_MIRRORS`] taps (later ones count in `other`) and [`MAX_FLOWS`] flows kept per tap.
+//! Merging capture points into one story is `analyze --tap`'s (`crate::taps`), which takes
+//! one capture per tap.
 
 use dissectors::{Addr, Decoded, TapId};
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 /// Taps followed one by one.
-pub const MAX_TAPS: usize = 64;
+pub const MAX_MIRRORS: usize = 64;
 /// Flows kept per tap.
 pub const MAX_FLOWS: usize = 4096;
 
@@ -25,15 +26,15 @@ struct Tap {
 
 /// The taps seen so far.
 #[derive(Clone, Debug, Default)]
-pub struct Taps {
+pub struct Mirrors {
     list: Vec<Tap>,
-    /// Frames of taps beyond [`MAX_TAPS`].
+    /// Frames of taps beyond [`MAX_MIRRORS`].
     other: u64,
 }
 
 /// One tap in the report.
 #[derive(Clone, Debug, Serialize)]
-pub struct TapSummary {
+pub struct MirrorSummary {
     /// `erspan1`, `erspan2`, `erspan3`, `gre`, `vxlan` or `geneve`.
     pub kind: &'static str,
     /// The exporter: the outer source address.
@@ -55,14 +56,14 @@ pub struct TapSummary {
     pub flows: Vec<String>,
 }
 
-impl Taps {
+impl Mirrors {
     /// Counts one tunnelled frame (the caller checked `d.tunnel`).
     pub fn see(&mut self, d: &Decoded) {
         let Some(t) = &d.tunnel else { return };
         let id = t.tap();
         let i = match self.list.iter().position(|x| x.id == id) {
             Some(i) => i,
-            None if self.list.len() < MAX_TAPS => {
+            None if self.list.len() < MAX_MIRRORS => {
                 self.list.push(Tap {
                     id,
                     frames: 0,
@@ -88,20 +89,20 @@ impl Taps {
         }
     }
 
-    /// Frames of taps beyond [`MAX_TAPS`].
+    /// Frames of taps beyond [`MAX_MIRRORS`].
     pub fn other(&self) -> u64 {
         self.other
     }
 
     /// Every tap, ordered by kind, exporter, session, port, direction.
-    pub fn summaries(&self) -> Vec<TapSummary> {
+    pub fn summaries(&self) -> Vec<MirrorSummary> {
         let mut v: Vec<&Tap> = self.list.iter().collect();
         v.sort_by_key(|t| t.id);
         v.into_iter()
             .map(|t| {
                 let mut flows: Vec<_> = t.flows.iter().copied().collect();
                 flows.sort();
-                TapSummary {
+                MirrorSummary {
                     kind: t.id.kind.name(),
                     exporter: t.id.exporter.to_string(),
                     session: t.id.session,

@@ -1,0 +1,200 @@
+//! Reading the taps: each capture's RoCE packets as [`Sight`]s, the clocks' offsets
+//! estimated from the first packets the taps share, and one merged pass in time order
+//! through the [`Matcher`].
+
+use super::matcher::{Matcher, Sight, MAX_TAPS};
+use super::{Config, DirKey, Report};
+use crate::capture::file::{ReadError, Reader};
+use crate::capture::input;
+use dissectors::ib::aeth::{AethKind, NakCode};
+use std::collections::HashMap;
+use std::fmt;
+
+/// Packets of each tap compared to estimate its clock offset.
+const OFFSET_PACKETS: usize = 4096;
+
+/// Why the taps could not be merged.
+#[derive(Debug)]
+pub struct TapsError(pub String);
+
+impl fmt::Display for TapsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TapsError {}
+
+/// One tap's packets, in its own order.
+struct TapReader {
+    reader: Option<Reader<'static>>,
+    tap: usize,
+    name: String,
+    frames: u64,
+    cut_short: bool,
+    dcfg: dissectors::Config,
+}
+
+impl TapReader {
+    fn open(cfg: &Config, tap: usize) -> Result<Self, TapsError> {
+        let t = &cfg.taps[tap];
+        let opened =
+            input::open(&t.path).map_err(|e| TapsError(format!("analyze: tap {}: {e}", t.name)))?;
+        let reader = match Reader::new(opened.reader) {
+            Ok(r) => Some(r),
+            // An empty file is a tap that saw nothing: reported, not an error.
+            Err(ReadError::Empty) => None,
+            Err(e) => return Err(TapsError(format!("analyze: tap {}: {e}", t.name))),
+        };
+        Ok(TapReader {
+            reader,
+            tap,
+            name: t.name.clone(),
+            frames: 0,
+            cut_short: false,
+            dcfg: cfg.dissect,
+        })
+    }
+
+    /// The next RoCE packet (its `at` still the tap's own clock).
+    fn next(&mut self) -> Result<Option<Sight>, TapsError> {
+        loop {
+            let Some(r) = self.reader.as_mut() else {
+                return Ok(None);
+            };
+            let (tap, dcfg) = (self.tap, self.dcfg);
+            match r.next_with(|fr| sight(fr, tap, &dcfg)) {
+                Ok(Some(s)) => {
+                    self.frames += 1;
+                    if s.is_some() {
+                        return Ok(s);
+                    }
+                }
+                Ok(None) => {
+                    self.reader = None;
+                    return Ok(None);
+                }
+                Err(ReadError::Truncated { .. }) => {
+                    self.cut_short = true;
+                    self.reader = None;
+                    return Ok(None);
+                }
+                Err(e) => return Err(TapsError(format!("analyze: tap {}: {e}", self.name))),
+            }
+        }
+    }
+}
+
+/// A frame's RoCE v2 packet as a sighting (None for anything else).
+fn sight(fr: &crate::capture::Frame<'_>, tap: usize, dcfg: &dissectors::Config) -> Option<Sight> {
+    let d = dissectors::decode(fr.link, fr.data, fr.orig_len, dcfg);
+    let ip = d.ip?;
+    let roce = d.roce?;
+    let nak = roce
+        .aeth
+        .is_some_and(|a| matches!(a.kind(), AethKind::Nak(NakCode::PsnSequenceError)));
+    Some(Sight {
+        tap,
+        ts_ns: fr.ts_ns,
+        at: fr.ts_ns.min(i64::MAX as u64) as i64,
+        dir: DirKey {
+            src: ip.src,
+            dst: ip.dst,
+            qpn: roce.bth.dest_qp.0,
+        },
+        psn: roce.bth.psn.0,
+        opcode: roce.bth.opcode.0,
+        ident: ip.ident,
+        nak,
+    })
+}
+
+/// Each tap's clock offset to the first tap's: zero with synchronised clocks, else the
+/// median difference of the timestamps of the first packets both saw (it lies within
+/// the one-way delay of the true offset, well inside the matching window).
+fn offsets(cfg: &Config) -> Result<Vec<i64>, TapsError> {
+    let mut out = vec![0i64; cfg.taps.len()];
+    if cfg.clocks_synced {
+        return Ok(out);
+    }
+    for (i, o) in out.iter_mut().enumerate().skip(1) {
+        // Tap i's first packets, looked for in tap 0 from its start (which may have
+        // started long before tap i): memory for OFFSET_PACKETS, whatever the files.
+        let other = firsts(cfg, i)?;
+        let mut diffs = Vec::new();
+        let mut r0 = TapReader::open(cfg, 0)?;
+        let mut found = std::collections::HashSet::new();
+        while diffs.len() < other.len().min(256) {
+            let Some(s) = r0.next()? else { break };
+            let k = (s.dir, s.psn, s.opcode, s.ident);
+            if let Some(t) = other.get(&k) {
+                if found.insert(k) {
+                    diffs.push(t.saturating_sub(s.at));
+                }
+            }
+        }
+        diffs.sort_unstable();
+        if !diffs.is_empty() {
+            *o = diffs[diffs.len() / 2];
+        }
+    }
+    Ok(out)
+}
+
+type Ident = (DirKey, u32, u8, u16);
+
+fn firsts(cfg: &Config, tap: usize) -> Result<HashMap<Ident, i64>, TapsError> {
+    let mut r = TapReader::open(cfg, tap)?;
+    let mut m = HashMap::new();
+    while m.len() < OFFSET_PACKETS {
+        let Some(s) = r.next()? else { break };
+        m.entry((s.dir, s.psn, s.opcode, s.ident)).or_insert(s.at);
+    }
+    Ok(m)
+}
+
+/// Reads every tap and returns the merged analysis.
+pub fn run(cfg: &Config) -> Result<Report, TapsError> {
+    let n = cfg.taps.len();
+    if !(2..=MAX_TAPS).contains(&n) {
+        return Err(TapsError(format!(
+            "analyze: --tap needs 2 to {MAX_TAPS} taps, {n} given"
+        )));
+    }
+    let offsets = offsets(cfg)?;
+    let names: Vec<String> = cfg.taps.iter().map(|t| t.name.clone()).collect();
+    let mut m = Matcher::new(&names, cfg.window_ns, cfg.clocks_synced);
+    let mut readers = (0..n)
+        .map(|i| TapReader::open(cfg, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut heads: Vec<Option<Sight>> = Vec::with_capacity(n);
+    for (i, r) in readers.iter_mut().enumerate() {
+        heads.push(r.next()?.map(|s| shift(s, offsets[i])));
+        if heads[i].is_none() {
+            m.tap_ended(i);
+        }
+    }
+    while let Some(i) = (0..n)
+        .filter(|&i| heads[i].is_some())
+        .min_by_key(|&i| heads[i].map(|s| s.at))
+    {
+        let s = heads[i].take().expect("chosen above");
+        m.feed(s);
+        heads[i] = readers[i].next()?.map(|s| shift(s, offsets[i]));
+        if heads[i].is_none() {
+            m.tap_ended(i);
+        }
+    }
+    for (i, r) in readers.iter().enumerate() {
+        let t = m.tap_mut(i);
+        t.frames = r.frames;
+        t.cut_short = r.cut_short;
+        t.capture_dropped = super::isb::dropped(&cfg.taps[i].path);
+    }
+    Ok(m.finish(&offsets))
+}
+
+fn shift(mut s: Sight, offset: i64) -> Sight {
+    s.at = s.at.saturating_sub(offset);
+    s
+}
