@@ -80,3 +80,45 @@ pub fn read_frames(path: &PathBuf) -> Vec<(LinkType, Vec<u8>, u32)> {
     }
     out
 }
+
+/// Ethernet / IPv4 198.18.0.1 → 198.18.0.2 (`dscp`, `ecn`) / UDP `src_port` → 4791 /
+/// `transport` / a correct ICRC: a RoCE v2 frame around the given transport headers.
+pub fn roce_v2_frame(transport: &[u8], dscp: u8, ecn: dissectors::Ecn, src_port: u16) -> Vec<u8> {
+    use dissectors::ib::icrc;
+    use dissectors::{EthernetRepr, IpRepr, UdpRepr};
+    use std::net::{IpAddr, Ipv4Addr};
+    let ip = IpRepr {
+        src: IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1)),
+        dst: IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)),
+        dscp,
+        ecn,
+        ttl: 64,
+        flow_label: 0,
+        ident: 1,
+        protocol: 17,
+        header_len: 0,
+        total_len: 0,
+        fragmented: false,
+    };
+    let udp_len = 8 + transport.len() + 4;
+    let mut f = vec![0u8; 14 + 20 + udp_len];
+    EthernetRepr {
+        dst: [2, 0, 0, 0, 0, 2],
+        src: [2, 0, 0, 0, 0, 1],
+        ethertype: 0x0800,
+    }
+    .emit(&mut f);
+    let h = ip.emit(udp_len, &mut f[14..]);
+    UdpRepr {
+        src_port,
+        dst_port: 4791,
+        length: udp_len as u16,
+        checksum: 0,
+    }
+    .emit(&mut f[14 + h..]);
+    f[14 + h + 8..14 + h + 8 + transport.len()].copy_from_slice(transport);
+    let n = f.len();
+    let crc = icrc::roce_v2(&f[14..14 + h], &f[14 + h..n - 4]);
+    f[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    f
+}

@@ -4,10 +4,9 @@
 //! itself is short), and a corrupt MAD stops as malformed, never a panic.
 
 use dissectors::cm::*;
-use dissectors::ib::icrc;
 use dissectors::mad::{self, MadHdrRepr};
 use dissectors::*;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 
 /// Ethernet / IPv4 / UDP 4791 / BTH (UD SEND Only to QP1) / DETH / MAD / ICRC.
 fn frame(msg: &CmMsg, mut corrupt: impl FnMut(&mut [u8])) -> Vec<u8> {
@@ -38,44 +37,7 @@ fn frame(msg: &CmMsg, mut corrupt: impl FnMut(&mut [u8])) -> Vec<u8> {
     .emit(m);
     msg.emit(&mut m[mad::LEN..]);
     corrupt(m);
-    let (src, dst): (IpAddr, IpAddr) = (
-        Ipv4Addr::new(198, 18, 0, 1).into(),
-        Ipv4Addr::new(198, 18, 0, 2).into(),
-    );
-    let ip = IpRepr {
-        src,
-        dst,
-        dscp: 0,
-        ecn: Ecn::NotEct,
-        ttl: 64,
-        flow_label: 0,
-        ident: 1,
-        protocol: 17,
-        header_len: 0,
-        total_len: 0,
-        fragmented: false,
-    };
-    let udp_len = 8 + t.len() + 4;
-    let mut p = vec![0u8; 14 + 20 + udp_len];
-    EthernetRepr {
-        dst: [2, 0, 0, 0, 0, 2],
-        src: [2, 0, 0, 0, 0, 1],
-        ethertype: 0x0800,
-    }
-    .emit(&mut p);
-    let h = ip.emit(udp_len, &mut p[14..]);
-    UdpRepr {
-        src_port: 0xc000,
-        dst_port: 4791,
-        length: udp_len as u16,
-        checksum: 0,
-    }
-    .emit(&mut p[14 + h..]);
-    p[14 + h + 8..14 + h + 8 + t.len()].copy_from_slice(&t);
-    let crc = icrc::roce_v2(&p[14..14 + h], &p[14 + h..14 + h + 8 + t.len()]);
-    let n = p.len();
-    p[n - 4..].copy_from_slice(&crc.to_le_bytes());
-    p
+    crate::common::roce_v2_frame(&t, 0, Ecn::NotEct, 0xc000)
 }
 
 fn messages() -> Vec<CmMsg> {

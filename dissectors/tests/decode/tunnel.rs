@@ -5,7 +5,6 @@
 //! cleanly (truncated, never malformed, for a snaplen cut); and broken outer headers
 //! stop at the right layer.
 
-use dissectors::ib::icrc;
 use dissectors::tunnel::encap::{wrap, Encap};
 use dissectors::*;
 use std::net::{IpAddr, Ipv4Addr};
@@ -26,40 +25,7 @@ fn roce_frame() -> Vec<u8> {
         msn: Msn(9),
     }
     .emit(&mut t[12..]);
-    let ip = IpRepr {
-        src: IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1)),
-        dst: IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)),
-        dscp: 26,
-        ecn: Ecn::Ect0,
-        ttl: 64,
-        flow_label: 0,
-        ident: 1,
-        protocol: 17,
-        header_len: 0,
-        total_len: 0,
-        fragmented: false,
-    };
-    let udp_len = 8 + t.len() + 4;
-    let mut f = vec![0u8; 14 + 20 + udp_len];
-    EthernetRepr {
-        dst: [2, 0, 0, 0, 0, 2],
-        src: [2, 0, 0, 0, 0, 1],
-        ethertype: 0x0800,
-    }
-    .emit(&mut f);
-    let h = ip.emit(udp_len, &mut f[14..]);
-    UdpRepr {
-        src_port: 0xc123,
-        dst_port: 4791,
-        length: udp_len as u16,
-        checksum: 0,
-    }
-    .emit(&mut f[14 + h..]);
-    f[14 + h + 8..14 + h + 8 + t.len()].copy_from_slice(&t);
-    let n = f.len();
-    let crc = icrc::roce_v2(&f[14..14 + h], &f[14 + h..n - 4]);
-    f[n - 4..].copy_from_slice(&crc.to_le_bytes());
-    f
+    crate::common::roce_v2_frame(&t, 26, Ecn::Ect0, 0xc123)
 }
 
 fn encaps() -> Vec<Encap> {
