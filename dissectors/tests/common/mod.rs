@@ -122,3 +122,23 @@ pub fn roce_v2_frame(transport: &[u8], dscp: u8, ecn: dissectors::Ecn, src_port:
     f[n - 4..].copy_from_slice(&crc.to_le_bytes());
     f
 }
+
+/// BTH + AETH of an ACK to QP 0x00a011, PSN 77, MSN 9, with the AETH `syndrome`.
+pub fn ack_transport(syndrome: u8) -> Vec<u8> {
+    use dissectors::{AethRepr, BthRepr, Msn, Opcode, PKey, Psn, Qpn};
+    let mut t = vec![0u8; 16];
+    BthRepr {
+        opcode: Opcode(0x11),
+        pkey: PKey(0xffff),
+        dest_qp: Qpn(0x00a011),
+        psn: Psn(77),
+        ..Default::default()
+    }
+    .emit(&mut t);
+    AethRepr {
+        syndrome,
+        msn: Msn(9),
+    }
+    .emit(&mut t[12..]);
+    t
+}

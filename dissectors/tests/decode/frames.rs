@@ -7,23 +7,9 @@ use dissectors::ib::icrc;
 use dissectors::*;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// BTH + AETH of an ACK.
+/// BTH + AETH with syndrome 0x60 (a NAK: PSN sequence error).
 fn ack_transport() -> Vec<u8> {
-    let mut t = vec![0u8; 16];
-    BthRepr {
-        opcode: Opcode(0x11),
-        pkey: PKey(0xffff),
-        dest_qp: Qpn(0x00a011),
-        psn: Psn(77),
-        ..Default::default()
-    }
-    .emit(&mut t);
-    AethRepr {
-        syndrome: 0x60,
-        msn: Msn(9),
-    }
-    .emit(&mut t[12..]);
-    t
+    crate::common::ack_transport(0x60)
 }
 
 /// IP / UDP 4791 / transport / ICRC.

@@ -11,20 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 /// Ethernet / IPv4 / UDP 4791 / BTH + AETH / ICRC.
 fn roce_frame() -> Vec<u8> {
-    let mut t = vec![0u8; 16];
-    BthRepr {
-        opcode: Opcode(0x11),
-        pkey: PKey(0xffff),
-        dest_qp: Qpn(0x00a011),
-        psn: Psn(77),
-        ..Default::default()
-    }
-    .emit(&mut t);
-    AethRepr {
-        syndrome: 0x1f,
-        msn: Msn(9),
-    }
-    .emit(&mut t[12..]);
+    let t = crate::common::ack_transport(0x1f);
     crate::common::roce_v2_frame(&t, 26, Ecn::Ect0, 0xc123)
 }
 
