@@ -1,6 +1,7 @@
 //! Integration tests: `rocetap analyze` held to truth: CM pairing, `--qp-table`, the
 //! reference traces, the samples and their goldens, many QPs, read-ahead, QoS marking,
-//! tshark's decode, hostile input, switch mirrors of the samples (`mirror`).
+//! tshark's decode, hostile input, switch mirrors of the samples (`mirror`), mirror sessions
+//! as taps (`mirror_taps`).
 //!
 //! One test binary for the area (`cargo test --test analyze`); each module is one former
 //! `tests/NAME.rs` binary, kept under `tests/analyze/` (`cargo test --test analyze
@@ -23,6 +24,8 @@ mod lookahead;
 mod many_qp;
 #[path = "analyze/mirror.rs"]
 mod mirror;
+#[path = "analyze/mirror_taps.rs"]
+mod mirror_taps;
 #[path = "analyze/qos.rs"]
 mod qos;
 #[path = "analyze/samples.rs"]

@@ -321,8 +321,10 @@ pub struct AnalyzeArgs {
     /// Captures of the same traffic at several points of the path, merged to say where
     /// each lost packet was lost: NAME=FILE (NAME defaults to the file's stem), 2 to 8,
     /// in path order from the host that sends first. The rest of the report is the
-    /// first tap's.
-    #[arg(long = "tap", value_name = "[NAME=]FILE", conflicts_with_all = ["interfaces"])]
+    /// first tap's. FILE@erspan:ID (gre:KEY, vxlan:VNI, geneve:VNI; ,in ,out ,port=N
+    /// ,from=ADDR) is one mirror session of a collector's capture; FILE@mirrors makes
+    /// every session a tap, in the order they saw the first packet.
+    #[arg(long = "tap", value_name = "[NAME=]FILE[@SESSION]", conflicts_with_all = ["interfaces"])]
     pub taps: Vec<String>,
     /// With --tap: the taps' clocks are synchronised (PTP), so one-way delays between
     /// taps are reported too (otherwise only their variation above the minimum).

@@ -79,7 +79,11 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
         // read, as tshark gives.
         input::stop_on_signals()
             .map_err(|e| Failure::new(format!("analyze: installing signal handlers: {e}")))?;
-        let cut_short = p.read_files(&r.paths, r.quiet, &mut NoSink)?;
+        // A tap that is one mirror session: the ordinary analysis is of that session only.
+        let cut_short = match r.taps.as_ref().and_then(|t| t.taps[0].select) {
+            Some(sel) => rocetap::taps::read_session(&mut p, &r.paths, &sel, &r.dcfg, r.quiet)?,
+            None => p.read_files(&r.paths, r.quiet, &mut NoSink)?,
+        };
         for c in &cut_short {
             // The warning names the file: outside text.
             eprintln!("{}", c.warning());
@@ -283,58 +287,21 @@ fn taps_config(
     a: &AnalyzeArgs,
     paths: &[PathBuf],
 ) -> Result<Option<rocetap::taps::Config>, Failure> {
-    use rocetap::taps::{Config, Tap, MAX_TAPS};
     if a.taps.is_empty() {
         return Ok(None);
-    }
-    if !(a.tap_window > 0.0 && a.tap_window <= 3600.0) {
-        return Err(Failure::new(
-            "analyze: --tap-window must be a positive number of seconds, at most 3600",
-        ));
     }
     if !paths.is_empty() {
         return Err(Failure::new(
             "analyze: give the captures as --tap NAME=FILE only, not also as files",
         ));
     }
-    if !(2..=MAX_TAPS).contains(&a.taps.len()) {
-        return Err(Failure::new(format!(
-            "analyze: --tap needs 2 to {MAX_TAPS} taps, {} given",
-            a.taps.len()
-        )));
-    }
-    let mut taps: Vec<Tap> = Vec::new();
-    for t in &a.taps {
-        let (name, path) = match t.split_once('=') {
-            Some((n, p)) if !n.is_empty() && !p.is_empty() => (n.to_string(), PathBuf::from(p)),
-            _ => {
-                let p = PathBuf::from(t);
-                let stem = p
-                    .file_stem()
-                    .map_or_else(|| t.clone(), |s| s.to_string_lossy().into_owned());
-                (stem, p)
-            }
-        };
-        if path.as_os_str() == "-" {
-            return Err(Failure::new("analyze: a --tap must be a file, not stdin"));
-        }
-        if taps.iter().any(|x| x.name == name) {
-            return Err(Failure::new(format!(
-                "analyze: two taps are named {}: give each a name, --tap NAME=FILE",
-                rocetap::escape::term(&name)
-            )));
-        }
-        taps.push(Tap { name, path });
-    }
-    Ok(Some(Config {
-        taps,
-        clocks_synced: a.clocks_synced,
-        window_ns: (a.tap_window * 1e9) as u64,
-        dissect: dissectors::Config {
-            roce_port: a.opts.roce_port,
-            check_icrc: !a.opts.no_icrc,
-        },
-    }))
+    let dissect = dissectors::Config {
+        roce_port: a.opts.roce_port,
+        check_icrc: !a.opts.no_icrc,
+    };
+    rocetap::taps::spec::config("analyze", &a.taps, a.clocks_synced, a.tap_window, dissect)
+        .map(Some)
+        .map_err(Failure::new)
 }
 
 /// A key the merged analysis adds to `totals`, for `--fail-on` (e.g.

@@ -31,6 +31,7 @@ pub use registry::SCENARIOS;
 pub mod rng;
 mod sbr;
 pub mod taps;
+pub mod taps_mirror;
 mod traffic;
 
 use crate::error::exit;

@@ -26,17 +26,29 @@
 //! are charged to the segment where their PSN was lost. A packet missing at a tap while
 //! a tap after it saw it is the tap's fault (its capture dropped the frame), counted
 //! against the tap, not as loss.
+//!
+//! **Mirror sessions.** A tap may be one mirror session of a collector's capture
+//! ([`Select`], `--tap FILE@erspan:7`; `FILE@mirrors` makes every session a tap, ordered
+//! by first sighting, see [`spec::from_mirrors`]). When every tap is a session of the
+//! same file, the taps share the collector's one clock: no offset is estimated (all are
+//! zero). The delays between sessions then include the difference of their mirror
+//! paths to the collector (constant but unknown), so, as with separate captures, only the
+//! variation above the minimum is meaningful unless `clocks_synced` is asserted.
 
 mod isb;
 mod matcher;
 mod read;
 mod sample;
+mod session;
+pub mod spec;
 #[cfg(test)]
 mod tests;
 
 pub use matcher::{Matcher, Sight, MAX_TAPS};
 pub use read::{run, TapsError};
 pub use sample::Samples;
+pub use session::read_session;
+pub use spec::Select;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -48,6 +60,8 @@ pub struct Tap {
     pub name: String,
     /// The capture file.
     pub path: PathBuf,
+    /// Only this mirror session of the file (None: every frame).
+    pub select: Option<Select>,
 }
 
 /// What a merged analysis is asked to do.

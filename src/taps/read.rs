@@ -33,6 +33,7 @@ struct TapReader {
     frames: u64,
     cut_short: bool,
     dcfg: dissectors::Config,
+    select: Option<super::Select>,
 }
 
 impl TapReader {
@@ -53,6 +54,7 @@ impl TapReader {
             frames: 0,
             cut_short: false,
             dcfg: cfg.dissect,
+            select: t.select,
         })
     }
 
@@ -62,10 +64,10 @@ impl TapReader {
             let Some(r) = self.reader.as_mut() else {
                 return Ok(None);
             };
-            let (tap, dcfg) = (self.tap, self.dcfg);
-            match r.next_with(|fr| sight(fr, tap, &dcfg)) {
-                Ok(Some(s)) => {
-                    self.frames += 1;
+            let (tap, dcfg, select) = (self.tap, self.dcfg, self.select);
+            match r.next_with(|fr| sight(fr, tap, &dcfg, select.as_ref())) {
+                Ok(Some((mine, s))) => {
+                    self.frames += u64::from(mine);
                     if s.is_some() {
                         return Ok(s);
                     }
@@ -85,9 +87,24 @@ impl TapReader {
     }
 }
 
-/// A frame's RoCE v2 packet as a sighting (None for anything else).
-fn sight(fr: &crate::capture::Frame<'_>, tap: usize, dcfg: &dissectors::Config) -> Option<Sight> {
+/// Whether a frame is the tap's (of its mirror session, with a selector), and its RoCE
+/// v2 packet as a sighting (None for anything else).
+fn sight(
+    fr: &crate::capture::Frame<'_>,
+    tap: usize,
+    dcfg: &dissectors::Config,
+    select: Option<&super::Select>,
+) -> (bool, Option<Sight>) {
     let d = dissectors::decode(fr.link, fr.data, fr.orig_len, dcfg);
+    if let Some(sel) = select {
+        if !d.tunnel.is_some_and(|t| sel.matches(&t.tap())) {
+            return (false, None);
+        }
+    }
+    (true, roce_sight(&d, fr.ts_ns, tap))
+}
+
+fn roce_sight(d: &dissectors::Decoded, ts_ns: u64, tap: usize) -> Option<Sight> {
     let ip = d.ip?;
     let roce = d.roce?;
     let nak = roce
@@ -95,8 +112,8 @@ fn sight(fr: &crate::capture::Frame<'_>, tap: usize, dcfg: &dissectors::Config) 
         .is_some_and(|a| matches!(a.kind(), AethKind::Nak(NakCode::PsnSequenceError)));
     Some(Sight {
         tap,
-        ts_ns: fr.ts_ns,
-        at: fr.ts_ns.min(i64::MAX as u64) as i64,
+        ts_ns,
+        at: ts_ns.min(i64::MAX as u64) as i64,
         dir: DirKey {
             src: ip.src,
             dst: ip.dst,
@@ -114,7 +131,7 @@ fn sight(fr: &crate::capture::Frame<'_>, tap: usize, dcfg: &dissectors::Config) 
 /// the one-way delay of the true offset, well inside the matching window).
 fn offsets(cfg: &Config) -> Result<Vec<i64>, TapsError> {
     let mut out = vec![0i64; cfg.taps.len()];
-    if cfg.clocks_synced {
+    if cfg.clocks_synced || one_clock(cfg) {
         return Ok(out);
     }
     for (i, o) in out.iter_mut().enumerate().skip(1) {
@@ -139,6 +156,13 @@ fn offsets(cfg: &Config) -> Result<Vec<i64>, TapsError> {
         }
     }
     Ok(out)
+}
+
+/// Every tap a mirror session of one file: the collector's one clock.
+fn one_clock(cfg: &Config) -> bool {
+    cfg.taps
+        .iter()
+        .all(|t| t.select.is_some() && t.path == cfg.taps[0].path)
 }
 
 type Ident = (DirKey, u32, u8, u16);

@@ -58,7 +58,7 @@ fn forward(v: &Value) -> &Value {
 }
 
 /// Every segment's losses, PSNs, NAKs and timer retries are the truth's.
-fn holds_to(v: &Value, t: &Truth) {
+pub(crate) fn holds_to(v: &Value, t: &Truth) {
     let d = forward(v);
     let segs = d["segments"].as_array().unwrap();
     assert_eq!(segs.len(), t.lost.len());
@@ -90,7 +90,7 @@ fn queueing_close(v: &Value, t: &Truth) {
     );
 }
 
-fn two_tap_spec() -> Spec {
+pub(crate) fn two_tap_spec() -> Spec {
     Spec {
         taps: 2,
         packets: 300,
