@@ -31,6 +31,18 @@ pub struct TopArgs {
     /// Root of sysfs, where RDMA devices and their hw_counters are looked up.
     #[arg(long, value_name = "DIR", default_value = SYSFS_ROOT, hide = true)]
     pub sysfs_root: PathBuf,
+    /// Captures of the same traffic at several points of the path, as `analyze --tap`
+    /// takes them (2 to 8, path order; FILE@erspan:ID or FILE@mirrors for mirror
+    /// sessions): the first tap is replayed, and the flows table shows where each flow's
+    /// packets were lost (`lost at`), from the merged analysis of the whole captures.
+    #[arg(long = "tap", value_name = "[NAME=]FILE", conflicts_with_all = ["interfaces"])]
+    pub taps: Vec<String>,
+    /// With --tap: the taps' clocks are synchronised (PTP): one-way delays too.
+    #[arg(long, requires = "taps")]
+    pub clocks_synced: bool,
+    /// With --tap: how long after its first sighting a packet is judged (seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.1, requires = "taps")]
+    pub tap_window: f64,
 }
 
 /// Where frames come from: files (or stdin with `-`).

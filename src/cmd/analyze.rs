@@ -47,7 +47,9 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
     let r = request(a, color)?;
     // The merged analysis first: a tap that cannot be read fails before the long part.
     let merged = match &r.taps {
-        Some(cfg) => Some(rocetap::taps::run(cfg).map_err(|e| Failure::new(e.to_string()))?),
+        Some(cfg) => {
+            Some(rocetap::taps::run(cfg).map_err(|e| Failure::new(format!("analyze: {e}")))?)
+        }
         None => None,
     };
     let mut p = Pipeline::new(r.dcfg, Analyzer::new(r.analyzer)).stop_after(r.stop_after);
@@ -81,7 +83,9 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
             .map_err(|e| Failure::new(format!("analyze: installing signal handlers: {e}")))?;
         // A tap that is one mirror session: the ordinary analysis is of that session only.
         let cut_short = match r.taps.as_ref().and_then(|t| t.taps[0].select) {
-            Some(sel) => rocetap::taps::read_session(&mut p, &r.paths, &sel, &r.dcfg, r.quiet)?,
+            Some(sel) => {
+                rocetap::taps::read_session(&mut p, &r.paths, &sel, &r.dcfg, r.quiet, &mut NoSink)?
+            }
             None => p.read_files(&r.paths, r.quiet, &mut NoSink)?,
         };
         for c in &cut_short {

@@ -9,7 +9,11 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
 }
 
 fn config(a: TopArgs) -> Result<tui::Config, Failure> {
-    let files = a.sources.all();
+    let mut files = a.sources.all();
+    let taps = taps(&a, &files)?;
+    if let Some(t) = &taps {
+        files = vec![t.0.clone()];
+    }
     let speed = Speed::parse(&a.speed).map_err(|e| Failure::new(format!("top: {e}")))?;
     if files.is_empty() && a.interfaces.is_empty() {
         return Err(Failure::new("top: no source")
@@ -34,5 +38,39 @@ fn config(a: TopArgs) -> Result<tui::Config, Failure> {
         promisc: !a.no_promisc,
         sysfs_root: rocetap::config::sysfs_dir(&a.sysfs_root),
         qp_table: super::analyze::qp_tables("top", &a.qp_table)?.unwrap_or_default(),
+        taps: taps.map(|t| (t.1, t.2)),
     })
+}
+
+/// `--tap [NAME=]FILE[@SESSION] ...` as `analyze` takes it: the taps merged now (a tap
+/// that cannot be read fails before the screen is taken); the replay is the first tap's
+/// file (of its mirror session alone, with a selector).
+fn taps(
+    a: &TopArgs,
+    files: &[std::path::PathBuf],
+) -> Result<
+    Option<(
+        std::path::PathBuf,
+        rocetap::taps::Report,
+        Option<rocetap::taps::Select>,
+    )>,
+    Failure,
+> {
+    if a.taps.is_empty() {
+        return Ok(None);
+    }
+    if !files.is_empty() {
+        return Err(Failure::new(
+            "top: give the captures as --tap NAME=FILE only, not also as files",
+        ));
+    }
+    let dissect = dissectors::Config {
+        roce_port: a.roce_port,
+        check_icrc: true,
+    };
+    let cfg = rocetap::taps::spec::config("top", &a.taps, a.clocks_synced, a.tap_window, dissect)
+        .map_err(Failure::new)?;
+    let report = rocetap::taps::run(&cfg).map_err(|e| Failure::new(format!("top: {e}")))?;
+    let first = &cfg.taps[0];
+    Ok(Some((first.path.clone(), report, first.select)))
 }

@@ -6,6 +6,7 @@ use crate::taps::{Delay, Direction, Report, Segment};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
 use std::io::{self, Write};
+use std::net::IpAddr;
 
 /// A segment's location code (the `location` values of the analyze schema) and its two
 /// ends: `before_tap` (no start), `between_taps`, `after_tap` (no end).
@@ -83,47 +84,8 @@ pub fn text(out: &mut impl Write, r: &Report) -> io::Result<()> {
             "  {} -> {} QP {:#08x}: {} packets, {} seen at more than one tap",
             d.key.src, d.key.dst, d.key.qpn, d.packets, d.matched
         )?;
-        if d.matched == 0 {
-            writeln!(
-                out,
-                "    only one tap saw this direction: nothing to compare"
-            )?;
-            continue;
-        }
-        for (i, s) in d.segments.iter().enumerate() {
-            let (code, a, b) = place(r, d, i);
-            if s.lost == 0 && s.naks == 0 && s.timer_retries == 0 {
-                continue;
-            }
-            writeln!(
-                out,
-                "    {:<24} lost {:>5}  NAKs {:>4}  timer retries {:>4}  PSNs {}",
-                where_words(code, a, b),
-                s.lost,
-                s.naks,
-                s.timer_retries,
-                psns(s)
-            )?;
-        }
-        for (i, dl) in d.delays.iter().enumerate() {
-            let Some(dl) = dl else { continue };
-            let (_, a, b) = place(r, d, i + 1);
-            let abs = match (dl.min_s, dl.median_s, dl.p99_s) {
-                (Some(m), Some(md), Some(p)) => {
-                    format!("one-way min {}, median {}, p99 {}; ", us(m), us(md), us(p))
-                }
-                _ => String::new(),
-            };
-            writeln!(
-                out,
-                "    delay {:<18} {}above min: median {}, p99 {}, max {} ({} packets)",
-                where_words("between_taps", a, b),
-                abs,
-                us(dl.median_above_min_s),
-                us(dl.p99_above_min_s),
-                us(dl.max_above_min_s),
-                dl.count
-            )?;
+        for l in direction_lines(r, d) {
+            writeln!(out, "    {l}")?;
         }
     }
     if !r.clocks_synced {
@@ -165,6 +127,139 @@ pub fn text(out: &mut impl Write, r: &Report) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A direction's story, a line each: segments with loss, NAKs or timer retries, then
+/// the delays between adjacent taps (the text report's lines under the direction, and
+/// `top`'s detail view).
+pub fn direction_lines(r: &Report, d: &Direction) -> Vec<String> {
+    let mut out = Vec::new();
+    if d.matched == 0 {
+        out.push("only one tap saw this direction: nothing to compare".to_string());
+        return out;
+    }
+    for (i, s) in d.segments.iter().enumerate() {
+        let (code, a, b) = place(r, d, i);
+        if s.lost == 0 && s.naks == 0 && s.timer_retries == 0 {
+            continue;
+        }
+        out.push(format!(
+            "{:<24} lost {:>5}  NAKs {:>4}  timer retries {:>4}  PSNs {}",
+            where_words(code, a, b),
+            s.lost,
+            s.naks,
+            s.timer_retries,
+            psns(s)
+        ));
+    }
+    for (i, dl) in d.delays.iter().enumerate() {
+        let Some(dl) = dl else { continue };
+        let (_, a, b) = place(r, d, i + 1);
+        let abs = match (dl.min_s, dl.median_s, dl.p99_s) {
+            (Some(m), Some(md), Some(p)) => {
+                format!("one-way min {}, median {}, p99 {}; ", us(m), us(md), us(p))
+            }
+            _ => String::new(),
+        };
+        out.push(format!(
+            "delay {:<18} {}above min: median {}, p99 {}, max {} ({} packets)",
+            where_words("between_taps", a, b),
+            abs,
+            us(dl.median_above_min_s),
+            us(dl.p99_above_min_s),
+            us(dl.max_above_min_s),
+            dl.count
+        ));
+    }
+    out
+}
+
+/// The direction of the merged analysis that is this flow (source, destination,
+/// DestQP), if the taps saw it.
+pub fn direction_of(r: &Report, src: IpAddr, dst: IpAddr, qpn: u32) -> Option<&Direction> {
+    r.directions
+        .iter()
+        .find(|d| d.key.src == src && d.key.dst == dst && d.key.qpn == qpn)
+}
+
+/// Where a direction's packets were lost, in a few words for a table cell: each segment
+/// with loss and its count, in path order (`before a 1, a→s 4, after s 1`); `no loss`;
+/// `-` when no packet was seen at two taps (nothing to compare).
+pub fn lost_at(r: &Report, d: &Direction) -> String {
+    if d.matched == 0 {
+        return "-".into();
+    }
+    let v: Vec<String> = d
+        .segments
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.lost > 0)
+        .map(|(i, s)| format!("{} {}", segment_short(r, d, i), s.lost))
+        .collect();
+    if v.is_empty() {
+        return "no loss".into();
+    }
+    v.join(", ")
+}
+
+/// A direction's segments and delays in short lines (`top`'s detail view): each
+/// segment with loss, NAKs or timer retries, then each delay between adjacent taps.
+pub fn direction_short(r: &Report, d: &Direction) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, s) in d.segments.iter().enumerate() {
+        if s.lost == 0 && s.naks == 0 && s.timer_retries == 0 {
+            continue;
+        }
+        out.push(format!(
+            "{}: lost {}, NAKs {}, timer retries {}, PSNs {}",
+            segment_short(r, d, i),
+            s.lost,
+            s.naks,
+            s.timer_retries,
+            if s.psns.is_empty() {
+                "-".into()
+            } else {
+                psns(s)
+            }
+        ));
+    }
+    for (i, dl) in d.delays.iter().enumerate() {
+        let Some(dl) = dl else { continue };
+        let abs = match dl.median_s {
+            Some(m) => format!("one-way median {}; ", us(m)),
+            None => String::new(),
+        };
+        out.push(format!(
+            "delay {}: {}above min median {}, p99 {}, max {} ({} packets)",
+            segment_short(r, d, i + 1),
+            abs,
+            us(dl.median_above_min_s),
+            us(dl.p99_above_min_s),
+            us(dl.max_above_min_s),
+            dl.count
+        ));
+    }
+    out
+}
+
+/// A segment's short name: `before a`, `a→s`, `after s`.
+pub fn segment_short(r: &Report, d: &Direction, i: usize) -> String {
+    let (code, a, b) = place(r, d, i);
+    let t = |s: Option<&str>| crate::escape::term(s.unwrap_or("")).to_string();
+    match code {
+        "before_tap" => format!("before {}", t(b)),
+        "after_tap" => format!("after {}", t(a)),
+        _ => format!("{}→{}", t(a), t(b)),
+    }
+}
+
+/// The taps in path order, for a title: `a, s`.
+pub fn tap_names(r: &Report) -> String {
+    r.taps
+        .iter()
+        .map(|t| crate::escape::term(&t.name).to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `totals` of the analyze document with the merged analysis's keys added.

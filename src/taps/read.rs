@@ -39,13 +39,12 @@ struct TapReader {
 impl TapReader {
     fn open(cfg: &Config, tap: usize) -> Result<Self, TapsError> {
         let t = &cfg.taps[tap];
-        let opened =
-            input::open(&t.path).map_err(|e| TapsError(format!("analyze: tap {}: {e}", t.name)))?;
+        let opened = input::open(&t.path).map_err(|e| TapsError(format!("tap {}: {e}", t.name)))?;
         let reader = match Reader::new(opened.reader) {
             Ok(r) => Some(r),
             // An empty file is a tap that saw nothing: reported, not an error.
             Err(ReadError::Empty) => None,
-            Err(e) => return Err(TapsError(format!("analyze: tap {}: {e}", t.name))),
+            Err(e) => return Err(TapsError(format!("tap {}: {e}", t.name))),
         };
         Ok(TapReader {
             reader,
@@ -81,7 +80,7 @@ impl TapReader {
                     self.reader = None;
                     return Ok(None);
                 }
-                Err(e) => return Err(TapsError(format!("analyze: tap {}: {e}", self.name))),
+                Err(e) => return Err(TapsError(format!("tap {}: {e}", self.name))),
             }
         }
     }
@@ -182,7 +181,7 @@ pub fn run(cfg: &Config) -> Result<Report, TapsError> {
     let n = cfg.taps.len();
     if !(2..=MAX_TAPS).contains(&n) {
         return Err(TapsError(format!(
-            "analyze: --tap needs 2 to {MAX_TAPS} taps, {n} given"
+            "--tap needs 2 to {MAX_TAPS} taps, {n} given"
         )));
     }
     let offsets = offsets(cfg)?;

@@ -169,6 +169,10 @@ pub struct App {
     /// The kernel's QP tables (`top --qp-table`): the detail view names the QPs behind a
     /// flow; empty without the option.
     pub qp_table: Vec<crate::qptable::QpEntry>,
+    /// The merged analysis of several taps (`top --tap`): the flows table gains the
+    /// segment where each flow's packets were lost, the detail view the segments and
+    /// delays; `None` without the option.
+    pub taps: Option<std::sync::Arc<crate::taps::Report>>,
     /// The screen shown.
     pub view: View,
     /// The help overlay is shown.
@@ -224,6 +228,7 @@ impl App {
             frame_rate: 0.0,
             last_frames: None,
             qp_table: Vec::new(),
+            taps: None,
             view: View::Flows,
             help: false,
             sort: Sort::Rate,

@@ -272,6 +272,7 @@ impl Sink for Replay<'_> {
 /// quits; then serves `w` requests until told to quit.
 pub fn replay(
     paths: Vec<PathBuf>,
+    select: Option<crate::taps::Select>,
     speed: Speed,
     dcfg: dissectors::Config,
     dir: PathBuf,
@@ -301,7 +302,11 @@ pub fn replay(
         started: Instant::now(),
     };
     // A file cut short is a finding of the report, not a failure of the replay.
-    let res = p.read_files(&paths, true, &mut r);
+    // `top --tap FILE@SESSION ...`: the first tap's session only.
+    let res = match &select {
+        Some(sel) => crate::taps::read_session(&mut p, &paths, sel, &dcfg, true, &mut r),
+        None => p.read_files(&paths, true, &mut r),
+    };
     if r.quit {
         return;
     }

@@ -70,6 +70,10 @@ pub struct Config {
     pub sysfs_root: PathBuf,
     /// The kernel's QP tables (`--qp-table`), read by the command.
     pub qp_table: Vec<crate::qptable::QpEntry>,
+    /// `--tap`: the merged analysis of the taps (computed by the command before the
+    /// screen is taken; `files` is then the first tap's capture) and the first tap's
+    /// mirror session, whose frames alone are replayed.
+    pub taps: Option<(crate::taps::Report, Option<crate::taps::Select>)>,
 }
 
 /// Runs the UI until the user quits; returns the exit code.
@@ -123,14 +127,19 @@ pub fn run(a: Config) -> Result<i32, Error> {
             Speed::Factor(x) => format!("x{x:e}"),
         };
         let fl = files.clone();
+        let select = a.taps.as_ref().and_then(|t| t.1);
         let t = std::thread::Builder::new()
             .name("top-replay".into())
-            .spawn(move || feed::replay(fl, speed, dcfg, dir, tx, ctl_rx))
+            .spawn(move || feed::replay(fl, select, speed, dcfg, dir, tx, ctl_rx))
             .map_err(|error| Error::Thread {
                 what: "replay thread",
                 error,
             })?;
-        (Mode::Replay, format!("replay {} {sp}", names.join(", ")), t)
+        let what = match &a.taps {
+            Some((r, _)) => format!("taps {}", crate::report::taps::tap_names(r)),
+            None => names.join(", "),
+        };
+        (Mode::Replay, format!("replay {what} {sp}"), t)
     };
     // SIGTERM, SIGHUP (a closed terminal), and SIGINT / SIGQUIT sent from outside
     // (Ctrl-C and Ctrl-\ are keys in raw mode) end the UI like `q`, so the terminal is
@@ -143,6 +152,7 @@ pub fn run(a: Config) -> Result<i32, Error> {
     watch_stop(stop.clone(), done.clone())?;
     let mut app = App::new(source, mode);
     app.qp_table = a.qp_table.clone();
+    app.taps = a.taps.map(|t| Arc::new(t.0));
     let res = ui(&mut app, &rx, &ctl_tx, &stop);
     done.store(true, Ordering::Relaxed);
     let _ = ctl_tx.send(Control::Quit);

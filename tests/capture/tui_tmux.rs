@@ -85,6 +85,17 @@ fn start(test: &str, sample: &str, speed: &str) -> Option<(Session, PathBuf)> {
 
 /// [`start`] with `EXTRA` (shell words) after the other arguments.
 fn start_with(test: &str, sample: &str, speed: &str, extra: &str) -> Option<(Session, PathBuf)> {
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(sample);
+    start_args(
+        test,
+        &format!("-r {} --speed {speed} {extra}", sample.display()),
+    )
+}
+
+/// `rocetap top ARGS` (shell words) in a new tmux session of 160×48.
+fn start_args(test: &str, args: &str) -> Option<(Session, PathBuf)> {
     if !have_tmux() {
         common::skip("tmux is not installed");
         return None;
@@ -92,9 +103,6 @@ fn start_with(test: &str, sample: &str, speed: &str, extra: &str) -> Option<(Ses
     let dir = std::env::temp_dir().join(format!("rocetap-tui-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("samples")
-        .join(sample);
     let name = format!(
         "rocetap-{test}-{}-{}",
         std::process::id(),
@@ -129,11 +137,7 @@ fn start_with(test: &str, sample: &str, speed: &str, extra: &str) -> Option<(Ses
     assert!(status.success());
     let s = Session(name);
     s.wait("the shell", 10, |t| t.contains("READY$"));
-    s.text(&format!(
-        "{} top -r {} --speed {speed} {extra}; echo EXIT=$?",
-        common::bin(),
-        sample.display()
-    ));
+    s.text(&format!("{} top {args}; echo EXIT=$?", common::bin()));
     s.keys(&["Enter"]);
     Some((s, dir))
 }
@@ -330,6 +334,45 @@ fn top_errors_are_one_line() {
         // Output is a pipe here: no terminal to draw on.
         (
             &["top", "-r", "samples/clean-rc.pcap"],
+            "rocetap: top: standard input and output must be a terminal",
+        ),
+        (
+            &["top", "--tap", "samples/taps/two-taps.a.pcap"],
+            "rocetap: top: --tap needs 2 to 8 taps, 1 given",
+        ),
+        (
+            &[
+                "top",
+                "-r",
+                "samples/clean-rc.pcap",
+                "--tap",
+                "samples/taps/two-taps.a.pcap",
+                "--tap",
+                "samples/taps/two-taps.s.pcap",
+            ],
+            "rocetap: top: give the captures as --tap NAME=FILE only",
+        ),
+        (
+            &["top", "--tap", "samples/clean-rc.pcap@mirrors"],
+            "rocetap: top: tap samples/clean-rc.pcap@mirrors: 0 mirror sessions carry RoCE",
+        ),
+        (
+            &[
+                "top",
+                "--tap",
+                "a=/nonexistent/a.pcap",
+                "--tap",
+                "b=/nonexistent/b.pcap",
+            ],
+            "rocetap: top: tap b: reading /nonexistent/b.pcap",
+        ),
+        // The taps merge, then there is no terminal.
+        (
+            &[
+                "top",
+                "--tap",
+                "samples/taps/mirror-two-sessions.pcap@mirrors",
+            ],
             "rocetap: top: standard input and output must be a terminal",
         ),
     ];
@@ -546,5 +589,58 @@ fn top_ends_when_its_terminal_goes_away() {
         gone,
         "rocetap top {child} still runs 10 s after its terminal went away"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `top --tap`: the first tap replayed, the flows table's `lost at` column and the
+/// detail's segments from the merged analysis; with a mirror capture's sessions as taps,
+/// the first session's packets alone.
+#[test]
+fn top_tap_shows_where_the_loss_is() {
+    let taps = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/taps");
+    let Some((s, dir)) = start_args(
+        "taps",
+        &format!(
+            "--tap a={} --tap s={} --speed max",
+            taps.join("two-taps.a.pcap").display(),
+            taps.join("two-taps.s.pcap").display()
+        ),
+    ) else {
+        return;
+    };
+    let scr = s.wait("the flows table", 30, |t| {
+        t.contains("Flows 2/2") && t.contains("ended")
+    });
+    assert!(scr.contains("lost at"), "{scr}");
+    assert!(scr.contains("before a 1, a→s 4, after s 1"), "{scr}");
+    assert!(scr.contains("replay taps a, s max"), "{scr}");
+    // By name: 192.0.2.1 → 192.0.2.2 first.
+    s.text("s");
+    s.text("s");
+    s.wait("the sort", 10, |t| t.contains("sort: name"));
+    s.keys(&["Enter"]);
+    let scr = s.wait("the detail", 10, |t| t.contains("delay a→s"));
+    assert!(
+        scr.contains("a→s: lost 4, NAKs 2, timer retries 1, PSNs 1040,1041,1150,1299"),
+        "{scr}"
+    );
+    quit(&s);
+    let _ = std::fs::remove_dir_all(&dir);
+    let Some((s, dir)) = start_args(
+        "mirror-taps",
+        &format!(
+            "--tap {}@mirrors --speed max",
+            taps.join("mirror-two-sessions.pcap").display()
+        ),
+    ) else {
+        return;
+    };
+    let scr = s.wait("the flows table", 30, |t| {
+        t.contains("Flows 2/2") && t.contains("ended")
+    });
+    // Session 9 alone: the 617 frames tap a saw, not the stream's 1230.
+    assert_eq!(frames(&scr), 617, "{scr}");
+    assert!(scr.contains("before erspan-9-in 1"), "{scr}");
+    quit(&s);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -88,6 +88,7 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App, id: u32) {
     if let Some(l) = kernel_qps(app, fl) {
         lines.insert(2.min(lines.len()), l);
     }
+    lines.extend(taps_lines(app, fl));
     finish(f, area, app, id, lines);
 }
 
@@ -311,6 +312,44 @@ fn wide_lines<'a>(app: &App, fl: &FlowSummary, sparks: &Sparks) -> Vec<Line<'a>>
         Line::from(format!("rate Mb/s  {rate_spark} max {max_mbps}")),
         Line::from(format!("PSN/step   {psn_spark} max {max_psn}")),
     ]
+}
+
+/// With taps (`top --tap`): where this flow's packets were lost, segment by segment,
+/// and the delay between the taps (the words of `analyze --tap`).
+fn taps_lines<'a>(app: &App, fl: &FlowSummary) -> Vec<Line<'a>> {
+    use crate::report::taps::{direction_of, direction_short, tap_names};
+    let Some(r) = app.taps.as_deref() else {
+        return Vec::new();
+    };
+    let mut out = vec![Line::from(Span::styled(
+        format!("Where the loss is (taps in path order: {}):", tap_names(r)),
+        BOLD,
+    ))];
+    let d = match (fl.src, fl.dst) {
+        (dissectors::Addr::Ip(s), dissectors::Addr::Ip(d)) => direction_of(r, s, d, fl.qp.0),
+        _ => None,
+    };
+    match d {
+        Some(d) => {
+            out.push(Line::from(format!(
+                "  {} packets, {} seen at more than one tap",
+                d.packets, d.matched
+            )));
+            let quiet = d
+                .segments
+                .iter()
+                .all(|s| s.lost == 0 && s.naks == 0 && s.timer_retries == 0);
+            if d.matched == 0 {
+                out.push(Line::from("  only one tap saw it: nothing to compare"));
+            } else if quiet {
+                out.push(Line::from("  no loss before, between or after the taps"));
+            }
+            let lines = direction_short(r, d);
+            out.extend(lines.into_iter().map(|l| Line::from(format!("  {l}"))));
+        }
+        None => out.push(Line::from("  the taps did not see this flow")),
+    }
+    out
 }
 
 fn problems_of(fl: &FlowSummary) -> bool {

@@ -7,6 +7,7 @@ use crate::analysis::FlowSummary;
 use crate::report::events::detail;
 use crate::report::findings::flow_short;
 use crate::tui::app::{problems, App};
+use dissectors::Addr;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -57,7 +58,8 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
         ));
     }
     let block = Block::bordered().title(Line::from(t));
-    let header = Row::new(columns(wide))
+    let taps = app.taps.is_some();
+    let header = Row::new(columns(wide, taps))
         .style(Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED));
     let first = app.report.as_ref().and_then(|r| r.first_ts_ns).unwrap_or(0);
     // Only the rows on screen are built (a live capture may hold thousands of flows).
@@ -69,7 +71,7 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
         .take(visible)
         .map(|fl| row(app, fl, wide, first))
         .collect();
-    let widths = widths(wide);
+    let widths = widths(wide, taps);
     let table = Table::new(body, widths)
         .header(header)
         .block(block)
@@ -101,8 +103,22 @@ pub fn render(f: &mut Frame<'_>, area: Rect, app: &App) {
 }
 
 /// The column titles. At 80 columns the trouble counters share one column listing
-/// those not zero.
-fn columns(wide: bool) -> Vec<&'static str> {
+/// those not zero. With taps (`top --tap`), `lost at` takes the opcode mix's place
+/// (wide) or comes before the trouble column (narrow).
+fn columns(wide: bool, taps: bool) -> Vec<&'static str> {
+    let mut c = plain_columns(wide);
+    if taps {
+        if wide {
+            let at = c.len() - 2;
+            c[at] = "lost at";
+        } else {
+            c.insert(c.len() - 1, "lost at");
+        }
+    }
+    c
+}
+
+fn plain_columns(wide: bool) -> Vec<&'static str> {
     if wide {
         vec![
             "#",
@@ -134,7 +150,19 @@ fn columns(wide: bool) -> Vec<&'static str> {
     }
 }
 
-fn widths(wide: bool) -> Vec<Constraint> {
+/// Width of the `lost at` column at 80 columns (wide, the opcode mix's 30; the detail
+/// view has it all).
+const LOST_AT: u16 = 18;
+
+fn widths(wide: bool, taps: bool) -> Vec<Constraint> {
+    let mut w = plain_widths(wide);
+    if taps && !wide {
+        w.insert(w.len() - 1, Constraint::Length(LOST_AT));
+    }
+    w
+}
+
+fn plain_widths(wide: bool) -> Vec<Constraint> {
     if wide {
         let mut w = vec![
             Constraint::Length(3),
@@ -199,7 +227,10 @@ fn row<'a>(app: &'a App, fl: &'a FlowSummary, wide: bool, first: u64) -> Row<'a>
         for (_, v, bad) in counts {
             cells.push(Cell::from(Span::styled(n0(v), style(v, bad))));
         }
-        cells.push(Cell::from(opmix(fl)));
+        match lost_at(app, fl) {
+            Some(c) => cells.push(c),
+            None => cells.push(Cell::from(opmix(fl))),
+        }
         cells.push(Cell::from(app.last_event(fl.id).map_or(
             String::new(),
             |e| {
@@ -212,6 +243,9 @@ fn row<'a>(app: &'a App, fl: &'a FlowSummary, wide: bool, first: u64) -> Row<'a>
             },
         )));
     } else {
+        if let Some(c) = lost_at(app, fl) {
+            cells.push(c);
+        }
         let spans: Vec<Span> = counts
             .iter()
             .filter(|(_, v, _)| *v > 0)
@@ -225,4 +259,22 @@ fn row<'a>(app: &'a App, fl: &'a FlowSummary, wide: bool, first: u64) -> Row<'a>
     } else {
         row
     }
+}
+
+/// The `lost at` cell of a flow with taps (red when packets were lost between or around
+/// the taps); `None` without taps.
+fn lost_at<'a>(app: &App, fl: &FlowSummary) -> Option<Cell<'a>> {
+    let r = app.taps.as_deref()?;
+    let text = match (fl.src, fl.dst) {
+        (Addr::Ip(s), Addr::Ip(d)) => crate::report::taps::direction_of(r, s, d, fl.qp.0)
+            .map(|d| crate::report::taps::lost_at(r, d)),
+        _ => None,
+    };
+    Some(match text {
+        Some(t) if t != "-" && t != "no loss" => {
+            Cell::from(Span::styled(t, Style::default().fg(Color::Red)))
+        }
+        Some(t) => Cell::from(t),
+        None => Cell::from("not at taps"),
+    })
 }

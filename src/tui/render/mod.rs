@@ -13,6 +13,8 @@ mod help;
 mod hw;
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod tests_taps;
 
 use super::app::{App, View};
 use super::keys::{FOOTER_FLOWS, FOOTER_OTHER};

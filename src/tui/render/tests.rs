@@ -82,7 +82,7 @@ fn text(t: &Terminal<TestBackend>) -> String {
     out
 }
 
-fn golden(name: &str, app: &App, w: u16, h: u16) -> String {
+pub(super) fn golden(name: &str, app: &App, w: u16, h: u16) -> String {
     let got = text(&draw(app, w, h));
     let path = root().join(format!("tests/golden/tui/{name}-{w}x{h}.txt"));
     if std::env::var_os("UPDATE_EXPECT").is_some() {
