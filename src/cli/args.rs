@@ -43,6 +43,10 @@ pub struct TopArgs {
     /// With --tap: how long after its first sighting a packet is judged (seconds).
     #[arg(long, value_name = "SECONDS", default_value_t = 0.1, requires = "taps")]
     pub tap_window: f64,
+    /// With -i: capture filter (BPF). Default: RoCE v2, RoCE v1, ARP and PFC, VLAN-tagged
+    /// or not; at a mirror collector give e.g. 'ip proto 47 or udp dst port 4789'.
+    #[arg(long, value_name = "EXPR", requires = "interfaces")]
+    pub filter: Option<String>,
 }
 
 /// Where frames come from: files (or stdin with `-`).

@@ -39,6 +39,7 @@ fn config(a: TopArgs) -> Result<tui::Config, Failure> {
         sysfs_root: rocetap::config::sysfs_dir(&a.sysfs_root),
         qp_table: super::analyze::qp_tables("top", &a.qp_table)?.unwrap_or_default(),
         taps: taps.map(|t| (t.1, t.2)),
+        filter: a.filter,
     })
 }
 

@@ -74,6 +74,9 @@ pub struct Config {
     /// screen is taken; `files` is then the first tap's capture) and the first tap's
     /// mirror session, whose frames alone are replayed.
     pub taps: Option<(crate::taps::Report, Option<crate::taps::Select>)>,
+    /// `-i` with `--filter`: this BPF expression instead of the RoCE default (a mirror
+    /// collector's GRE / VXLAN traffic, which the default drops).
+    pub filter: Option<String>,
 }
 
 /// Runs the UI until the user quits; returns the exit code.
@@ -90,7 +93,10 @@ pub fn run(a: Config) -> Result<i32, Error> {
     let (mode, source, thread) = if files.is_empty() {
         let opts = LiveOptions {
             promisc: a.promisc,
-            filter: Filter::Roce { port: a.roce_port },
+            filter: match &a.filter {
+                Some(e) => Filter::Expr(e.clone()),
+                None => Filter::Roce { port: a.roce_port },
+            },
             ..LiveOptions::default()
         };
         let opened = LiveSource::open(&a.devices, opts)

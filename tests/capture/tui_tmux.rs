@@ -414,26 +414,53 @@ impl Drop for Veth {
 /// it; the flows appear, no drops are shown, `q` exits 0 (privileges were dropped).
 #[test]
 fn top_live_on_a_veth() {
+    let Some(scr) = live("top", "", "congestion.pcap", |t| {
+        t.contains("Flows 8/8") && t.contains("frames 304 ")
+    }) else {
+        return;
+    };
+    assert!(scr.contains("198.18.0.1→198.18.0.2 0x000101"), "{scr}");
+}
+
+/// A mirror collector's traffic live: with `--filter` for GRE, `top -i` follows the
+/// inner RoCE of both ERSPAN sessions of `samples/taps/mirror-two-sessions.pcap`.
+#[test]
+fn top_live_sees_mirrored_roce_with_a_filter() {
+    let Some(scr) = live(
+        "mir",
+        "--filter 'ip proto 47'",
+        "taps/mirror-two-sessions.pcap",
+        |t| t.contains("Flows 2/2") && t.contains("frames 1230 "),
+    ) else {
+        return;
+    };
+    assert!(scr.contains("192.0.2.1→192.0.2.2 0x000022"), "{scr}");
+    assert!(scr.contains("RoCE 1230"), "{scr}");
+}
+
+/// `top -i B EXTRA` in namespace b while tcpreplay sends `sample` from namespace a over
+/// a veth; the screen once `done` holds (the drops zero, running), after `q`.
+fn live(tag: &str, extra: &str, sample: &str, done: impl Fn(&str) -> bool) -> Option<String> {
     let root = Command::new("id")
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     if !root {
         common::skip("needs root for network namespaces");
-        return;
+        return None;
     }
     if !have_tmux() || !sh(&["tcpreplay", "-V"]) {
         common::skip("tmux or tcpreplay is not installed");
-        return;
+        return None;
     }
     let pid = std::process::id();
     let ns = Veth {
-        a: format!("rttop-{pid}-a"),
-        b: format!("rttop-{pid}-b"),
+        a: format!("rt{tag}-{pid}-a"),
+        b: format!("rt{tag}-{pid}-b"),
     };
     let (ia, ib) = (
-        format!("rt{:x}a", pid % 0xfffff),
-        format!("rt{:x}b", pid % 0xfffff),
+        format!("r{tag}{:x}a", pid % 0xfffff),
+        format!("r{tag}{:x}b", pid % 0xfffff),
     );
     assert!(sh(&["ip", "netns", "add", &ns.a]));
     assert!(sh(&["ip", "netns", "add", &ns.b]));
@@ -454,7 +481,7 @@ fn top_live_on_a_veth() {
         assert!(sh(&["ip", "-n", n, "link", "set", i, "mtu", "9000"]));
         assert!(sh(&["ip", "-n", n, "link", "set", i, "up"]));
     }
-    let name = format!("rocetap-live-{pid}");
+    let name = format!("rocetap-live-{tag}-{pid}");
     assert!(sh(&[
         "tmux",
         "new-session",
@@ -477,13 +504,15 @@ fn top_live_on_a_veth() {
     let s = Session(name);
     s.wait("the shell", 10, |t| t.contains("READY$"));
     s.text(&format!(
-        "ip netns exec {} {} top -i {ib}; echo EXIT=$?",
+        "ip netns exec {} {} top -i {ib} {extra}; echo EXIT=$?",
         ns.b,
         common::bin()
     ));
     s.keys(&["Enter"]);
     s.wait("the live header", 30, |t| t.contains(&format!("live {ib}")));
-    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/congestion.pcap");
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(sample);
     assert!(sh(&[
         "ip",
         "netns",
@@ -496,13 +525,11 @@ fn top_live_on_a_veth() {
         "-t",
         sample.to_str().unwrap(),
     ]));
-    let scr = s.wait("the replayed flows", 30, |t| {
-        t.contains("Flows 8/8") && t.contains("frames 304 ")
-    });
-    assert!(scr.contains("198.18.0.1→198.18.0.2 0x000101"), "{scr}");
+    let scr = s.wait("the replayed flows", 30, done);
     assert!(scr.contains("drops kernel 0 iface 0 rocetap 0"), "{scr}");
     assert!(scr.contains("running"), "{scr}");
     quit(&s);
+    Some(scr)
 }
 
 /// `kill -SIG` from outside ends the UI like `q`: exit 0, the alternate screen left and
