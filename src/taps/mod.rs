@@ -42,6 +42,8 @@ mod sample;
 mod session;
 pub mod spec;
 #[cfg(test)]
+mod spec_tests;
+#[cfg(test)]
 mod tests;
 
 pub use matcher::{Matcher, Sight, MAX_TAPS};
