@@ -96,6 +96,9 @@ pub fn text(out: &mut impl Write, r: &Report) -> io::Result<()> {
     }
     for tap in &r.taps {
         let name = crate::escape::term(&tap.name);
+        if let Some(m) = &tap.mirror {
+            writeln!(out, "  tap {name}: mirror session {m}")?;
+        }
         if tap.roce == 0 {
             writeln!(out, "  tap {name}: no RoCE packets ({} frames)", tap.frames)?;
         }
@@ -300,7 +303,7 @@ impl Serialize for TapsJson<'_> {
             .taps
             .iter()
             .map(|t| {
-                serde_json::json!({
+                let mut p = serde_json::json!({
                     "name": t.name,
                     "frames": t.frames,
                     "roce_packets": t.roce,
@@ -310,7 +313,12 @@ impl Serialize for TapsJson<'_> {
                     "cut_short": t.cut_short,
                     "capture_dropped": t.capture_dropped,
                     "trusted": t.trusted(),
-                })
+                });
+                // Only for a mirror session: other documents stay as they were.
+                if let (Some(m), Some(o)) = (&t.mirror, p.as_object_mut()) {
+                    o.insert("mirror_session".into(), m.to_string().into());
+                }
+                p
             })
             .collect();
         st.serialize_field("points", &points)?;

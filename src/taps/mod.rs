@@ -171,6 +171,8 @@ pub struct TapSummary {
     pub cut_short: bool,
     /// Frames its capture says it dropped (pcapng `isb_ifdrop`), where it says.
     pub capture_dropped: Option<u64>,
+    /// The mirror session the tap is (its selector), when it is one.
+    pub mirror: Option<Select>,
 }
 
 impl TapSummary {

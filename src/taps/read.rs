@@ -213,6 +213,7 @@ pub fn run(cfg: &Config) -> Result<Report, TapsError> {
         t.frames = r.frames;
         t.cut_short = r.cut_short;
         t.capture_dropped = super::isb::dropped(&cfg.taps[i].path);
+        t.mirror = cfg.taps[i].select;
     }
     Ok(m.finish(&offsets))
 }

@@ -45,12 +45,13 @@ fn json(args: &[&str], cwd: &Path) -> Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-/// The merged analysis without the clock offsets and the loss times (those seen at a
+/// The merged analysis without the clock offsets, the taps' mirror sessions and the loss times (those seen at a
 /// later tap are on the first tap's clock through the offset: estimated between files).
 fn merged(v: &Value) -> (Value, Vec<Value>) {
     let mut taps = v["taps"].clone();
     for p in taps["points"].as_array_mut().unwrap() {
         p.as_object_mut().unwrap().remove("clock_offset_s");
+        p.as_object_mut().unwrap().remove("mirror_session");
     }
     for d in taps["directions"].as_array_mut().unwrap() {
         for sg in d["segments"].as_array_mut().unwrap() {
@@ -111,6 +112,14 @@ fn split_stream_equals_the_sessions_as_separate_files() {
         v
     };
     assert_eq!(rest(&split), rest(&apart));
+    let sessions: Vec<&str> = split["taps"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["mirror_session"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions, ["erspan:9", "erspan:4,out"]);
+    assert!(apart["taps"]["points"][0].get("mirror_session").is_none());
     // The one clock: no offset estimated.
     for p in split["taps"]["points"].as_array().unwrap() {
         assert_eq!(p["clock_offset_s"], 0.0, "{p}");
