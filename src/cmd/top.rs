@@ -10,11 +10,13 @@ pub fn run(a: TopArgs) -> Result<i32, Failure> {
 
 fn config(a: TopArgs) -> Result<tui::Config, Failure> {
     let mut files = a.sources.all();
+    // Cheap checks first: merging the taps reads every capture.
+    let speed = Speed::parse(&a.speed).map_err(|e| Failure::new(format!("top: {e}")))?;
+    let qp_table = super::analyze::qp_tables("top", &a.qp_table)?.unwrap_or_default();
     let taps = taps(&a, &files)?;
     if let Some(t) = &taps {
         files = vec![t.0.clone()];
     }
-    let speed = Speed::parse(&a.speed).map_err(|e| Failure::new(format!("top: {e}")))?;
     if files.is_empty() && a.interfaces.is_empty() {
         return Err(Failure::new("top: no source")
             .hint("rocetap top -r trace.pcap, or sudo rocetap top -i eth2"));
@@ -37,7 +39,7 @@ fn config(a: TopArgs) -> Result<tui::Config, Failure> {
         roce_port: a.roce_port,
         promisc: !a.no_promisc,
         sysfs_root: rocetap::config::sysfs_dir(&a.sysfs_root),
-        qp_table: super::analyze::qp_tables("top", &a.qp_table)?.unwrap_or_default(),
+        qp_table,
         taps: taps.map(|t| (t.1, t.2)),
         filter: a.filter,
     })
