@@ -5,13 +5,14 @@
 //!
 //! Order of work: open every device (the only privileged step; errors name the missing
 //! capability or the missing RDMA support); drop privileges; create the output; start the
-//! capture threads; feed frames until `count`, `duration`, SIGINT/SIGTERM or a write
-//! error; flush; report. A write error keeps the file valid up to the last complete frame
+//! capture threads (one device: none, it is read on this thread straight from libpcap's
+//! buffer, see [`Inline`]); feed frames until `count`, `duration`, SIGINT/SIGTERM or a
+//! write error; flush; report. A write error keeps the file valid up to the last complete frame
 //! and is an error (exit 2); signals end the run normally (exit 0). The [`Config`] comes
 //! validated from the command.
 
 use super::annotate::Annotator;
-use super::live::{Filter, LiveOptions, LiveSource, Opened, SourceInfo};
+use super::live::{Filter, Inline, LiveOptions, LiveSource, Opened, SourceInfo};
 use super::merge::Merger;
 use super::output::{Output, OutputError, OutputOptions};
 use super::stats::{final_report, running_report, Status};
@@ -116,7 +117,11 @@ pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, Sessio
     let (opened, infos, comment) = open(cfg)?;
     let out = create_output(cfg, &infos, comment)?;
     let signals = Signals::install()?;
-    let live = opened.start();
+    // One device: read on this thread, straight from libpcap's buffer (nothing to merge).
+    let (live, mut inline) = match opened.start_inline() {
+        Ok((live, inline)) => (live, Some(inline)),
+        Err(opened) => (opened.start(), None),
+    };
     let names: Vec<String> = live.sources().iter().map(|s| s.name.clone()).collect();
     if !cfg.quiet {
         for s in live.sources() {
@@ -137,7 +142,15 @@ pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, Sessio
         error: None,
     };
     let mut merger = Merger::new(names.len());
-    let reason = capture(cfg, pipeline, &live, &mut merger, &mut w, &signals, &names);
+    let mut source = Source {
+        live: &live,
+        merger: &mut merger,
+        inline: inline.as_mut(),
+    };
+    let reason = capture(cfg, pipeline, &mut source, &mut w, &signals, &names);
+    if let Some(i) = inline {
+        i.finish();
+    }
     let stats = live.stats().to_vec();
     let rest = live.finish();
     // Everything captured before the stop is handed on (a count limit excepted).
@@ -272,21 +285,43 @@ impl Sink for Writing {
     }
 }
 
+/// Where a session's frames come from: capture threads through the merger, or the one
+/// device read on this thread.
+struct Source<'a> {
+    live: &'a LiveSource,
+    merger: &'a mut Merger,
+    inline: Option<&'a mut Inline>,
+}
+
+impl Source<'_> {
+    /// Every source has ended.
+    fn done(&self) -> bool {
+        match &self.inline {
+            Some(i) => i.ended(),
+            None => self.merger.is_done(),
+        }
+    }
+}
+
 /// Feeds frames until a reason to stop; returns the reason (for the report).
 fn capture(
     cfg: &Config,
     pipeline: &mut Pipeline,
-    live: &LiveSource,
-    merger: &mut Merger,
+    source: &mut Source<'_>,
     w: &mut Writing,
     signals: &Signals,
     names: &[String],
 ) -> &'static str {
     let started = Instant::now();
+    let live = source.live;
     let mut status = Status::new(!cfg.quiet && std::io::stderr().is_terminal());
     let mut last_flush = Instant::now();
     let reason = loop {
-        let flow = pipeline.pump(live, merger, Duration::from_millis(100), w);
+        let wait = Duration::from_millis(100);
+        let flow = match source.inline.as_deref_mut() {
+            Some(i) => pipeline.pump_inline(i, wait, w),
+            None => pipeline.pump(live, source.merger, wait, w),
+        };
         if w.error.is_some() {
             break "write error";
         }
@@ -299,7 +334,7 @@ fn capture(
         if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
             break "duration reached";
         }
-        if merger.is_done() {
+        if source.done() {
             break "all sources ended";
         }
         if last_flush.elapsed() >= Duration::from_secs(1) {
