@@ -14,23 +14,22 @@
 use super::annotate::Annotator;
 use super::live::{Filter, Inline, LiveOptions, LiveSource, Opened, SourceInfo};
 use super::merge::Merger;
-use super::output::{Output, OutputError, OutputOptions};
+use super::output::{Output, OutputOptions};
 use super::stats::{final_report, running_report, Status};
 use super::writer::{Format, Interface};
-use super::{privileges, rdma, Frame};
-use crate::analysis::Analyzer;
+use super::{privileges, rdma};
 use crate::error::exit;
-use crate::pipeline::{Pipeline, Sink};
-use dissectors::Decoded;
+use crate::pipeline::Pipeline;
 use std::io::IsTerminal;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod error;
+mod writing;
 pub use error::{explain, SessionError};
+use writing::Writing;
 
 /// A validated capture session.
 #[derive(Clone, Debug)]
@@ -243,45 +242,6 @@ impl Signals {
         }
         signal_hook::flag::register(signal_hook::consts::SIGUSR1, usr1.clone()).map_err(fail)?;
         Ok(Signals { stop, usr1 })
-    }
-}
-
-/// The pipeline's sink in a capture: the output file (with annotations) and the count.
-struct Writing {
-    out: Option<Output>,
-    annotator: Option<Annotator>,
-    /// Frames handed on (and written, when writing): `count` counts these.
-    handed: u64,
-    limit: u64,
-    error: Option<OutputError>,
-}
-
-impl Sink for Writing {
-    fn before(&mut self, _: &Frame<'_>, _: &Analyzer) -> ControlFlow<()> {
-        if self.handed >= self.limit {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    }
-
-    fn after(&mut self, f: &Frame<'_>, d: Option<&Decoded>, an: &Analyzer) -> ControlFlow<()> {
-        if let Some(out) = self.out.as_mut() {
-            let comment = match (self.annotator.as_mut(), d) {
-                (Some(a), Some(d)) => a.comment(d, an),
-                _ => None,
-            };
-            if let Err(e) = out.write(f.ts_ns, f.source, f.data, f.orig_len, comment) {
-                self.error = Some(e);
-                return ControlFlow::Break(());
-            }
-        }
-        self.handed += 1;
-        if self.handed >= self.limit {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
     }
 }
 
