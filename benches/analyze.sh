@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Benchmark: `rocetap analyze` against `tshark -Y infiniband` on a 2,000,000-frame trace
-# cut to a 128-byte snaplen. Prints from one run: wall and CPU time of analyze, tshark's
-# time, the ratio, frames/s, analyze's peak RSS, and where analyze's time goes (reading
-# only / reading + decoding / everything, via the hidden `--stop-after` option).
+# Benchmark: `rocetap analyze` of a 2,000,000-frame trace cut to a 128-byte snaplen,
+# against two references measured in the same run: the floor, a bare libpcap read loop
+# that reads every frame and discards it (benches/floor/pcap_read.c, built here with cc
+# -O2 -lpcap), and `tshark -q -Y infiniband` on a smaller trace of the same scenario
+# (TSHARK_FRAMES, 200,000: tshark is ~50x slower; compared per frame). Prints wall and
+# CPU time of analyze, frames/s, the ratios (floor wall / analyze wall: 1.0 means as fast
+# as reading alone), analyze's peak RSS, where analyze's time goes (reading only /
+# reading + decoding / everything, via the hidden `--stop-after` option), and the load
+# average before and after (the machine may be shared).
 #
 # The trace comes from `rocetap synth clean-rc` when the binary has `synth`; otherwise
 # benches/replicate_pcap.py replays ../shared/captures/reference/roce_mixed_seed1_s128.pcap
-# with shifted timestamps and PSNs. FRAMES=n changes the size; KEEP=1 keeps the trace.
+# with shifted timestamps and PSNs. FRAMES=n changes the size; KEEP=1 keeps the trace;
+# ROCETAP=PATH measures another binary (not built).
 # Installs nothing: peak RSS comes from /usr/bin/time, or from VmHWM in /proc. rocetap
 # figures are the best of RUNS (3) runs; tshark runs once.
 set -euo pipefail
@@ -16,17 +22,28 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/rocetap-bench.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then echo "keeping $TMP"; else trap 'rm -rf "$TMP"' EXIT; fi
 BIG=$TMP/big.pcap
 
-cargo build --release -q
-BIN=target/release/rocetap
+if [ -n "${ROCETAP:-}" ]; then
+    BIN=$ROCETAP
+else
+    cargo build --release -q
+    BIN=target/release/rocetap
+fi
+TSHARK_FRAMES=${TSHARK_FRAMES:-200000}
+SMALL=$TMP/small.pcap
+FLOOR=$TMP/pcap_read
+cc -O2 -o "$FLOOR" benches/floor/pcap_read.c -lpcap
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 if "$BIN" synth --help > /dev/null 2>&1; then
     echo "trace: rocetap synth clean-rc --packets $FRAMES --snaplen 128"
     "$BIN" synth clean-rc --packets "$FRAMES" --snaplen 128 -o "$BIG"
+    "$BIN" synth clean-rc --packets "$TSHARK_FRAMES" --snaplen 128 -o "$SMALL"
 else
     SRC=../shared/captures/reference/roce_mixed_seed1_s128.pcap
     [ -f "$SRC" ] || { echo "no 'rocetap synth' and no $SRC" >&2; exit 2; }
     echo "trace: $SRC replayed to $FRAMES frames (this rocetap has no synth)"
     python3 benches/replicate_pcap.py "$SRC" "$FRAMES" "$BIG"
+    python3 benches/replicate_pcap.py "$SRC" "$TSHARK_FRAMES" "$SMALL"
 fi
 cat "$BIG" > /dev/null # into the page cache: time the tools, not the disk
 
@@ -78,10 +95,14 @@ best() {
     printf -v "${name}_RSS" '%s' "$br"
 }
 
+best FLOOR "$FLOOR" "$BIG"
 best READ "$BIN" analyze -q --stop-after read "$BIG"
 best DECODE "$BIN" analyze -q --stop-after decode "$BIG"
 best FULL "$BIN" analyze -q --format json "$BIG"
-measure TSHARK tshark -r "$BIG" -q -Y infiniband
+best SMALL "$BIN" analyze -q --format json "$SMALL"
+cat "$SMALL" > /dev/null
+measure TSHARK tshark -r "$SMALL" -q -Y infiniband
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 mfps() { echo "$FRAMES / $1 / 1000000" | bc -l; }
 printf 'trace                 %d frames, %.1f MB\n' "$FRAMES" "$(echo "$(stat -c %s "$BIG") / 1000000" | bc -l)"
@@ -93,7 +114,13 @@ printf '  shares              read %.0f %%, decode %.0f %%, analysis %.0f %%\n' 
     "$(echo "100 * $READ_CPU / $FULL_CPU" | bc -l)" \
     "$(echo "100 * ($DECODE_CPU - $READ_CPU) / $FULL_CPU" | bc -l)" \
     "$(echo "100 * ($FULL_CPU - $DECODE_CPU) / $FULL_CPU" | bc -l)"
-printf 'tshark -Y infiniband  %6.3f s wall, %6.3f s CPU, peak RSS %.1f MiB\n' \
-    "$TSHARK_WALL" "$TSHARK_CPU" "$(echo "$TSHARK_RSS / 1024" | bc -l)"
-printf 'tshark / rocetap      %.1fx (wall), %.1fx (CPU)\n' \
-    "$(echo "$TSHARK_WALL / $FULL_WALL" | bc -l)" "$(echo "$TSHARK_CPU / $FULL_CPU" | bc -l)"
+printf 'libpcap read loop     %6.3f s wall, %6.3f s CPU (%.2f M frames/s)\n' \
+    "$FLOOR_WALL" "$FLOOR_CPU" "$(mfps "$FLOOR_WALL")"
+printf 'analyze / floor       %.2fx the speed of the bare read loop (wall), %.2fx (CPU)\n' \
+    "$(echo "$FLOOR_WALL / $FULL_WALL" | bc -l)" "$(echo "$FLOOR_CPU / $FULL_CPU" | bc -l)"
+printf 'tshark -Y infiniband  %6.3f s wall, %6.3f s CPU, peak RSS %.1f MiB on %d frames (rocetap %.3f s)\n' \
+    "$TSHARK_WALL" "$TSHARK_CPU" "$(echo "$TSHARK_RSS / 1024" | bc -l)" "$TSHARK_FRAMES" "$SMALL_WALL"
+printf 'tshark / rocetap      %.1fx (wall per frame, the %d-frame trace against the big one), %.1fx (same trace)\n' \
+    "$(echo "($TSHARK_WALL / $TSHARK_FRAMES) / ($FULL_WALL / $FRAMES)" | bc -l)" "$TSHARK_FRAMES" \
+    "$(echo "$TSHARK_WALL / $SMALL_WALL" | bc -l)"
+printf 'load average          %s before, %s after (2 cores)\n' "$LOAD0" "$LOAD1"

@@ -337,6 +337,19 @@ impl Pipeline {
         merger.drain(false, |f| self.feed(f, sink))
     }
 
+    /// Feeds every frame the one device of a session delivers for about `wait`, straight
+    /// from libpcap's buffer (see [`Inline`](crate::capture::live::Inline)). `Break`
+    /// when the sink broke.
+    #[cfg(feature = "live")]
+    pub fn pump_inline<S: Sink + ?Sized>(
+        &mut self,
+        inline: &mut crate::capture::live::Inline,
+        wait: std::time::Duration,
+        sink: &mut S,
+    ) -> ControlFlow<()> {
+        inline.pump(wait, |f| self.feed(f, sink))
+    }
+
     /// At the end of a live run: feeds the batches still queued (from
     /// [`LiveSource::finish`]) and everything the merger holds.
     pub fn drain<S: Sink + ?Sized>(

@@ -16,6 +16,8 @@ mod analyze_cm;
 mod analyze_qptable;
 #[path = "analyze/analyze_reference.rs"]
 mod analyze_reference;
+#[path = "analyze/decode_fast.rs"]
+mod decode_fast;
 #[path = "analyze/hostile.rs"]
 mod hostile;
 #[path = "analyze/lookahead.rs"]

@@ -8,6 +8,8 @@
 
 mod common;
 
+#[path = "capture/alloc_live.rs"]
+mod alloc_live;
 #[path = "capture/capture_cli.rs"]
 mod capture_cli;
 #[path = "capture/capture_netns.rs"]

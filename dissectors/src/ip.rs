@@ -96,8 +96,19 @@ impl IpRepr {
         self.src.is_ipv6()
     }
 
-    /// Slices an IPv4 or IPv6 packet starting at `b[0]`.
+    /// Slices an IPv4 or IPv6 packet starting at `b[0]`: the common shapes (IPv4 without
+    /// options, IPv6 with UDP or GRE next) by the fast path (`ip_fast`), the rest by
+    /// [`IpRepr::slice_general`]; the result is the same either way.
+    #[inline]
     pub fn slice(b: &[u8]) -> Result<IpSlice, Error> {
+        match crate::ip_fast::slice(b) {
+            Some(s) => Ok(s),
+            None => Self::slice_general(b),
+        }
+    }
+
+    /// [`IpRepr::slice`] through etherparse's lax slicer, whatever the header's shape.
+    pub fn slice_general(b: &[u8]) -> Result<IpSlice, Error> {
         let (s, _ext_err) = LaxIpSlice::from_slice(b).map_err(|e| match e {
             LaxHeaderSliceError::Len(l) => Error::Truncated {
                 need: l.required_len,

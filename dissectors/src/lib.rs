@@ -19,6 +19,7 @@ pub mod erf;
 pub mod ethernet;
 pub mod ib;
 pub mod ip;
+mod ip_fast;
 pub mod mad;
 pub mod pfc;
 pub mod sll;
@@ -567,4 +568,20 @@ pub fn decode(link: LinkType, frame: &[u8], orig_len: u32, cfg: &Config) -> Deco
 pub fn decode_into(link: LinkType, frame: &[u8], orig_len: u32, cfg: &Config, d: &mut Decoded) {
     d.reset(link, frame.len(), orig_len);
     d.stop = walk::Walker::new(frame, orig_len, cfg).link(d, link);
+}
+
+/// [`decode_into`] without the fast paths (every IP header through
+/// [`IpRepr::slice_general`]): the reference the fast paths are checked against. The
+/// result is the same; it is only slower.
+pub fn decode_into_general(
+    link: LinkType,
+    frame: &[u8],
+    orig_len: u32,
+    cfg: &Config,
+    d: &mut Decoded,
+) {
+    d.reset(link, frame.len(), orig_len);
+    d.stop = walk::Walker::new(frame, orig_len, cfg)
+        .general()
+        .link(d, link);
 }

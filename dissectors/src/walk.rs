@@ -16,6 +16,8 @@ pub(crate) struct Walker<'a, 'c> {
     /// record the cut length as the wire length.
     cut: core::cell::Cell<bool>,
     cfg: &'c Config,
+    /// Every header the general way, without the fast paths (the reference for tests).
+    general: bool,
 }
 
 const fn complete(layer: Layer, offset: usize) -> Stop {
@@ -56,7 +58,14 @@ impl<'a, 'c> Walker<'a, 'c> {
             frame,
             cut: core::cell::Cell::new((frame.len() as u64) < u64::from(orig_len)),
             cfg,
+            general: false,
         }
+    }
+
+    /// The walk without the fast paths (see [`crate::decode_into_general`]).
+    pub(crate) fn general(mut self) -> Self {
+        self.general = true;
+        self
     }
 }
 
@@ -218,7 +227,12 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn ip(&self, d: &mut Decoded, off: usize) -> Stop {
-        let s = match IpRepr::slice(self.at(off)) {
+        let sliced = if self.general {
+            IpRepr::slice_general(self.at(off))
+        } else {
+            IpRepr::slice(self.at(off))
+        };
+        let s = match sliced {
             Ok(s) => s,
             Err(e) => return self.fail(e, Layer::Ip, off),
         };

@@ -137,7 +137,7 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
     for b in rest {
         lp.merger.push(b);
     }
-    lp.drain(true);
+    lp.drain();
     lp.publish(&stats, &shared);
     stop.store(true, Ordering::SeqCst);
     let _ = http.join();
@@ -364,9 +364,11 @@ impl<'c> Loop<'c> {
         }
     }
 
-    fn drain(&mut self, all: bool) {
+    fn drain(&mut self) {
         let (pipes, recs, privacy) = (&mut self.pipes, &mut self.recs, &self.privacy);
-        let _ = self.merger.drain(all, |f| {
+        // Every source has its own pipeline and recorder: nothing to merge, so a source
+        // never waits for another's watermark and batches are taken whole.
+        let _ = self.merger.drain_sources(|f| {
             let s = f.source as usize;
             // Recorded once decoded: the decoder says where the headers end.
             pipes[s].feed(
@@ -396,7 +398,7 @@ impl<'c> Loop<'c> {
                     self.merger.push(b);
                 }
             }
-            self.drain(false);
+            self.drain();
             if stop.load(Ordering::SeqCst) {
                 return "signal";
             }

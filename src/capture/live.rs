@@ -15,7 +15,8 @@
 //! - Per-frame work allocates nothing: frame bytes are appended to the batch's one buffer.
 //!
 //! Use: [`LiveSource::open`] (privileged: opens every handle and compiles the filters),
-//! then drop privileges, then [`Opened::start`].
+//! then drop privileges, then [`Opened::start`] — or, for a single device whose frames
+//! need no merging, [`Opened::start_inline`]: no thread, no queue, no copy ([`Inline`]).
 
 use super::merge::Batch;
 use dissectors::LinkType;
@@ -402,7 +403,9 @@ impl Ctx {
     }
 }
 
+mod inline;
 mod thread;
+pub use inline::Inline;
 use thread::{run_device, Device};
 
 #[cfg(test)]

@@ -140,6 +140,10 @@ impl Merger {
         all: bool,
         mut f: impl FnMut(&Frame<'_>) -> std::ops::ControlFlow<()>,
     ) -> std::ops::ControlFlow<()> {
+        if self.queues.len() == 1 {
+            // One source: nothing to order, nothing to wait for.
+            return self.drain_sources(&mut f);
+        }
         loop {
             let Some((ts, s)) = (0..self.queues.len())
                 .filter_map(|s| self.head(s).map(|t| (t, s)))
@@ -164,6 +168,34 @@ impl Merger {
             }
             flow?;
         }
+    }
+}
+
+impl Merger {
+    /// Hands every queued frame to `f`, source after source, each source's frames in
+    /// their order, whole batches at a time, until `f` breaks: for a consumer that
+    /// analyzes every source on its own (the agent), where the order across sources does
+    /// not matter and no source waits for another's watermark.
+    pub fn drain_sources(
+        &mut self,
+        mut f: impl FnMut(&Frame<'_>) -> std::ops::ControlFlow<()>,
+    ) -> std::ops::ControlFlow<()> {
+        for q in &mut self.queues {
+            while let Some((b, i)) = q.front_mut() {
+                while *i < b.len() {
+                    let flow = f(&b.frame(*i));
+                    *i += 1;
+                    if flow.is_break() {
+                        if *i >= b.len() {
+                            q.pop_front();
+                        }
+                        return flow;
+                    }
+                }
+                q.pop_front();
+            }
+        }
+        std::ops::ControlFlow::Continue(())
     }
 }
 
@@ -213,6 +245,39 @@ pub(crate) mod tests {
         assert_eq!(drain(&mut m, false), vec![(0, 30)]);
         assert!(!m.is_done());
         m.push(batch(0, &[], u64::MAX, true));
+        assert!(m.is_done());
+    }
+
+    #[test]
+    fn one_source_or_each_source_alone_is_released_at_once_in_order() {
+        // One source: released without waiting for a watermark, whole batches in order.
+        let mut m = Merger::new(1);
+        m.push(batch(0, &[3, 4], 0, false));
+        m.push(batch(0, &[5], 0, false));
+        assert_eq!(drain(&mut m, false), vec![(0, 3), (0, 4), (0, 5)]);
+        // Several sources analyzed apart: each source's frames in order, nobody waits.
+        let mut m = Merger::new(2);
+        m.push(batch(1, &[1, 2], 0, false));
+        m.push(batch(0, &[7, 8], 0, false));
+        m.push(batch(0, &[9], 0, false));
+        let mut got = Vec::new();
+        let flow = m.drain_sources(|f| {
+            got.push((f.source, f.ts_ns));
+            if got.len() == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert!(flow.is_break());
+        assert_eq!(got, vec![(0, 7), (0, 8)]);
+        let _ = m.drain_sources(|f| {
+            got.push((f.source, f.ts_ns));
+            ControlFlow::Continue(())
+        });
+        assert_eq!(got, vec![(0, 7), (0, 8), (0, 9), (1, 1), (1, 2)]);
+        m.push(batch(0, &[], u64::MAX, true));
+        m.push(batch(1, &[], u64::MAX, true));
         assert!(m.is_done());
     }
 

@@ -5,31 +5,31 @@
 //!
 //! Order of work: open every device (the only privileged step; errors name the missing
 //! capability or the missing RDMA support); drop privileges; create the output; start the
-//! capture threads; feed frames until `count`, `duration`, SIGINT/SIGTERM or a write
-//! error; flush; report. A write error keeps the file valid up to the last complete frame
+//! capture threads (one device: none, it is read on this thread straight from libpcap's
+//! buffer, see [`Inline`]); feed frames until `count`, `duration`, SIGINT/SIGTERM or a
+//! write error; flush; report. A write error keeps the file valid up to the last complete frame
 //! and is an error (exit 2); signals end the run normally (exit 0). The [`Config`] comes
 //! validated from the command.
 
 use super::annotate::Annotator;
-use super::live::{Filter, LiveOptions, LiveSource, Opened, SourceInfo};
+use super::live::{Filter, Inline, LiveOptions, LiveSource, Opened, SourceInfo};
 use super::merge::Merger;
-use super::output::{Output, OutputError, OutputOptions};
+use super::output::{Output, OutputOptions};
 use super::stats::{final_report, running_report, Status};
 use super::writer::{Format, Interface};
-use super::{privileges, rdma, Frame};
-use crate::analysis::Analyzer;
+use super::{privileges, rdma};
 use crate::error::exit;
-use crate::pipeline::{Pipeline, Sink};
-use dissectors::Decoded;
+use crate::pipeline::Pipeline;
 use std::io::IsTerminal;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod error;
+mod writing;
 pub use error::{explain, SessionError};
+use writing::Writing;
 
 /// A validated capture session.
 #[derive(Clone, Debug)]
@@ -116,7 +116,11 @@ pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, Sessio
     let (opened, infos, comment) = open(cfg)?;
     let out = create_output(cfg, &infos, comment)?;
     let signals = Signals::install()?;
-    let live = opened.start();
+    // One device: read on this thread, straight from libpcap's buffer (nothing to merge).
+    let (live, mut inline) = match opened.start_inline() {
+        Ok((live, inline)) => (live, Some(inline)),
+        Err(opened) => (opened.start(), None),
+    };
     let names: Vec<String> = live.sources().iter().map(|s| s.name.clone()).collect();
     if !cfg.quiet {
         for s in live.sources() {
@@ -137,7 +141,15 @@ pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, Sessio
         error: None,
     };
     let mut merger = Merger::new(names.len());
-    let reason = capture(cfg, pipeline, &live, &mut merger, &mut w, &signals, &names);
+    let mut source = Source {
+        live: &live,
+        merger: &mut merger,
+        inline: inline.as_mut(),
+    };
+    let reason = capture(cfg, pipeline, &mut source, &mut w, &signals, &names);
+    if let Some(i) = inline {
+        i.finish();
+    }
     let stats = live.stats().to_vec();
     let rest = live.finish();
     // Everything captured before the stop is handed on (a count limit excepted).
@@ -233,41 +245,20 @@ impl Signals {
     }
 }
 
-/// The pipeline's sink in a capture: the output file (with annotations) and the count.
-struct Writing {
-    out: Option<Output>,
-    annotator: Option<Annotator>,
-    /// Frames handed on (and written, when writing): `count` counts these.
-    handed: u64,
-    limit: u64,
-    error: Option<OutputError>,
+/// Where a session's frames come from: capture threads through the merger, or the one
+/// device read on this thread.
+struct Source<'a> {
+    live: &'a LiveSource,
+    merger: &'a mut Merger,
+    inline: Option<&'a mut Inline>,
 }
 
-impl Sink for Writing {
-    fn before(&mut self, _: &Frame<'_>, _: &Analyzer) -> ControlFlow<()> {
-        if self.handed >= self.limit {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    }
-
-    fn after(&mut self, f: &Frame<'_>, d: Option<&Decoded>, an: &Analyzer) -> ControlFlow<()> {
-        if let Some(out) = self.out.as_mut() {
-            let comment = match (self.annotator.as_mut(), d) {
-                (Some(a), Some(d)) => a.comment(d, an),
-                _ => None,
-            };
-            if let Err(e) = out.write(f.ts_ns, f.source, f.data, f.orig_len, comment) {
-                self.error = Some(e);
-                return ControlFlow::Break(());
-            }
-        }
-        self.handed += 1;
-        if self.handed >= self.limit {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
+impl Source<'_> {
+    /// Every source has ended.
+    fn done(&self) -> bool {
+        match &self.inline {
+            Some(i) => i.ended(),
+            None => self.merger.is_done(),
         }
     }
 }
@@ -276,17 +267,21 @@ impl Sink for Writing {
 fn capture(
     cfg: &Config,
     pipeline: &mut Pipeline,
-    live: &LiveSource,
-    merger: &mut Merger,
+    source: &mut Source<'_>,
     w: &mut Writing,
     signals: &Signals,
     names: &[String],
 ) -> &'static str {
     let started = Instant::now();
+    let live = source.live;
     let mut status = Status::new(!cfg.quiet && std::io::stderr().is_terminal());
     let mut last_flush = Instant::now();
     let reason = loop {
-        let flow = pipeline.pump(live, merger, Duration::from_millis(100), w);
+        let wait = Duration::from_millis(100);
+        let flow = match source.inline.as_deref_mut() {
+            Some(i) => pipeline.pump_inline(i, wait, w),
+            None => pipeline.pump(live, source.merger, wait, w),
+        };
         if w.error.is_some() {
             break "write error";
         }
@@ -299,7 +294,7 @@ fn capture(
         if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
             break "duration reached";
         }
-        if merger.is_done() {
+        if source.done() {
             break "all sources ended";
         }
         if last_flush.elapsed() >= Duration::from_secs(1) {

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Live benchmark: CPU per packet and drops of `rocetap capture -s 128 -w`, `rocetap agent`
+# and `rocetap analyze -i` against `tcpdump -s 128 -w`, side by side on the same traffic.
+#
+# Traffic: a `rocetap synth many-qp` trace (64 QPs over 4 peers, 256-byte WRITEs and their
+# ACKs, 2,048 frames) turned into a trafgen config by netsniff-ng, sent by `trafgen` from
+# netsniff-ng (one process, `--cpus 1`) into a veth between two network namespaces this
+# script creates (rtlive-PID-a sends, rtlive-PID-b captures; 198.18.254.0/24). The trace
+# loops, so the analyzers see PSNs jump back every 2,048 frames (as any looped replay).
+#
+# For each of RUNS (3) runs, each rate of RATES (pps; 0: unpaced), each tool in turn
+# (interleaved, so a busy minute on the shared machine hits every tool alike): the tool
+# starts in namespace b on the veth, trafgen sends PACKETS frames, the script waits a
+# second, reads the tool's CPU time (the sum over its threads of
+# /proc/PID/task/*/schedstat, nanoseconds on the CPU), then stops it with SIGINT and reads
+# its own counters: frames it handled, and drops (kernel + its own queue: tcpdump's and
+# `rocetap capture`'s final lines, the agent's rocetap_capture_dropped_packets_total,
+# `analyze -i`'s capture report). CPU µs per packet = CPU time / frames handled. The load
+# average is printed with every row: the machine is shared. `x tcpdump` is the tool's CPU
+# per packet over tcpdump's in the same run and rate (tcpdump runs first: keep it first in
+# TOOLS).
+#
+# Usage (root): benches/live.sh
+# Env: PACKETS (300000), RATES ("100000 300000 0"), RUNS (3), ROCETAP=path (default
+# target/release/rocetap, built if missing), TOOLS ("tcpdump capture agent analyze").
+# Needs trafgen and netsniff-ng (apt-get install netsniff-ng), tcpdump, curl, python3.
+# Everything is removed on exit: the namespaces by name, the tools by PID.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+PACKETS=${PACKETS:-300000}
+RATES=${RATES:-100000 300000 0}
+RUNS=${RUNS:-3}
+TOOLS=${TOOLS:-tcpdump capture agent analyze}
+BIN=${ROCETAP:-$here/target/release/rocetap}
+
+[ "$(id -u)" = 0 ] || { echo "benches/live.sh: needs root (network namespaces)" >&2; exit 2; }
+for t in trafgen netsniff-ng tcpdump curl python3; do
+    command -v $t > /dev/null || { echo "benches/live.sh: needs $t (apt-get install netsniff-ng tcpdump curl)" >&2; exit 2; }
+done
+[ -x "$BIN" ] || (cd "$here" && cargo build --release --quiet)
+
+A=rtlive-$$-a
+B=rtlive-$$-b
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/rocetap-live.XXXXXX")
+TOOL_PID=
+cleanup() {
+    [ -n "$TOOL_PID" ] && kill "$TOOL_PID" 2> /dev/null || true
+    ip netns del "$A" 2> /dev/null || true
+    ip netns del "$B" 2> /dev/null || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$A"
+ip netns add "$B"
+ip link add rtl0 netns "$A" type veth peer name rtl1 netns "$B"
+for side in "$A rtl0 198.18.254.1/24" "$B rtl1 198.18.254.2/24"; do
+    set -- $side
+    ip netns exec "$1" sysctl -qw "net.ipv6.conf.$2.disable_ipv6=1"
+    ip -n "$1" link set "$2" mtu 9000
+    ip -n "$1" addr add "$3" dev "$2"
+    ip -n "$1" link set "$2" up
+    ip -n "$1" link set lo up
+done
+
+"$BIN" synth many-qp --qps 64 --peers 4 --msg-size 256 --packets 2048 -o "$TMP/t.pcap" > /dev/null
+netsniff-ng --in "$TMP/t.pcap" --out "$TMP/t.cfg" -s > /dev/null 2>&1
+[ -s "$TMP/t.cfg" ] || { echo "benches/live.sh: netsniff-ng made no trafgen config" >&2; exit 2; }
+
+# cpu_ns PID: nanoseconds on the CPU of every thread of PID (live threads only; the tools'
+# threads all live until they are stopped).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2> /dev/null | awk '{s += $1} END {printf "%d", s}'; }
+PORT=$((20000 + $$ % 20000))
+metric() { ip netns exec "$B" curl -s "127.0.0.1:$PORT/metrics" | awk -v m="$1" 'index($0, m) == 1 {s += $NF} END {printf "%d", s}'; }
+
+# run TOOL RATE: prints "cpu_ns handled dropped"
+run() {
+    local tool=$1 rate=$2 handled dropped c0 c1 err=$TMP/err
+    rm -f "$TMP/out.pcap"
+    case $tool in
+        tcpdump) ip netns exec "$B" tcpdump -i rtl1 -n -s 128 -w "$TMP/out.pcap" 2> "$err" & ;;
+        capture) ip netns exec "$B" "$BIN" capture -i rtl1 -s 128 -w "$TMP/out.pcap" --force 2> "$err" & ;;
+        analyze) ip netns exec "$B" "$BIN" analyze -i rtl1 -s 128 > "$TMP/report" 2> "$err" & ;;
+        agent) ip netns exec "$B" "$BIN" agent -i rtl1 --listen "127.0.0.1:$PORT" --netcheck-interval 0 \
+            --idle-timeout 10m 2> "$err" & ;;
+    esac
+    TOOL_PID=$! # `ip netns exec` execs the tool: this is its PID
+    if [ "$tool" = agent ]; then
+        for _ in $(seq 50); do ip netns exec "$B" curl -sf "127.0.0.1:$PORT/healthz" > /dev/null && break; sleep 0.2; done
+    else
+        sleep 1.5
+    fi
+    c0=$(cpu_ns "$TOOL_PID")
+    local opt=()
+    [ "$rate" != 0 ] && opt=(--rate "${rate}pps")
+    ip netns exec "$A" trafgen --dev rtl0 --conf "$TMP/t.cfg" --num "$PACKETS" --cpus 1 -q "${opt[@]}" > /dev/null 2>&1
+    sleep 1
+    c1=$(cpu_ns "$TOOL_PID")
+    if [ "$tool" = agent ]; then
+        handled=$(metric rocetap_frames_total)
+        dropped=$(metric rocetap_capture_dropped_packets_total)
+    fi
+    kill -INT "$TOOL_PID"
+    wait "$TOOL_PID" || true
+    TOOL_PID=
+    case $tool in
+        tcpdump)
+            handled=$(sed -n 's/^\([0-9]*\) packets captured$/\1/p' "$err" | tail -1)
+            dropped=$(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' "$err" | tail -1)
+            ;;
+        capture)
+            handled=$(sed -n 's/^\([0-9]*\) packets written.*/\1/p' "$err" | tail -1)
+            dropped=$(sed -n 's/^\([0-9]*\) packets dropped by \(kernel\|rocetap\).*/\1/p' "$err" | awk '{s += $1} END {print s + 0}')
+            ;;
+        analyze)
+            handled=$(sed -n 's/^\([0-9]*\) packets captured$/\1/p' "$err" | tail -1)
+            dropped=$(sed -n 's/^\([0-9]*\) packets dropped by \(kernel\|rocetap\).*/\1/p' "$err" | awk '{s += $1} END {print s + 0}')
+            ;;
+    esac
+    echo "$((c1 - c0)) ${handled:-0} ${dropped:-?}"
+}
+
+echo "trafgen: $PACKETS frames a run from a 2,048-frame many-qp trace; rates (pps, 0 = unpaced): $RATES; $RUNS interleaved runs"
+echo "rocetap: $BIN"
+printf '%-4s %-8s %-8s %10s %10s %10s %12s %10s  %s\n' run rate tool handled dropped "CPU ms" "CPU us/pkt" "x tcpdump" "load avg"
+for run_i in $(seq "$RUNS"); do
+    for rate in $RATES; do
+        ref=
+        for tool in $TOOLS; do
+            run "$tool" "$rate" > "$TMP/row"
+            read -r ns handled dropped < "$TMP/row"
+            us=$(awk -v n="$ns" -v h="$handled" 'BEGIN {if (h > 0) printf "%.3f", n / 1000 / h; else print "-"}')
+            [ "$tool" = tcpdump ] && ref=$us
+            ratio=$(awk -v u="$us" -v r="${ref:--}" 'BEGIN {if (r + 0 > 0 && u + 0 > 0) printf "%.2f", u / r; else print "-"}')
+            printf '%-4s %-8s %-8s %10s %10s %10.1f %12s %10s  %s\n' "$run_i" "$rate" "$tool" "$handled" "$dropped" \
+                "$(echo "$ns / 1000000" | bc -l)" "$us" "$ratio" "$(cut -d' ' -f1 /proc/loadavg)"
+        done
+    done
+done
