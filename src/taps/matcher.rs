@@ -72,15 +72,15 @@ struct Loss {
 struct DirState {
     seen_by: u16,
     next_psn: Option<u32>,
+    /// The first request PSN any tap saw.
+    first_psn: Option<u32>,
     in_resend: bool,
     /// In a resend run, the PSN the sender resends next (it resends consecutively).
     run_next: u32,
     /// PSNs the last new request spanned (a READ request one per response packet).
     last_span: u32,
-    /// The highest request PSN fed so far, and the highest the receiver acknowledged
-    /// (an ACK, or a NAK for the PSN after it, fed so far).
+    /// The highest request PSN fed so far, and the highest the receiver acknowledged.
     fed_psn: Option<u32>,
-    /// (see `fed_psn`)
     acked: Option<u32>,
     /// Copies of recent PSNs that reached the last tap, and the receiver's ACKs of
     /// exactly those PSNs seen there.
@@ -233,6 +233,7 @@ impl Matcher {
             .or_insert_with(|| DirState {
                 seen_by: 0,
                 next_psn: None,
+                first_psn: None,
                 in_resend: false,
                 run_next: 0,
                 last_span: 1,

@@ -374,3 +374,22 @@ fn read_requests_span_their_responses_and_a_re_request_is_no_loss() {
     assert_eq!(back.segments[1].psns, vec![5]);
     assert_eq!(r.totals.lost_between_taps, 1);
 }
+
+#[test]
+fn a_nak_for_the_psn_before_the_first_seen_is_loss_before_the_first_tap() {
+    // The stream's first packet (PSN 10) never reached a tap; B NAKs it.
+    let mut v = Vec::new();
+    for p in 11..14u32 {
+        both(&mut v, i64::from(p) * 10_000, AB, p, 0x0a, 0);
+    }
+    v.push(s(1, 150_000, BA, 10, 0x11, true));
+    v.push(s(0, 151_000, BA, 10, 0x11, true));
+    for (k, p) in (10..14u32).enumerate() {
+        both(&mut v, 160_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[0].psns, vec![10]);
+    assert_eq!(d.segments[0].naks, 1);
+    assert_eq!(d.segments[2].lost, 0);
+}

@@ -178,6 +178,22 @@ impl Matcher {
         let best = best.filter(|(_, k)| self.spans[last(k)].covers(when as i64));
         if let Some((_, k)) = best {
             let d = self.dirs.get_mut(&k).expect("found above");
+            // A PSN before the first any tap saw: the stream's first packets never
+            // reached the first tap.
+            let before = d
+                .first_psn
+                .map(|f| f.wrapping_sub(psn) & PSN_MASK)
+                .filter(|&g| (1..=MAX_GAP).contains(&g));
+            if let Some(g) = before {
+                for i in 0..g {
+                    let q = (psn + i) & PSN_MASK;
+                    note_loss(&mut d.segments[0], q, when);
+                    push_loss(d, q, 0, i == 0);
+                }
+                d.segments[0].naks += 1;
+                d.first_psn = Some(psn);
+                return;
+            }
             note_loss(&mut d.segments[n], psn, when);
             d.segments[n].naks += 1;
             push_loss(d, psn, n, true);

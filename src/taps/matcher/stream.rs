@@ -45,6 +45,7 @@ pub(super) fn sequence(
     last_capturing: bool,
 ) {
     let Some(next) = d.next_psn else {
+        d.first_psn = Some(psn);
         d.next_psn = Some((psn + span) & PSN_MASK);
         d.last_span = span;
         return;
