@@ -11,7 +11,7 @@ mod finish;
 mod stream;
 
 use acks::Tally;
-use stream::{full_payload, note_loss, push_loss, sequence};
+use stream::{full_payload, is_request, note_loss, push_loss, sequence};
 
 /// Taps merged at most.
 pub const MAX_TAPS: usize = 8;
@@ -72,8 +72,7 @@ struct Loss {
 struct DirState {
     seen_by: u16,
     next_psn: Option<u32>,
-    /// The first request PSN any tap saw.
-    first_psn: Option<u32>,
+    first_psn: Option<u32>, // the first request PSN any tap saw
     in_resend: bool,
     /// In a resend run, the PSN the sender resends next (it resends consecutively).
     run_next: u32,
@@ -82,9 +81,10 @@ struct DirState {
     /// The highest request PSN fed so far, and the highest the receiver acknowledged.
     fed_psn: Option<u32>,
     acked: Option<u32>,
-    /// Copies of recent PSNs that reached the last tap, and the receiver's ACKs of
-    /// exactly those PSNs seen there.
+    /// Copies of recent PSNs that reached the last tap (the last of them), and the
+    /// receiver's ACKs of each (see `acks.rs`).
     arrivals: Tally,
+    last_arrival: Option<u32>,
     /// (see `arrivals`)
     acks: Tally,
     losses: VecDeque<Loss>,
@@ -96,11 +96,6 @@ struct DirState {
     matched: u64,
     missed: [u64; MAX_TAPS],
     alone: [u64; MAX_TAPS],
-}
-
-/// RC requests: the PSN stream whose gaps are losses.
-fn is_request(op: u8) -> bool {
-    op >> 5 == 0 && matches!(op & 0x1f, 0x00..=0x0c | 0x13..=0x16)
 }
 
 /// Up to [`MAX_TAPS`] path positions, without allocating (judging a packet allocates
@@ -240,6 +235,7 @@ impl Matcher {
                 fed_psn: None,
                 acked: None,
                 arrivals: Tally::default(),
+                last_arrival: None,
                 acks: Tally::default(),
                 losses: VecDeque::new(),
                 segments: vec![Segment::default(); n + 1],
@@ -377,7 +373,7 @@ impl Matcher {
         // have been lost after it.
         if is_request(opcode) {
             let last_capturing =
-                spans[path[n - 1]].covers(p.first) && lost_at.is_none() && !p.acked && !read_gap;
+                spans[path[n - 1]].covers(p.first) && lost_at.is_none() && !read_gap;
             let span = self
                 .pmtu
                 .get(&pair(&dk))
@@ -387,7 +383,7 @@ impl Matcher {
             } else {
                 1
             };
-            sequence(d, psn, span, when, n, last_capturing);
+            sequence(d, psn, span, when, n, last_capturing, p.acked);
         }
         if let Some(next) = lost_at {
             note_loss(&mut d.segments[next], psn, when);

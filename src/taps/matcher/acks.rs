@@ -82,6 +82,7 @@ impl Matcher {
                 return false;
             }
             d.arrivals.note(s.psn);
+            d.last_arrival = Some(s.psn);
             return d
                 .acked
                 .is_some_and(|a| a.wrapping_sub(s.psn) & PSN_MASK < HALF);
@@ -119,8 +120,16 @@ impl Matcher {
             if d.acked.is_none_or(|x| a.wrapping_sub(x) & PSN_MASK < HALF) {
                 d.acked = Some(a);
             }
+            // The receiver answers a copy of the PSN it names that is still unanswered,
+            // else the packet that reached it last (a duplicate is acknowledged with the
+            // latest PSN).
             if at_receiver && !s.nak {
-                d.acks.note(s.psn);
+                let p = if d.arrivals.get(s.psn) > d.acks.get(s.psn) {
+                    s.psn
+                } else {
+                    d.last_arrival.unwrap_or(s.psn)
+                };
+                d.acks.note(p);
             }
         }
         false

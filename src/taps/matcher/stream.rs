@@ -3,6 +3,11 @@
 
 use super::*;
 
+/// RC requests: the PSN stream whose gaps are losses.
+pub(super) fn is_request(op: u8) -> bool {
+    op >> 5 == 0 && matches!(op & 0x1f, 0x00..=0x0c | 0x13..=0x16)
+}
+
 /// RC SEND, WRITE and READ Response First and Middle packets: their payload is one path
 /// MTU, which says how many PSNs a READ request spans.
 pub(super) fn full_payload(op: u8) -> bool {
@@ -43,6 +48,7 @@ pub(super) fn sequence(
     when: u64,
     n: usize,
     last_capturing: bool,
+    acked_before: bool,
 ) {
     let Some(next) = d.next_psn else {
         d.first_psn = Some(psn);
@@ -82,10 +88,17 @@ pub(super) fn sequence(
         .losses
         .iter()
         .any(|l| !l.resent && psn.wrapping_sub(l.psn) & PSN_MASK < HALF);
-    // The receiver acknowledged every copy of the PSN that reached it: none was lost
-    // (the sender's timer fired before the ACK came back).
-    let all_acked = d.acks.get(psn) > 0 && d.acks.get(psn) >= d.arrivals.get(psn);
-    if first_of_run && last_capturing && !discarded && !all_acked {
+    // Where the receiver answered packets of this PSN, it answered every copy that
+    // reached it: none was lost (the sender's timer fired before the ACK came back, or
+    // the resend overtook the original). Where it did not (its ACKs coalesced): the PSN
+    // was acknowledged before this copy reached the last tap.
+    let exact = d.acks.get(psn);
+    let reached = if exact > 0 {
+        exact >= d.arrivals.get(psn)
+    } else {
+        acked_before
+    };
+    if first_of_run && last_capturing && !discarded && !reached {
         note_loss(&mut d.segments[n], psn, when);
         d.segments[n].timer_retries += 1;
         push_loss(d, psn, n, false);
