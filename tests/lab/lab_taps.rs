@@ -312,6 +312,8 @@ fn lab_taps_switch() {
                 common::skip(&why);
                 return;
             }
+            // three VMs for minutes: not beside another test that holds the machine
+            let _serial = common::serial();
             let dir = std::env::temp_dir().join(format!("rocetap-switch-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
             let t0 = Instant::now();
