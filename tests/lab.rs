@@ -10,3 +10,6 @@ mod common;
 
 #[path = "lab/lab_rxe.rs"]
 mod lab_rxe;
+
+#[path = "lab/lab_taps.rs"]
+mod lab_taps;

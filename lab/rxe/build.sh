@@ -19,6 +19,8 @@ log() { echo "[build $(date +%T)] $*"; }
 PKGS=rdma-core,ibverbs-providers,ibverbs-utils,perftest,rdmacm-utils,tcpdump,iproute2,kmod,procps,iputils-ping,ethtool
 MODS="crc32_generic rdma_rxe ib_core ib_uverbs rdma_cm rdma_ucm iw_cm ib_cm udp_tunnel ip6_udp_tunnel ib_umad
       virtio_net virtio_pci virtio_console virtio_rng sch_netem sch_ingress sch_prio ifb act_mirred cls_matchall cls_u32"
+# the switch VM S of the three-VM lab (switch.py): a Linux bridge
+MODS="$MODS bridge stp llc"
 
 # ---- host packages -------------------------------------------------------------------
 need=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """rxe lab: run scenarios between two Soft-RoCE VMs and record ground truth.
 
-usage: lab.py list | list-ci
+usage: lab.py list | list-ci | list-switch
        lab.py run OUTDIR SCENARIO [--iters N] [--snaplen S]
           -> OUTDIR/SCENARIO.pcap, OUTDIR/SCENARIO.truth.json
 
@@ -545,13 +545,18 @@ def observable(sc, t):
 
 
 def main(argv):
+    if argv[1:2] == ["list-switch"]:
+        for s in scenarios.SWITCH_SCENARIOS:
+            print(f"{s.name:16s} {s.desc}")
+        return 0
     if len(argv) < 2 or argv[1] in ("list", "list-ci"):
         for s in scenarios.SCENARIOS:
             if argv[1:2] == ["list-ci"] and s.extended:
                 continue
             print(f"{s.name:16s} {s.desc}")
         return 0
-    if argv[1] != "run" or len(argv) < 4 or argv[3] not in scenarios.BY_NAME:
+    if argv[1] != "run" or len(argv) < 4 or (argv[3] not in scenarios.BY_NAME
+                                              and argv[3] not in scenarios.SWITCH_BY_NAME):
         print(__doc__, file=sys.stderr)
         return 2
     out, name, rest = argv[2], argv[3], argv[4:]
@@ -564,6 +569,10 @@ def main(argv):
         else:
             print(f"unknown argument {rest[0]}", file=sys.stderr)
             return 2
+    if name in scenarios.SWITCH_BY_NAME:
+        import switch  # the three-VM lab (A — S — B)
+        switch.main_run(out, name, iters, snaplen)
+        return 0
     main_run(out, name, iters, snaplen)
     return 0
 

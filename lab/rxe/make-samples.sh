@@ -34,4 +34,23 @@ rnr-loss 60 128
 ud-loss 300 128
 dead-rc-at-once 20 320
 LIST
-ls -la "$dest"/rxe-*
+# the three-VM lab's recordings (switch.py): two taps each, as samples/taps/NAME.{A,B}.pcap
+# and NAME.truth.json (RXE_TAPS_SAMPLES picks; RXE_TAPS_SAMPLES=none skips them)
+while read -r name iters snap; do
+  case " ${RXE_TAPS_SAMPLES:-$name} " in *" $name "*) ;; *) continue ;; esac
+  bash "$here/run.sh" -n "$iters" -s "$snap" "$tmp" "$name"
+  mkdir -p "$dest/taps"
+  for t in A B; do cp "$tmp/$name.$t.pcap" "$dest/taps/$name.$t.pcap"; done
+  python3 - "$tmp/$name.truth.json" "$dest/taps/$name.truth.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["sample_command"] = "lab/rxe/make-samples.sh (" + t["lab_command"] + ")"
+with open(sys.argv[2], "w") as f:
+    json.dump(t, f, indent=1)
+    f.write("\n")
+PY
+done <<'LIST'
+switch-write-s 40 128
+switch-read-s 40 128
+LIST
+ls -la "$dest"/rxe-* "$dest"/taps/switch-*

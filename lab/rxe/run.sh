@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# usage: lab/rxe/run.sh list | list-ci
-#        lab/rxe/run.sh [-n ITERS] [-s SNAPLEN] OUTDIR SCENARIO... | all | ci
-# (`ci`: every scenario but the extended ones, as tests/lab/lab_rxe.rs runs them)
+# usage: lab/rxe/run.sh list | list-ci | list-switch
+#        lab/rxe/run.sh [-n ITERS] [-s SNAPLEN] OUTDIR SCENARIO... | all | ci | switch
+# (`ci`: every scenario but the extended ones, as tests/lab/lab_rxe.rs runs them;
+#  `switch`: the three-VM A — S — B scenarios, taps at A and B, see switch.py)
 # Boots two Soft-RoCE VMs per scenario (qemu/TCG, Debian's kernel with rdma_rxe), injects the
 # scenario's faults, captures on the tap VM and writes OUTDIR/SCENARIO.pcap and
 # OUTDIR/SCENARIO.truth.json. Scenarios run one at a time. -n overrides perftest's message
@@ -12,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 L=${RXE_LAB:-/var/tmp/rxe-lab}
 SCENARIO_TIMEOUT=${RXE_SCENARIO_TIMEOUT:-420}   # s per scenario (normally 35-60 s)
 
-if [ "${1:-list}" = list ] || [ "${1:-}" = list-ci ]; then exec python3 "$here/lab.py" "${1:-list}"; fi
+if [ "${1:-list}" = list ] || [ "${1:-}" = list-ci ] || [ "${1:-}" = list-switch ]; then exec python3 "$here/lab.py" "${1:-list}"; fi
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -55,8 +56,8 @@ if [ -n "$bin" ] && [ -x "$bin" ]; then
 else
   echo "no rocetap binary for the VMs (set ROCETAP_BIN or install cargo): the QP-table checks will fail" >&2
 fi
-if [ "$1" = all ] || [ "$1" = ci ]; then
-  mapfile -t all < <(python3 "$here/lab.py" "$([ "$1" = ci ] && echo list-ci || echo list)" | awk '{print $1}')
+if [ "$1" = all ] || [ "$1" = ci ] || [ "$1" = switch ]; then
+  mapfile -t all < <(python3 "$here/lab.py" "$(case "$1" in ci) echo list-ci ;; switch) echo list-switch ;; *) echo list ;; esac)" | awk '{print $1}')
   set -- "${all[@]}"
 fi
 mkdir -p "$out"

@@ -21,14 +21,20 @@ class Fault:
     # RC only: CM MADs (BTH destination QP 1) pass untouched, so a connection set up and torn
     # down through rdma_cm shows its DREQ/DREP even when the fault kills every RC packet
     spare_qp1: bool = False
+    # on the switch VM S (three-VM lab): the bridge port toward "A" or "B" (its egress)
+    toward: str = ""
 
     def direction(self):
         """The traffic direction it touches: egress of A / ingress of B touch A->B."""
+        if self.vm == "S":
+            return "A->B" if self.toward == "B" else "B->A"
         if (self.vm, self.where) in (("A", "egress"), ("B", "ingress")):
             return "A->B"
         return "B->A"
 
     def relative_to_tap(self):
+        if self.vm == "S":
+            return "between"
         return "before" if self.where == "egress" else "after"
 
     def describe(self):
@@ -200,3 +206,51 @@ SCENARIOS = [
 ]
 
 BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+# ---- the three-VM lab: A — S — B, S a Linux bridge, taps at A and B at once ----------------
+# S's two NICs: eth0 toward A, eth1 toward B (vm.triple). A fault "on S" is netem on the
+# egress of the bridge port toward the receiver: between the two taps. Faults before A's tap
+# (A egress) and after B's tap (B ingress, ifb0) are the two-VM lab's. Runs: lab.py's
+# run_switch (lab/rxe/switch.py); not in `list`/`list-ci` (tests/lab/lab_taps.rs runs them).
+def at_switch(toward, netem):
+    """netem on S's bridge port toward `toward` ("A" or "B"): between the taps."""
+    return Fault("S", "egress", netem, toward=toward)
+
+
+SWITCH_SCENARIOS = [
+    Scenario("switch-write-before", "WRITEs on 2 QPs, 2% loss on A's egress: before A's tap (and so before B's)",
+             "ib_write_bw", 150, flags="-q 2", snap=128, tap="A+B", faults=[egress("A", "loss 2%")]),
+    Scenario("switch-write-s", "WRITEs on 2 QPs, the switch drops 2% on its port toward B: between the taps",
+             "ib_write_bw", 150, flags="-q 2", snap=128, tap="A+B", faults=[at_switch("B", "loss 2%")]),
+    # After the last tap only the losses the receiver would otherwise have taken show (a
+    # packet dropped while it discards out-of-sequence ones after an earlier loss leaves
+    # no trace): one packet in flight per QP (-t 1, 1 KiB = one packet), so each drop is
+    # seen as the sender's timer resend of a PSN both taps saw.
+    Scenario("switch-write-after", "1 KiB WRITEs, one in flight per QP (-t 1), 2 QPs, 3% loss on B's ingress "
+             "(ifb0): after B's tap, each drop resent by A's timer",
+             "ib_write_bw", 150, size=1024, flags="-q 2 -t 1", snap=128, tap="A+B",
+             faults=[ingress("B", "loss 3%")]),
+    Scenario("switch-read-s", "READs on 2 QPs, the switch drops 2% on its port toward A (READ responses): "
+             "between the taps", "ib_read_bw", 150, flags="-q 2", snap=128, tap="A+B",
+             faults=[at_switch("A", "loss 2%")]),
+    Scenario("switch-read-before", "READs on 4 QPs, 2% loss on A's egress (READ requests): before A's tap",
+             "ib_read_bw", 100, flags="-q 4", snap=128, tap="A+B", faults=[egress("A", "loss 2%")]),
+    Scenario("switch-read-after", "1 KiB READs, one in flight per QP (-t 1), 4 QPs, 3% loss on B's ingress "
+             "(READ requests): after B's tap, each drop asked again by A's timer",
+             "ib_read_bw", 100, size=1024, flags="-q 4 -t 1", snap=128, tap="A+B", faults=[ingress("B", "loss 3%")]),
+    Scenario("switch-ecn", "WRITEs on 2 QPs, traffic class 2 (ECT(0)); the switch marks 5% CE on its port toward "
+             "B, like a congested switch: CE seen at B, not at A", "ib_write_bw", 150, flags="-q 2 --tclass=2",
+             snap=128, tap="A+B", faults=[at_switch("B", "loss 5% ecn")]),
+    # The guests' timestamps under TCG wander by milliseconds (a vCPU waits for a host
+    # core), so the jitter is large: uniform 50-150 ms, 50 ms median above the minimum. One
+    # packet in flight per QP: netem's reordering reorders no QP's packets. -u 20 (a 4 s
+    # retransmit timeout): rxe's timer, armed once for a stream of single packets, fires
+    # early under 100 ms round trips and would resend packets that were never lost.
+    Scenario("switch-jitter", "1 KiB WRITEs, one in flight per QP (-t 1, -u 20), 2 QPs; the switch delays its port "
+             "toward B by 100 ms +- 50 ms (uniform): queueing between the taps, median 50 ms above the minimum",
+             "ib_write_bw", 60, size=1024, flags="-q 2 -t 1 -u 20", snap=128, tap="A+B",
+             faults=[at_switch("B", "delay 100ms 50ms")]),
+]
+
+SWITCH_BY_NAME = {s.name: s for s in SWITCH_SCENARIOS}

@@ -77,7 +77,7 @@ def kill_recorded(run_dir):
 
 
 class VM:
-    def __init__(self, name, ip, mac, mtu, netdev, run_dir, mem=768, rocetap=False):
+    def __init__(self, name, ip, mac, mtu, netdev, run_dir, mem=768, rocetap=False, netdev2=None, mac2=None):
         self.name, self.ip, self.mtu, self.run_dir = name, ip, mtu, run_dir
         os.makedirs(run_dir, exist_ok=True)
         self.ctl = os.path.join(run_dir, f"{name}.ctl")
@@ -97,6 +97,7 @@ class VM:
             "-append", f"console=ttyS0 panic=-1 quiet loglevel=4 lab.name={name} lab.ip={ip}/24 lab.mtu={mtu}",
             "-display", "none", "-no-reboot", "-monitor", "none", "-serial", f"file:{self.console}",
             "-netdev", netdev, "-device", f"virtio-net-pci,netdev=n0,mac={mac},romfile=",
+            *(["-netdev", netdev2, "-device", f"virtio-net-pci,netdev=n1,mac={mac2},romfile="] if netdev2 else []),
             "-device", "virtio-serial-pci",
             "-chardev", f"socket,id=ctl,path={self.ctl},server=on,wait=off",
             "-device", "virtserialport,chardev=ctl,name=ctl"]
@@ -268,3 +269,28 @@ def pair(run_dir, mtu=1500, rocetap=False):
         a.stop()
         raise
     return a, b
+
+
+# the switch VM of the three-VM lab (A — S — B): a Linux bridge between its two NICs, no RDMA
+S_IP = "198.18.0.3"
+
+
+def triple(run_dir, mtu=1500):
+    """Three VMs, A — S — B: two qemu socket 'cables' over 127.0.0.1 (A listens, S connects
+    with its first NIC and listens with its second, B connects to that). S bridges them
+    (lab.py's switch run sets br0 up over the control port)."""
+    p1, p2 = free_port(), free_port()
+    a = VM("A", A_IP, "52:54:00:18:00:01", mtu, f"socket,id=n0,listen=127.0.0.1:{p1}", run_dir)
+    started = [a]
+    try:
+        time.sleep(1.0)
+        s = VM("S", S_IP, "52:54:00:18:00:03", mtu, f"socket,id=n0,connect=127.0.0.1:{p1}", run_dir,
+               netdev2=f"socket,id=n1,listen=127.0.0.1:{p2}", mac2="52:54:00:18:00:04")
+        started.append(s)
+        time.sleep(1.0)
+        b = VM("B", B_IP, "52:54:00:18:00:02", mtu, f"socket,id=n0,connect=127.0.0.1:{p2}", run_dir)
+    except BaseException:
+        for v in started:
+            v.stop()
+        raise
+    return a, s, b

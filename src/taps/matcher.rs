@@ -6,10 +6,12 @@ use super::{Delay, DirKey, Direction, Report, Segment, TapSummary, Totals, LISTE
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
+mod acks;
 mod finish;
 mod stream;
 
-use stream::{note_loss, push_loss, sequence};
+use acks::Tally;
+use stream::{full_payload, is_request, note_loss, push_loss, sequence};
 
 /// Taps merged at most.
 pub const MAX_TAPS: usize = 8;
@@ -22,6 +24,7 @@ const LOSSES: usize = 256;
 /// Copies of one (PSN, opcode, identification) told apart within the window.
 const MAX_COPIES: u8 = 64;
 const RC_ACK: u8 = 0x11;
+const READ_REQUEST: u8 = 0x0c;
 
 /// A packet seen at a tap.
 #[derive(Clone, Copy, Debug)]
@@ -42,6 +45,8 @@ pub struct Sight {
     pub ident: u16,
     /// An ACK carrying a NAK (PSN sequence error); its PSN is the one expected.
     pub nak: bool,
+    /// A READ request's DMA length (its RETH), else the payload length.
+    pub len: u32,
 }
 
 type PKey = (DirKey, u32, u8, u16, u8);
@@ -50,6 +55,10 @@ struct Pending {
     first: i64,
     at: [Option<i64>; MAX_TAPS],
     nak: bool,
+    len: u32,
+    /// At the last tap of its path the receiver had already acknowledged its PSN: a
+    /// resend of a packet that arrived (its ACK was late), not of one lost after the tap.
+    acked: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -63,7 +72,21 @@ struct Loss {
 struct DirState {
     seen_by: u16,
     next_psn: Option<u32>,
+    first_psn: Option<u32>, // the first request PSN any tap saw
     in_resend: bool,
+    /// In a resend run, the PSN the sender resends next (it resends consecutively).
+    run_next: u32,
+    /// PSNs the last new request spanned (a READ request one per response packet).
+    last_span: u32,
+    /// The highest request PSN fed so far, and the highest the receiver acknowledged.
+    fed_psn: Option<u32>,
+    acked: Option<u32>,
+    /// Copies of recent PSNs that reached the last tap (the last of them), and the
+    /// receiver's ACKs of each (see `acks.rs`).
+    arrivals: Tally,
+    last_arrival: Option<u32>,
+    /// (see `arrivals`)
+    acks: Tally,
     losses: VecDeque<Loss>,
     /// Indexed by full path position: 0 before, k the way into position k, n after.
     segments: Vec<Segment>,
@@ -73,11 +96,6 @@ struct DirState {
     matched: u64,
     missed: [u64; MAX_TAPS],
     alone: [u64; MAX_TAPS],
-}
-
-/// RC requests: the PSN stream whose gaps are losses.
-fn is_request(op: u8) -> bool {
-    op >> 5 == 0 && matches!(op & 0x1f, 0x00..=0x0c | 0x13..=0x16)
 }
 
 /// Up to [`MAX_TAPS`] path positions, without allocating (judging a packet allocates
@@ -121,6 +139,8 @@ pub struct Matcher {
     dirs: HashMap<DirKey, DirState>,
     /// (lower address, higher address) → the host nearest the first tap.
     near: HashMap<(IpAddr, IpAddr), IpAddr>,
+    /// (lower address, higher address) → the largest First/Middle payload: the path MTU.
+    pmtu: HashMap<(IpAddr, IpAddr), u32>,
     taps: Vec<TapSummary>,
     spans: Vec<Span>,
 }
@@ -163,6 +183,7 @@ impl Matcher {
             order: VecDeque::new(),
             dirs: HashMap::new(),
             near: HashMap::new(),
+            pmtu: HashMap::new(),
             taps: names
                 .iter()
                 .map(|n| TapSummary {
@@ -197,13 +218,25 @@ impl Matcher {
         if s.tap == 0 {
             self.near.entry(pair(&s.dir)).or_insert(s.dir.src);
         }
+        if full_payload(s.opcode) {
+            let m = self.pmtu.entry(pair(&s.dir)).or_insert(0);
+            *m = (*m).max(s.len);
+        }
         let n = self.n;
         self.dirs
             .entry(s.dir)
             .or_insert_with(|| DirState {
                 seen_by: 0,
                 next_psn: None,
+                first_psn: None,
                 in_resend: false,
+                run_next: 0,
+                last_span: 1,
+                fed_psn: None,
+                acked: None,
+                arrivals: Tally::default(),
+                last_arrival: None,
+                acks: Tally::default(),
                 losses: VecDeque::new(),
                 segments: vec![Segment::default(); n + 1],
                 delays: vec![Samples::default(); n.saturating_sub(1)],
@@ -213,6 +246,7 @@ impl Matcher {
                 alone: [0; MAX_TAPS],
             })
             .seen_by |= 1 << s.tap;
+        let acked = self.acknowledged(&s);
         // The copy this sighting is: among the copies pending that this tap has not seen,
         // the one first seen last before it (a resend seen at one tap is not matched with
         // the original another tap saw); a new copy when there is none. "Before" allows
@@ -240,6 +274,7 @@ impl Matcher {
                 .get_mut(&(s.dir, s.psn, s.opcode, s.ident, copy))
             {
                 p.at[s.tap] = Some(s.at);
+                p.acked |= acked;
                 let first = p.first;
                 self.note_span(s.tap, first);
             }
@@ -255,6 +290,8 @@ impl Matcher {
                     first: s.at,
                     at,
                     nak: s.nak,
+                    len: s.len,
+                    acked,
                 },
             );
             self.order.push_back((s.at, key));
@@ -294,6 +331,7 @@ impl Matcher {
         let (dk, psn, opcode, _, _) = key;
         let path = self.path_of(&dk);
         let n = self.n;
+        let read_gap = opcode == READ_REQUEST && self.read_gap(&dk, psn);
         let spans = &self.spans;
         let Some(d) = self.dirs.get_mut(&dk) else {
             return;
@@ -329,57 +367,30 @@ impl Matcher {
             }
         }
         let when = p.first.max(0) as u64;
-        if let Some(&next) = included.iter().find(|&&k| k > last) {
+        let lost_at = included.iter().copied().find(|&k| k > last);
+        // The stream first (a resend lost between the taps is a resend of an earlier
+        // loss), then this packet's own loss; only a packet that passed the last tap can
+        // have been lost after it.
+        if is_request(opcode) {
+            let last_capturing =
+                spans[path[n - 1]].covers(p.first) && lost_at.is_none() && !read_gap;
+            let span = self
+                .pmtu
+                .get(&pair(&dk))
+                .map_or(1, |&m| p.len.div_ceil(m).max(1));
+            let span = if opcode & 0x1f == READ_REQUEST {
+                span
+            } else {
+                1
+            };
+            sequence(d, psn, span, when, n, last_capturing, p.acked);
+        }
+        if let Some(next) = lost_at {
             note_loss(&mut d.segments[next], psn, when);
             push_loss(d, psn, next, false);
         }
-        if is_request(opcode) {
-            let last_capturing = spans[path[n - 1]].covers(p.first);
-            sequence(d, psn, when, n, last_capturing);
-        }
         if opcode == RC_ACK && p.nak {
             self.charge_nak(&dk, psn, when);
-        }
-    }
-
-    /// A NAK of direction `nak_dir` for PSN `psn` of the opposite direction.
-    fn charge_nak(&mut self, nak_dir: &DirKey, psn: u32, when: u64) {
-        let n = self.n;
-        let mut best: Option<(u32, DirKey)> = None;
-        for (k, d) in &mut self.dirs {
-            if k.src != nak_dir.dst || k.dst != nak_dir.src {
-                continue;
-            }
-            if let Some(l) = d.losses.iter_mut().find(|l| l.psn == psn) {
-                if !l.nakd {
-                    l.nakd = true;
-                    d.segments[l.seg].naks += 1;
-                }
-                return;
-            }
-            if let Some(next) = d.next_psn {
-                let behind = next.wrapping_sub(psn) & PSN_MASK;
-                if behind < HALF && best.is_none_or(|(b, _)| behind < b) {
-                    best = Some((behind, *k));
-                }
-            }
-        }
-        // Every tap saw the PSN, and the receiver asked for it again.
-        let last = |k: &DirKey| {
-            let near = self.near.get(&pair(k)).copied().unwrap_or(k.src);
-            if near == k.src {
-                n - 1
-            } else {
-                0
-            }
-        };
-        // Only when the last tap of that direction was capturing did every tap see it.
-        let best = best.filter(|(_, k)| self.spans[last(k)].covers(when as i64));
-        if let Some((_, k)) = best {
-            let d = self.dirs.get_mut(&k).expect("found above");
-            note_loss(&mut d.segments[n], psn, when);
-            d.segments[n].naks += 1;
-            push_loss(d, psn, n, true);
         }
     }
 }

@@ -16,14 +16,19 @@
 //! the live directions and the window, never the length of the captures.
 //!
 //! **Clocks.** Without `clocks_synced` each tap's clock offset to the first tap is
-//! estimated from the first packets they share, and only the variation of the delay
-//! above its minimum is reported; with it, the absolute one-way delay too.
+//! estimated from the first packets they share (the middle of the tightest bounds the two
+//! directions give, as NTP does), and only the variation of the delay above its minimum
+//! is reported; with it, the absolute one-way delay too.
 //!
 //! **Segments.** Segment 0 is before the first tap (PSNs missing from the request
-//! stream at every tap), segment k (1 ≤ k < n) between the taps at path positions k-1 and
-//! k (seen up to k-1, at none after), segment n after the last tap (PSNs every tap saw
-//! that the receiver NAKed or the sender resent on its timer). NAKs and timer retries
-//! are charged to the segment where their PSN was lost. A packet missing at a tap while
+//! stream at every tap: skipped by new requests or by a go-back-N resend run; a READ
+//! request spans one PSN per response packet, the path MTU read from First/Middle
+//! payloads), segment k (1 ≤ k < n) between the taps at path positions k-1 and k (seen
+//! up to k-1, at none after), segment n after the last tap (PSNs every tap saw that the
+//! receiver NAKed or the sender resent on its timer — unless the receiver acknowledged
+//! every copy that reached the last tap, or was discarding it behind an earlier loss not
+//! yet resent, or it is a READ re-request for a response lost on the way back). NAKs and
+//! timer retries are charged to the segment where their PSN was lost. A packet missing at a tap while
 //! a tap after it saw it is the tap's fault (its capture dropped the frame), counted
 //! against the tap, not as loss.
 //!

@@ -9,6 +9,7 @@ use crate::capture::input;
 use dissectors::ib::aeth::{AethKind, NakCode};
 use std::collections::HashMap;
 use std::fmt;
+use std::net::IpAddr;
 
 /// Packets of each tap compared to estimate its clock offset.
 const OFFSET_PACKETS: usize = 4096;
@@ -122,12 +123,22 @@ fn roce_sight(d: &dissectors::Decoded, ts_ns: u64, tap: usize) -> Option<Sight> 
         opcode: roce.bth.opcode.0,
         ident: ip.ident,
         nak,
+        len: match (roce.bth.opcode.0, roce.reth) {
+            (0x0c, Some(r)) => r.dma_len,
+            _ => roce.payload_len,
+        },
     })
 }
 
-/// Each tap's clock offset to the first tap's: zero with synchronised clocks, else the
-/// median difference of the timestamps of the first packets both saw (it lies within
-/// the one-way delay of the true offset, well inside the matching window).
+/// Each tap's clock offset to the first tap's: zero with synchronised clocks, else
+/// bounded from the first packets both saw, as NTP does: a packet of the near host passes
+/// tap 0 first, so its timestamp difference (tap − tap 0) is the offset plus a one-way
+/// delay, an upper bound; a packet of the far host passes tap 0 last, its difference is
+/// the offset minus a delay, a lower bound. The offset is the middle of the tightest
+/// bounds (the smallest forward difference, the largest backward one), or the one bound
+/// where only one direction is shared. (A median difference put about half of the
+/// packets at a later tap before their sighting at an earlier one, and a packet lost
+/// between the taps was then judged after the packet that followed it.)
 fn offsets(cfg: &Config) -> Result<Vec<i64>, TapsError> {
     let mut out = vec![0i64; cfg.taps.len()];
     if cfg.clocks_synced || one_clock(cfg) {
@@ -137,22 +148,32 @@ fn offsets(cfg: &Config) -> Result<Vec<i64>, TapsError> {
         // Tap i's first packets, looked for in tap 0 from its start (which may have
         // started long before tap i): memory for OFFSET_PACKETS, whatever the files.
         let other = firsts(cfg, i)?;
-        let mut diffs = Vec::new();
         let mut r0 = TapReader::open(cfg, 0)?;
         let mut found = std::collections::HashSet::new();
-        while diffs.len() < other.len().min(256) {
+        let mut near: HashMap<(IpAddr, IpAddr), IpAddr> = HashMap::new();
+        let (mut upper, mut lower): (Option<i64>, Option<i64>) = (None, None);
+        while found.len() < other.len().min(256) {
             let Some(s) = r0.next()? else { break };
+            let (a, b) = (s.dir.src.min(s.dir.dst), s.dir.src.max(s.dir.dst));
+            let near_src = *near.entry((a, b)).or_insert(s.dir.src);
             let k = (s.dir, s.psn, s.opcode, s.ident);
             if let Some(t) = other.get(&k) {
                 if found.insert(k) {
-                    diffs.push(t.saturating_sub(s.at));
+                    let d = t.saturating_sub(s.at);
+                    if near_src == s.dir.src {
+                        upper = Some(upper.map_or(d, |u| u.min(d)));
+                    } else {
+                        lower = Some(lower.map_or(d, |l| l.max(d)));
+                    }
                 }
             }
         }
-        diffs.sort_unstable();
-        if !diffs.is_empty() {
-            *o = diffs[diffs.len() / 2];
-        }
+        *o = match (upper, lower) {
+            (Some(u), Some(l)) => l / 2 + u / 2 + (l % 2 + u % 2) / 2,
+            (Some(u), None) => u,
+            (None, Some(l)) => l,
+            (None, None) => 0,
+        };
     }
     Ok(out)
 }

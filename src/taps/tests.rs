@@ -28,6 +28,7 @@ fn s(tap: usize, at: i64, dir: DirKey, psn: u32, opcode: u8, nak: bool) -> Sight
         opcode,
         ident: 0,
         nak,
+        len: 0,
     }
 }
 
@@ -263,4 +264,132 @@ fn pcapng_statistics_say_what_a_capture_dropped() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(got, (None, Some(17)));
+}
+
+/// A sighting with a length (a READ request's DMA length, else the payload's).
+fn sl(tap: usize, at: i64, dir: DirKey, psn: u32, opcode: u8, len: u32) -> Sight {
+    Sight {
+        len,
+        ..s(tap, at, dir, psn, opcode, false)
+    }
+}
+
+/// A packet seen at both taps, 1 µs apart (tap 1 first for B's packets).
+fn both(v: &mut Vec<Sight>, t: i64, dir: DirKey, psn: u32, opcode: u8, len: u32) {
+    let (first, second) = if dir.src == A { (0, 1) } else { (1, 0) };
+    v.push(sl(first, t, dir, psn, opcode, len));
+    v.push(sl(second, t + 1_000, dir, psn, opcode, len));
+}
+
+#[test]
+fn a_resend_run_that_skips_a_psn_lost_it_before_the_first_tap() {
+    // 3 never reaches a tap; B NAKs it; the resend run 3..7 skips 5 (lost again before
+    // the first tap); B NAKs 5; the run 5..7 completes.
+    let mut v = Vec::new();
+    for p in (0..8u32).filter(|&p| p != 3) {
+        both(&mut v, i64::from(p) * 10_000, AB, p, 0x0a, 0);
+    }
+    v.push(s(1, 80_000, BA, 3, 0x11, true));
+    v.push(s(0, 81_000, BA, 3, 0x11, true));
+    for (k, p) in [3u32, 4, 6, 7].into_iter().enumerate() {
+        both(&mut v, 90_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    v.push(s(1, 130_000, BA, 5, 0x11, true));
+    v.push(s(0, 131_000, BA, 5, 0x11, true));
+    for (k, p) in [5u32, 6, 7].into_iter().enumerate() {
+        both(&mut v, 140_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[0].psns, vec![3, 5]);
+    assert_eq!(d.segments[0].naks, 2);
+    assert_eq!((d.segments[1].lost, d.segments[2].lost), (0, 0));
+}
+
+#[test]
+fn a_timer_resend_of_a_packet_the_receiver_acknowledged_is_no_loss() {
+    // One packet in flight. PSN 2: the ACK of the original leaves B after the resend
+    // arrived (B was slow), and B acknowledges both copies: nothing was lost. PSN 4: B
+    // acknowledges only the resend: the original was lost after B's tap.
+    let mut v = Vec::new();
+    for p in 0..6u32 {
+        let t = i64::from(p) * 100_000;
+        both(&mut v, t, AB, p, 0x0a, 0);
+        if p == 2 || p == 4 {
+            both(&mut v, t + 50_000, AB, p, 0x0a, 0);
+        }
+        let acks: &[i64] = match p {
+            2 => &[51_500, 51_800],
+            4 => &[51_500],
+            _ => &[2_000],
+        };
+        for &a in acks {
+            both(&mut v, t + a, BA, p, 0x11, 0);
+        }
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[2].psns, vec![4]);
+    assert_eq!(d.segments[2].timer_retries, 1);
+    assert_eq!((d.segments[0].lost, d.segments[1].lost), (0, 0));
+}
+
+#[test]
+fn read_requests_span_their_responses_and_a_re_request_is_no_loss() {
+    // READs of 4 KiB over a 1 KiB path MTU: each request spans 4 PSNs. Response 5 is lost
+    // between the taps (B's tap saw it, A's did not); A asks again from PSN 5.
+    let mut v = Vec::new();
+    for k in 0..4u32 {
+        let (p, t) = (k * 4, i64::from(k) * 100_000);
+        both(&mut v, t, AB, p, 0x0c, 4096);
+        for (i, op) in [0x0d, 0x0e, 0x0e, 0x0f].into_iter().enumerate() {
+            let (q, tq) = (p + i as u32, t + 10_000 + i as i64 * 2_000);
+            if q == 5 {
+                v.push(sl(1, tq, BA, q, op, 1024));
+            } else {
+                both(&mut v, tq, BA, q, op, 1024);
+            }
+        }
+    }
+    both(&mut v, 450_000, AB, 5, 0x0c, 3072);
+    for (i, op) in [0x0d, 0x0e, 0x0f].into_iter().enumerate() {
+        both(
+            &mut v,
+            460_000 + i as i64 * 2_000,
+            BA,
+            5 + i as u32,
+            op,
+            1024,
+        );
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(
+        (d.segments[0].lost, d.segments[1].lost, d.segments[2].lost),
+        (0, 0, 0),
+        "{:?}",
+        d.segments
+    );
+    let back = dir(&r, &BA);
+    assert_eq!(back.segments[1].psns, vec![5]);
+    assert_eq!(r.totals.lost_between_taps, 1);
+}
+
+#[test]
+fn a_nak_for_the_psn_before_the_first_seen_is_loss_before_the_first_tap() {
+    // The stream's first packet (PSN 10) never reached a tap; B NAKs it.
+    let mut v = Vec::new();
+    for p in 11..14u32 {
+        both(&mut v, i64::from(p) * 10_000, AB, p, 0x0a, 0);
+    }
+    v.push(s(1, 150_000, BA, 10, 0x11, true));
+    v.push(s(0, 151_000, BA, 10, 0x11, true));
+    for (k, p) in (10..14u32).enumerate() {
+        both(&mut v, 160_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[0].psns, vec![10]);
+    assert_eq!(d.segments[0].naks, 1);
+    assert_eq!(d.segments[2].lost, 0);
 }

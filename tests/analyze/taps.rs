@@ -2,7 +2,8 @@
 //! the truth of `rocetap::synth::taps` exactly (lost per segment, PSNs, NAKs, timer
 //! retries, frames a tap missed), the queueing delay median to what the generator put
 //! between the taps, hostile input (an empty tap, unrelated taps, clocks seconds apart),
-//! and the two multi-tap samples in `samples/taps/` with their goldens
+//! and the multi-tap samples in `samples/taps/` with their goldens: two from the generator,
+//! two recorded in the lab's A — S — B topology held to netem's counts
 //! (`UPDATE_EXPECT=1 cargo test --test analyze taps::` rewrites them).
 
 use crate::common::{rocetap, TempDir};
@@ -343,6 +344,82 @@ fn samples_and_goldens() {
             if ext == "json" {
                 holds_to(&serde_json::from_slice(&o.stdout).unwrap(), &truth);
             }
+        }
+    }
+}
+
+/// The lab's recordings (`lab/rxe/make-samples.sh`: three VMs A — S — B, the switch S
+/// drops 2 % on its port toward B (WRITEs) or toward A (READ responses), taps at A and B):
+/// their reports are goldens and every loss is between the taps, netem's count exactly.
+#[test]
+fn lab_samples_and_goldens() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/taps");
+    let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
+    for stem in ["switch-write-s", "switch-read-s"] {
+        let truth: Value =
+            serde_json::from_slice(&fs::read(dir.join(format!("{stem}.truth.json"))).unwrap())
+                .unwrap();
+        for (ext, extra) in [("txt", vec![]), ("json", vec!["-F", "json"])] {
+            // --tap-window 2: the VMs' clocks under TCG put packets tens of ms late
+            let a = format!("A={stem}.A.pcap");
+            let b = format!("B={stem}.B.pcap");
+            let mut args = vec![
+                "analyze",
+                "-q",
+                "--tap-window",
+                "2",
+                "--tap",
+                &a,
+                "--tap",
+                &b,
+            ];
+            args.extend(extra);
+            let o = std::process::Command::new(crate::common::bin())
+                .args(&args)
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let golden = dir.join(format!("{stem}.analyze.{ext}"));
+            if update {
+                fs::write(&golden, &o.stdout).unwrap();
+            }
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                fs::read_to_string(&golden).unwrap(),
+                "{}",
+                golden.display()
+            );
+            if ext != "json" {
+                continue;
+            }
+            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+            for (dir_name, src) in [("A->B", "198.18.0.1"), ("B->A", "198.18.0.2")] {
+                for (seg, loc) in [
+                    ("before_first_tap", "before_tap"),
+                    ("between_taps", "between_taps"),
+                    ("after_last_tap", "after_tap"),
+                ] {
+                    let got: u64 = v["taps"]["directions"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|d| d["src"] == src)
+                        .flat_map(|d| d["segments"].as_array().unwrap())
+                        .filter(|s| s["location"] == loc)
+                        .map(|s| s["lost"].as_u64().unwrap())
+                        .sum();
+                    assert_eq!(
+                        got, truth["expected"]["lost"][dir_name][seg],
+                        "{stem}: {dir_name} {seg}"
+                    );
+                }
+            }
+            assert!(v["taps"]["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["trusted"] == true));
         }
     }
 }

@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// RC requests: the PSN stream whose gaps are losses.
+pub(super) fn is_request(op: u8) -> bool {
+    op >> 5 == 0 && matches!(op & 0x1f, 0x00..=0x0c | 0x13..=0x16)
+}
+
+/// RC SEND, WRITE and READ Response First and Middle packets: their payload is one path
+/// MTU, which says how many PSNs a READ request spans.
+pub(super) fn full_payload(op: u8) -> bool {
+    op >> 5 == 0 && matches!(op & 0x1f, 0x00 | 0x01 | 0x06 | 0x07 | 0x0d | 0x0e)
+}
+
 pub(super) fn note_loss(s: &mut Segment, psn: u32, when: u64) {
     s.lost += 1;
     if s.psns.len() < LISTED_PSNS {
@@ -25,27 +36,44 @@ pub(super) fn push_loss(d: &mut DirState, psn: u32, seg: usize, nakd: bool) {
 }
 
 /// The request stream's PSNs: a jump ahead is loss before the first tap, a PSN behind a
-/// resend (charged to its loss, or a timer retry of a packet every tap saw).
-pub(super) fn sequence(d: &mut DirState, psn: u32, when: u64, n: usize, last_capturing: bool) {
+/// resend (charged to its loss, or a timer retry of a packet every tap saw). The sender
+/// resends a run of consecutive PSNs (go-back-N) up to the last it sent, then goes on
+/// with new ones: PSNs a run skips (up to the next PSN it resends, or up to the first new
+/// one) were lost before the first tap too; a PSN below the run's position starts a new
+/// run (the sender was asked again, or its timer fired).
+pub(super) fn sequence(
+    d: &mut DirState,
+    psn: u32,
+    span: u32,
+    when: u64,
+    n: usize,
+    last_capturing: bool,
+    acked_before: bool,
+) {
     let Some(next) = d.next_psn else {
-        d.next_psn = Some((psn + 1) & PSN_MASK);
+        d.first_psn = Some(psn);
+        d.next_psn = Some((psn + span) & PSN_MASK);
+        d.last_span = span;
         return;
     };
     let ahead = psn.wrapping_sub(next) & PSN_MASK;
     if ahead < HALF {
-        if ahead <= MAX_GAP {
-            for i in 0..ahead {
-                let q = (next + i) & PSN_MASK;
-                note_loss(&mut d.segments[0], q, when);
-                push_loss(d, q, 0, false);
-            }
+        if d.in_resend {
+            holes(d, d.run_next, next, when);
         }
-        d.next_psn = Some((psn + 1) & PSN_MASK);
+        holes(d, next, psn, when);
+        d.next_psn = Some((psn + span) & PSN_MASK);
+        d.last_span = span;
         d.in_resend = false;
         return;
     }
-    let first_of_run = !d.in_resend;
+    let restart = d.in_resend && psn.wrapping_sub(d.run_next) & PSN_MASK >= HALF;
+    if d.in_resend && !restart {
+        holes(d, d.run_next, psn, when);
+    }
+    let first_of_run = !d.in_resend || restart;
     d.in_resend = true;
+    d.run_next = (psn + span) & PSN_MASK;
     if let Some(l) = d.losses.iter_mut().find(|l| l.psn == psn && !l.resent) {
         l.resent = true;
         if !l.nakd && first_of_run {
@@ -53,13 +81,46 @@ pub(super) fn sequence(d: &mut DirState, psn: u32, when: u64, n: usize, last_cap
         }
         return;
     }
-    // Only a PSN the last tap could have seen is known to have passed every tap.
-    if first_of_run && last_capturing && !d.losses.iter().any(|l| l.psn == psn) {
+    // Only a PSN the last tap could have seen is known to have passed every tap; while
+    // a loss below it is not resent yet, the receiver was discarding it as out of
+    // sequence (the sender's retry went back only part of the way).
+    let discarded = d
+        .losses
+        .iter()
+        .any(|l| !l.resent && psn.wrapping_sub(l.psn) & PSN_MASK < HALF);
+    // Where the receiver answered packets of this PSN, it answered every copy that
+    // reached it: none was lost (the sender's timer fired before the ACK came back, or
+    // the resend overtook the original). Where it did not (its ACKs coalesced): the PSN
+    // was acknowledged before this copy reached the last tap.
+    let exact = d.acks.get(psn);
+    let reached = if exact > 0 {
+        exact >= d.arrivals.get(psn)
+    } else {
+        acked_before
+    };
+    if first_of_run && last_capturing && !discarded && !reached {
         note_loss(&mut d.segments[n], psn, when);
         d.segments[n].timer_retries += 1;
         push_loss(d, psn, n, false);
         if let Some(l) = d.losses.back_mut() {
             l.resent = true;
         }
+    }
+}
+
+/// PSNs `from` up to (not including) `to` never reached the first tap: lost before it
+/// (none when the jump is implausibly long: a new stream, not a loss). Each lost packet
+/// spanned as many PSNs as the last request seen (one, but a READ request one per
+/// response packet).
+fn holes(d: &mut DirState, from: u32, to: u32, when: u64) {
+    let gap = to.wrapping_sub(from) & PSN_MASK;
+    if gap >= HALF || gap > MAX_GAP {
+        return;
+    }
+    let per = d.last_span.max(1);
+    for i in (0..gap).step_by(per as usize) {
+        let q = (from + i) & PSN_MASK;
+        note_loss(&mut d.segments[0], q, when);
+        push_loss(d, q, 0, false);
     }
 }
