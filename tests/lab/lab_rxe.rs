@@ -1184,6 +1184,8 @@ fn lab_rxe_scenarios() {
             }
             let dir = std::env::temp_dir().join(format!("rocetap-lab-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
+            // the other labs (switch, mirror) boot VMs too: one lab at a time on the cores
+            let _serial = common::serial();
             let t0 = Instant::now();
             let mut child = Command::new("bash")
                 .arg(repo().join("lab/rxe/run.sh"))
