@@ -417,7 +417,7 @@ pub struct CaptureArgs {
     pub queue: usize,
     /// Capture filter (BPF, as tcpdump). Default: RoCE v2 (udp dst port 4791), RoCE v1
     /// (ether proto 0x8915), ARP and MAC control / PFC (ether proto 0x8808), VLAN-tagged
-    /// or not.
+    /// or not, and switch mirrors (GRE / ERSPAN, VXLAN 4789, Geneve 6081).
     #[arg(
         value_name = "FILTER",
         trailing_var_arg = true,
