@@ -19,6 +19,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -140,7 +141,14 @@ def overlay(samples, out_img):
     return binp
 
 
+def _stop(sig, _frame):
+    """SIGTERM / SIGHUP (timeout(1), the test's budget): unwind, so the VM is stopped."""
+    raise SystemExit(128 + sig)
+
+
 def main():
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(sys.argv) > 1 else 2
