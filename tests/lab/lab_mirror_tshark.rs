@@ -63,6 +63,7 @@ fn json_field(v: &Value) -> String {
 /// the first disagreements.
 pub fn tshark_check(p: &Path, exporter: &str, gre_checksum: bool) -> Result<usize, String> {
     let mut args = vec!["-r".to_string(), p.display().to_string()];
+    args.extend(decode_as(p)?);
     args.extend(["-T", "fields", "-E", "separator=\t"].map(String::from));
     for f in TSHARK_FIELDS
         .iter()
@@ -129,4 +130,35 @@ pub fn tshark_check(p: &Path, exporter: &str, gre_checksum: bool) -> Result<usiz
         }
     }
     Ok(compared)
+}
+
+/// tshark tries a UDP datagram's lower port first: the kernel's geneve picks source ports
+/// over the whole range (one mixed-encap flow left from 3785, BFD echo's port, and tshark
+/// read BFD). Each outer source port below 4789 / 6081 is told to decode as the tunnel.
+fn decode_as(p: &Path) -> Result<Vec<String>, String> {
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(p)
+        .args(["-T", "fields", "-E", "occurrence=f"])
+        .args(["-e", "udp.srcport", "-e", "udp.dstport"])
+        .output()
+        .map_err(|e| format!("tshark: {e}"))?;
+    let mut ports = std::collections::BTreeSet::new();
+    for l in String::from_utf8_lossy(&o.stdout).lines() {
+        let mut it = l.split('\t').map(|x| x.parse::<u16>().ok());
+        if let (Some(Some(src)), Some(Some(dst))) = (it.next(), it.next()) {
+            let tunnel = match dst {
+                4789 => "vxlan",
+                6081 => "geneve",
+                _ => continue,
+            };
+            if src < dst {
+                ports.insert((src, tunnel));
+            }
+        }
+    }
+    Ok(ports
+        .into_iter()
+        .flat_map(|(port, t)| ["-d".to_string(), format!("udp.port=={port},{t}")])
+        .collect())
 }
