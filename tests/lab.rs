@@ -8,6 +8,8 @@
 
 mod common;
 
+#[path = "lab/lab_mirror.rs"]
+mod lab_mirror;
 #[path = "lab/lab_rxe.rs"]
 mod lab_rxe;
 

@@ -21,6 +21,10 @@ MODS="crc32_generic rdma_rxe ib_core ib_uverbs rdma_cm rdma_ucm iw_cm ib_cm udp_
       virtio_net virtio_pci virtio_console virtio_rng sch_netem sch_ingress sch_prio ifb act_mirred cls_matchall cls_u32"
 # the switch VM S of the three-VM lab (switch.py): a Linux bridge
 MODS="$MODS bridge stp llc"
+# the kernel's mirror exporters (lab/rxe/mirror.py): erspan/gretap (ip_gre), ip6erspan (ip6_gre),
+# vxlan, geneve; and tcpreplay to replay a sample into them
+MODS="$MODS ip_gre ip6_gre vxlan geneve veth"
+PKGS=$PKGS,tcpreplay
 
 # ---- host packages -------------------------------------------------------------------
 need=()
@@ -84,6 +88,14 @@ if [ ! -f "$L/rootfs/.done" ]; then
   rm -rf "$L/rootfs"
   timeout 2400 debootstrap --variant=minbase --include="$PKGS" bookworm "$L/rootfs" "$M"
   touch "$L/rootfs/.done"
+fi
+# packages added to PKGS after the rootfs was made: installed into it (apt in a chroot)
+late=$(for p in ${PKGS//,/ }; do chroot "$L/rootfs" dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+if [ -n "$late" ]; then
+  log "installing into the rootfs: $late"
+  cp -f /etc/resolv.conf "$L/rootfs/etc/resolv.conf" 2>/dev/null || true
+  # shellcheck disable=SC2086
+  timeout 900 chroot "$L/rootfs" sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $late"
 fi
 
 # ---- initramfs: trimmed rootfs + modules + /init ----------------------------------------------

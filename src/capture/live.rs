@@ -92,17 +92,11 @@ pub enum Filter {
         /// The UDP destination port of RoCE v2.
         port: u16,
     },
-}
-
-/// The default capture filter: RoCE v2 (UDP to `port`), RoCE v1 (EtherType 0x8915), ARP
-/// and MAC control / PFC (EtherType 0x8808), with or without a VLAN tag. Linux cooked
-/// captures (`any`) have no VLAN tags in the frame (libpcap has no `vlan` for them).
-pub fn roce_filter(link: LinkType, port: u16) -> String {
-    let base = format!("udp dst port {port} or ether proto 0x8915 or arp or ether proto 0x8808");
-    match link {
-        LinkType::LinuxSll | LinkType::LinuxSll2 => base,
-        _ => format!("({base}) or (vlan and ({base}))"),
-    }
+    /// [`Filter::Roce`] and switch mirrors carrying it: see [`mirror_filter`].
+    RoceAndMirrors {
+        /// The UDP destination port of RoCE v2.
+        port: u16,
+    },
 }
 
 /// What a source is.
@@ -353,6 +347,7 @@ fn open_device(name: &str, opts: &LiveOptions) -> Result<(SourceInfo, Capture<Ac
         Filter::All => None,
         Filter::Expr(e) => Some(e.clone()),
         Filter::Roce { port } => Some(roce_filter(link, *port)),
+        Filter::RoceAndMirrors { port } => Some(mirror_filter(link, *port)),
     };
     if let Some(f) = &filter {
         cap.filter(f, true).map_err(|e| OpenError::Filter {
@@ -407,6 +402,8 @@ mod inline;
 mod thread;
 pub use inline::Inline;
 use thread::{run_device, Device};
+mod filter;
+pub use filter::{mirror_filter, roce_filter, MIRROR_FILTER};
 
 #[cfg(test)]
 mod tests {

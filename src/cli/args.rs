@@ -44,7 +44,7 @@ pub struct TopArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0.1, requires = "taps")]
     pub tap_window: f64,
     /// With -i: capture filter (BPF). Default: RoCE v2, RoCE v1, ARP and PFC, VLAN-tagged
-    /// or not; at a mirror collector give e.g. 'ip proto 47 or udp dst port 4789'.
+    /// or not, and switch mirrors (GRE / ERSPAN, VXLAN 4789, Geneve 6081).
     #[arg(long, value_name = "EXPR", requires = "interfaces")]
     pub filter: Option<String>,
 }
@@ -313,7 +313,7 @@ pub struct AnalyzeArgs {
     )]
     pub snaplen: u32,
     /// With -i: capture filter (BPF). Default: RoCE v2, RoCE v1, ARP and PFC, VLAN-tagged
-    /// or not.
+    /// or not, and switch mirrors (GRE / ERSPAN, VXLAN 4789, Geneve 6081).
     #[arg(long, value_name = "EXPR", requires = "interfaces")]
     pub filter: Option<String>,
     /// Benchmarking: stop each frame after reading it or after decoding it, to see
@@ -435,7 +435,7 @@ pub struct CaptureArgs {
     pub queue: usize,
     /// Capture filter (BPF, as tcpdump). Default: RoCE v2 (udp dst port 4791), RoCE v1
     /// (ether proto 0x8915), ARP and MAC control / PFC (ether proto 0x8808), VLAN-tagged
-    /// or not.
+    /// or not, and switch mirrors (GRE / ERSPAN, VXLAN 4789, Geneve 6081).
     #[arg(
         value_name = "FILTER",
         trailing_var_arg = true,

@@ -199,7 +199,7 @@ fn live_config(a: &AnalyzeArgs) -> Result<session::Config, Failure> {
     if let Some(f) = &a.filter {
         cfg.live.filter = rocetap::capture::live::Filter::Expr(f.clone());
     } else {
-        cfg.live.filter = rocetap::capture::live::Filter::Roce {
+        cfg.live.filter = rocetap::capture::live::Filter::RoceAndMirrors {
             port: a.opts.roce_port,
         };
     }

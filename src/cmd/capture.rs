@@ -63,7 +63,7 @@ pub fn config(a: &CaptureArgs) -> Result<session::Config, Failure> {
     } else if a.all {
         Filter::All
     } else {
-        Filter::Roce { port: a.roce_port }
+        Filter::RoceAndMirrors { port: a.roce_port }
     };
     let mut cfg = session::Config::new(a.interfaces.clone());
     cfg.live.snaplen = snaplen;

@@ -95,7 +95,7 @@ pub fn run(a: Config) -> Result<i32, Error> {
             promisc: a.promisc,
             filter: match &a.filter {
                 Some(e) => Filter::Expr(e.clone()),
-                None => Filter::Roce { port: a.roce_port },
+                None => Filter::RoceAndMirrors { port: a.roce_port },
             },
             ..LiveOptions::default()
         };
