@@ -21,6 +21,7 @@ pub mod ib;
 pub mod ip;
 pub mod mad;
 pub mod pfc;
+pub mod sflow;
 pub mod sll;
 pub mod tunnel;
 pub mod types;
