@@ -376,7 +376,7 @@ pub(crate) mod tests {
                         match s {
                             Err(_) => stops += 1,
                             Ok(Sample::Flow(f)) => {
-                                stops += f.records().filter(Result::is_err).count()
+                                stops += f.records().filter(Result::is_err).count();
                             }
                             Ok(_) => {}
                         }
