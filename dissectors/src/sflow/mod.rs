@@ -162,3 +162,53 @@ impl<'a> Iterator for Tlvs<'a> {
         Some(Ok((fmt, &rest[8..8 + len], at + 8)))
     }
 }
+
+/// The UDP datagram of a captured frame (Ethernet with up to two VLAN tags, or raw IP):
+/// its source address and port, destination port and payload, when the frame holds a
+/// whole UDP datagram (a capture of an exporter's stream, `rocetap sflow -r`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Udp<'a> {
+    pub src: core::net::SocketAddr,
+    pub dst_port: u16,
+    pub payload: &'a [u8],
+    /// The capture cut the datagram (its payload is shorter than UDP says).
+    pub cut: bool,
+}
+
+/// Finds the UDP datagram of `frame` (see [`Udp`]); `None` for anything else.
+pub fn udp_of(link: crate::LinkType, frame: &[u8]) -> Option<Udp<'_>> {
+    use crate::LinkType;
+    let mut off = match link {
+        LinkType::Ethernet => 14,
+        LinkType::RawIp | LinkType::Ipv4 | LinkType::Ipv6 => 0,
+        _ => return None,
+    };
+    if link == LinkType::Ethernet {
+        let mut et = crate::bytes::be16(frame, 12)?;
+        let mut tags = 0;
+        while (et == 0x8100 || et == 0x88a8) && tags < 2 {
+            et = crate::bytes::be16(frame, off + 2)?;
+            off += 4;
+            tags += 1;
+        }
+        if et != 0x0800 && et != 0x86dd {
+            return None;
+        }
+    }
+    let ip = crate::IpRepr::slice(frame.get(off..)?).ok()?;
+    if ip.repr.protocol != 17 || ip.repr.fragmented {
+        return None;
+    }
+    let at = off + ip.payload_offset;
+    let seg = frame.get(at..at + ip.payload_len)?;
+    let udp = crate::UdpRepr::parse(seg).ok()?;
+    let want = usize::from(udp.length).saturating_sub(8);
+    let body = seg.get(8..)?;
+    let cut = body.len() < want;
+    Some(Udp {
+        src: core::net::SocketAddr::new(ip.repr.src, udp.src_port),
+        dst_port: udp.dst_port,
+        payload: &body[..want.min(body.len())],
+        cut,
+    })
+}
