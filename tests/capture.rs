@@ -12,6 +12,10 @@ mod common;
 mod capture_cli;
 #[path = "capture/capture_netns.rs"]
 mod capture_netns;
+#[path = "capture/sflow_cli.rs"]
+mod sflow_cli;
+#[path = "capture/sflow_exporter.rs"]
+mod sflow_exporter;
 #[path = "capture/tui_tmux.rs"]
 mod tui_tmux;
 #[path = "capture/vxlan_mirror.rs"]
