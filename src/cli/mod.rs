@@ -222,7 +222,7 @@ rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into o
 const SFLOW_HELP: &str = "Examples:
   rocetap sflow --metrics 0.0.0.0:9471                 # listen on UDP 6343, serve /metrics /report
   rocetap sflow --listen [::]:6343 --duration 60s --json > sflow.json
-  rocetap sflow -r exporter.pcap --json               # a capture of the datagrams (tcpdump udp port 6343)
+  rocetap sflow -r exporter.pcap --json    # datagrams captured with tcpdump udp port 6343
 
 Counts of sampled packets are estimates: the sum of the sampling rates of the samples,
 with the 95% relative error 196 * sqrt(1/samples) % (sFlow's sampling theory). Lost

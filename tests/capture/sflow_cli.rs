@@ -32,7 +32,7 @@ fn roce_frame() -> Vec<u8> {
 fn datagram(seq: u32, uptime: u32, frame: &[u8]) -> Vec<u8> {
     let mut hdr = words(&[1, frame.len() as u32 + 4, 4, frame.len() as u32]);
     hdr.extend_from_slice(frame);
-    while hdr.len() % 4 != 0 {
+    while !hdr.len().is_multiple_of(4) {
         hdr.push(0);
     }
     let mut s = words(&[seq, 5, 100, seq * 100, 0, 5, 6, 1]);
