@@ -301,3 +301,44 @@ fn sample(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(w: &[u32]) -> Vec<u8> {
+        w.iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
+
+    /// A datagram of agent `agent` (IPv4) with one empty flow sample of port `port`.
+    fn datagram(agent: u32, seq: u32, port: u32) -> Vec<u8> {
+        let sample = words(&[seq, port, 10, 100, 0, port, 0, 0]);
+        let mut d = words(&[5, 1, agent, 0, seq, seq * 10, 1, 1, sample.len() as u32]);
+        d.extend(sample);
+        d
+    }
+
+    #[test]
+    fn agents_and_ports_past_the_caps_go_to_other() {
+        let mut c = Collector::new(Config {
+            max_agents: 1,
+            max_ports: 1,
+            ..Config::default()
+        });
+        c.ingest(&datagram(0xc000_0201, 1, 1));
+        c.ingest(&datagram(0xc000_0201, 2, 2)); // a second port of the first agent
+        c.ingest(&datagram(0xc000_0202, 1, 1)); // a second agent
+        assert_eq!(c.agents.len(), 1);
+        assert_eq!((c.agents_overflow, c.other.datagrams), (1, 1));
+        let a = c.agents.values().next().unwrap();
+        assert_eq!(a.ports.len(), 1);
+        assert_eq!((a.ports_overflow, a.other.flow_samples), (1, 1));
+        assert_eq!(c.flow_samples, 3);
+        assert_eq!(c.lost(), 0);
+        // damage is counted, never a panic
+        c.ingest(&[0, 0, 0, 5]);
+        c.ingest(&datagram(0xc000_0201, 3, 1)[..40]);
+        assert_eq!((c.damage.bad_header, c.damage.truncated), (1, 1));
+        assert_eq!(c.datagrams, 5);
+    }
+}

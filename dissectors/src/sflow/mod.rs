@@ -212,3 +212,51 @@ pub fn udp_of(link: crate::LinkType, frame: &[u8]) -> Option<Udp<'_>> {
         cut,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LinkType;
+
+    fn ip_udp(payload: &[u8]) -> Vec<u8> {
+        let total = 28 + payload.len();
+        let mut f = vec![
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            0,
+            0,
+            0,
+            64,
+            17,
+            0,
+            0,
+        ];
+        f.extend_from_slice(&[192, 0, 2, 1, 192, 0, 2, 2]);
+        f.extend_from_slice(&[0x9c, 0x40, 0x18, 0xc7]); // 40000 -> 6343
+        f.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+        f.extend_from_slice(&[0, 0]);
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn udp_of_ethernet_vlan_raw_ip_and_cut() {
+        let ip = ip_udp(b"abcd");
+        let mut eth = vec![0u8; 12];
+        eth.extend_from_slice(&[0x81, 0x00, 0, 5, 0x08, 0x00]);
+        eth.extend_from_slice(&ip);
+        eth.extend_from_slice(&[0; 6]); // Ethernet padding is not payload
+        for (link, f) in [(LinkType::Ethernet, &eth[..]), (LinkType::RawIp, &ip[..])] {
+            let u = udp_of(link, f).unwrap();
+            assert_eq!(u.src, "192.0.2.1:40000".parse().unwrap());
+            assert_eq!((u.dst_port, u.payload, u.cut), (PORT, &b"abcd"[..], false));
+        }
+        let u = udp_of(LinkType::RawIp, &ip[..ip.len() - 2]).unwrap();
+        assert_eq!((u.payload, u.cut), (&b"ab"[..], true));
+        assert_eq!(udp_of(LinkType::Ethernet, &eth[..10]), None);
+        assert_eq!(udp_of(LinkType::Infiniband, &ip), None);
+    }
+}
