@@ -1,5 +1,6 @@
 //! Integration tests: `rocetap capture` and `rocetap top`: argument and device errors, live
-//! capture on a veth between network namespaces, the TUI in tmux, a kernel VXLAN mirror (`vxlan_mirror`).
+//! capture on a veth between network namespaces, the TUI in tmux, a kernel VXLAN mirror (`vxlan_mirror`),
+//! and `rocetap sflow` (`sflow_cli`; a real pmacctd exporter: `sflow_exporter`).
 //!
 //! One test binary for the area (`cargo test --test capture`); each module is one former
 //! `tests/NAME.rs` binary, kept under `tests/capture/` (`cargo test --test capture
