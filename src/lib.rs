@@ -50,6 +50,7 @@ pub mod netcheck;
 pub mod pipeline;
 pub mod qptable;
 pub mod report;
+pub mod sflow;
 pub mod synth;
 pub mod sysfile;
 pub mod taps;

@@ -29,3 +29,5 @@ mod agent_tls;
 mod deploy;
 #[path = "agent/fleet.rs"]
 mod fleet;
+#[path = "agent/sflow_deploy.rs"]
+mod sflow_deploy;

@@ -1,5 +1,6 @@
 //! Integration tests: `rocetap capture` and `rocetap top`: argument and device errors, live
-//! capture on a veth between network namespaces, the TUI in tmux, a kernel VXLAN mirror (`vxlan_mirror`).
+//! capture on a veth between network namespaces, the TUI in tmux, a kernel VXLAN mirror (`vxlan_mirror`),
+//! and `rocetap sflow` (`sflow_cli`; a real pmacctd exporter: `sflow_exporter`).
 //!
 //! One test binary for the area (`cargo test --test capture`); each module is one former
 //! `tests/NAME.rs` binary, kept under `tests/capture/` (`cargo test --test capture
@@ -14,6 +15,10 @@ mod alloc_live;
 mod capture_cli;
 #[path = "capture/capture_netns.rs"]
 mod capture_netns;
+#[path = "capture/sflow_cli.rs"]
+mod sflow_cli;
+#[path = "capture/sflow_exporter.rs"]
+mod sflow_exporter;
 #[path = "capture/tui_tmux.rs"]
 mod tui_tmux;
 #[path = "capture/vxlan_mirror.rs"]

@@ -22,6 +22,7 @@ pub mod ip;
 mod ip_fast;
 pub mod mad;
 pub mod pfc;
+pub mod sflow;
 pub mod sll;
 pub mod tunnel;
 pub mod types;

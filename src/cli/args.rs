@@ -623,3 +623,45 @@ pub struct NcclArgs {
     #[arg(short, long)]
     pub verbose: bool,
 }
+
+#[derive(Args, Debug)]
+pub struct SflowArgs {
+    /// Receive sFlow datagrams on this UDP address [default: 0.0.0.0:6343; [::]:6343
+    /// receives both families where the host allows it].
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "read")]
+    pub listen: Option<String>,
+    /// Read the sFlow datagrams of a capture (pcap / pcapng of the exporter's UDP stream,
+    /// `-` for stdin) instead of listening. Repeatable.
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    pub read: Vec<PathBuf>,
+    /// With -r: the UDP destination port of the datagrams in the capture.
+    #[arg(long, value_name = "N", default_value_t = 6343)]
+    pub sflow_port: u16,
+    /// Serve /metrics (Prometheus text) and /report (JSON) here while listening.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
+    /// Output format of the report at the end: text, or JSON (rocetap.sflow/1).
+    #[arg(long, short = 'F', value_enum, default_value_t = NetcheckFormat::Text)]
+    pub format: NetcheckFormat,
+    /// Stop listening after this long (`30s`, `5m`, `1h`).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Stop after this many datagrams.
+    #[arg(short = 'c', long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Agents (address, sub-agent) followed by name; datagrams of more go to `other`.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_agents: usize,
+    /// Ports (data sources) followed by name per agent; samples of more go to `other`.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_ports: usize,
+    /// QP pairs kept per port (the top by samples).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top_qps: usize,
+    /// UDP destination port that carries RoCE v2 inside the sampled headers.
+    #[arg(long, value_name = "PORT", default_value_t = ROCE_PORT)]
+    pub roce_port: u16,
+    /// No progress on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}

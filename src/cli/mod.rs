@@ -204,6 +204,10 @@ rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into o
     /// ranked causes from the log, joined with captures and the hosts' GID tables and routes.
     #[command(after_help = NCCL_HELP)]
     Nccl(NcclArgs),
+    /// Collect sFlow v5 from switches: RoCE inside the sampled headers, scaled by the
+    /// sampling rate with error bars, per agent and port; datagram loss from sequence numbers.
+    #[command(after_help = SFLOW_HELP)]
+    Sflow(SflowArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     #[command(after_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
@@ -214,6 +218,15 @@ rule or an unknown name is an error (exit 2).\n\nSeveral files are merged into o
     )]
     Man(ManArgs),
 }
+
+const SFLOW_HELP: &str = "Examples:
+  rocetap sflow --metrics 0.0.0.0:9471                 # listen on UDP 6343, serve /metrics /report
+  rocetap sflow --listen [::]:6343 --duration 60s -F json > sflow.json
+  rocetap sflow -r exporter.pcap -F json   # datagrams captured with tcpdump udp port 6343
+
+Counts of sampled packets are estimates: the sum of the sampling rates of the samples,
+with the 95% relative error 196 * sqrt(1/samples) % (sFlow's sampling theory). Lost
+datagrams are counted from each agent's sequence numbers (late ones are not loss).";
 
 const COMPLETIONS_HELP: &str = "Examples:
   rocetap completions bash > ~/.local/share/bash-completion/completions/rocetap

@@ -11,6 +11,7 @@ pub mod interfaces;
 pub mod nccl;
 pub mod netcheck;
 pub mod qptable;
+pub mod sflow;
 pub mod synth;
 pub mod top;
 
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Agent(a) => agent::run(*a),
         Command::QpTable(a) => qptable::run(a),
         Command::Nccl(a) => nccl::run(a),
+        Command::Sflow(a) => sflow::run(a),
         Command::Completions(a) => gen::completions(a.shell),
         Command::Man(a) => gen::man_pages(&a.out_dir),
     }

@@ -15,6 +15,7 @@ pub mod pretty_json;
 pub mod qptable;
 pub mod rules;
 pub mod safe;
+pub mod sflow;
 pub mod style;
 pub mod summary;
 pub mod taps;

@@ -16,6 +16,7 @@
 
 mod auth;
 pub mod conf;
+pub mod pages;
 mod routes;
 mod timed;
 mod tls;
