@@ -88,6 +88,9 @@ struct DirState {
     /// (see `arrivals`)
     acks: Tally,
     losses: VecDeque<Loss>,
+    /// The PSN the receiver's latest NAK asked for, until the sender's next resend run
+    /// starts: a run that starts above it lost its first packets again (see `sequence`).
+    nak_from: Option<u32>,
     /// Indexed by full path position: 0 before, k the way into position k, n after.
     segments: Vec<Segment>,
     /// Indexed by the later full path position minus one.
@@ -238,6 +241,7 @@ impl Matcher {
                 last_arrival: None,
                 acks: Tally::default(),
                 losses: VecDeque::new(),
+                nak_from: None,
                 segments: vec![Segment::default(); n + 1],
                 delays: vec![Samples::default(); n.saturating_sub(1)],
                 packets: 0,

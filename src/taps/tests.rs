@@ -307,6 +307,31 @@ fn a_resend_run_that_skips_a_psn_lost_it_before_the_first_tap() {
 }
 
 #[test]
+fn a_resend_run_that_starts_above_the_naked_psn_lost_its_first_again() {
+    // 3 never reaches a tap; B NAKs it; the resend of 3 is lost before the first tap
+    // too, so the run the taps see starts at 4; B, already waiting for 3, sends no
+    // second NAK; the sender's timer resends 3..7.
+    let mut v = Vec::new();
+    for p in (0..8u32).filter(|&p| p != 3) {
+        both(&mut v, i64::from(p) * 10_000, AB, p, 0x0a, 0);
+    }
+    v.push(s(1, 80_000, BA, 3, 0x11, true));
+    v.push(s(0, 81_000, BA, 3, 0x11, true));
+    for (k, p) in [4u32, 5, 6, 7].into_iter().enumerate() {
+        both(&mut v, 90_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    for (k, p) in (3u32..8).enumerate() {
+        both(&mut v, 500_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[0].psns, vec![3, 3]);
+    assert_eq!(d.segments[0].naks, 1);
+    assert_eq!(d.segments[0].timer_retries, 1);
+    assert_eq!((d.segments[1].lost, d.segments[2].lost), (0, 0));
+}
+
+#[test]
 fn a_timer_resend_of_a_packet_the_receiver_acknowledged_is_no_loss() {
     // One packet in flight. PSN 2: the ACK of the original leaves B after the resend
     // arrived (B was slow), and B acknowledges both copies: nothing was lost. PSN 4: B

@@ -165,6 +165,7 @@ impl Matcher {
                     l.nakd = true;
                     d.segments[l.seg].naks += 1;
                 }
+                d.nak_from = Some(psn);
                 return;
             }
             if let Some(next) = d.next_psn {
@@ -187,6 +188,7 @@ impl Matcher {
         let best = best.filter(|(_, k)| self.spans[last(k)].covers(when as i64));
         if let Some((_, k)) = best {
             let d = self.dirs.get_mut(&k).expect("found above");
+            d.nak_from = Some(psn);
             // A PSN before the first any tap saw: the stream's first packets never
             // reached the first tap.
             let before = d

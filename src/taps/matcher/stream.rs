@@ -72,6 +72,11 @@ pub(super) fn sequence(
         holes(d, d.run_next, psn, when);
     }
     let first_of_run = !d.in_resend || restart;
+    if first_of_run {
+        if let Some(asked) = d.nak_from.take() {
+            relost(d, asked, psn, when);
+        }
+    }
     d.in_resend = true;
     d.run_next = (psn + span) & PSN_MASK;
     if let Some(l) = d.losses.iter_mut().find(|l| l.psn == psn && !l.resent) {
@@ -123,4 +128,21 @@ fn holes(d: &mut DirState, from: u32, to: u32, when: u64) {
         note_loss(&mut d.segments[0], q, when);
         push_loss(d, q, 0, false);
     }
+}
+
+/// The receiver NAKed `asked` and the sender's resend run starts at `start` above it: the
+/// resends of `asked` up to `start` were lost again before the first tap (no tap saw them;
+/// had one, its run would have started there). Their earlier losses are resent, the new
+/// ones wait for the sender's next run (its timer, as no NAK comes for them).
+fn relost(d: &mut DirState, asked: u32, start: u32, when: u64) {
+    let gap = start.wrapping_sub(asked) & PSN_MASK;
+    if gap == 0 || gap >= HALF || gap > MAX_GAP {
+        return;
+    }
+    for l in &mut d.losses {
+        if !l.resent && l.psn.wrapping_sub(asked) & PSN_MASK < gap {
+            l.resent = true;
+        }
+    }
+    holes(d, asked, start, when);
 }
