@@ -94,20 +94,6 @@ pub fn mirrored(src: &Path, e: &Encap) -> Vec<u8> {
     out
 }
 
-fn rocetap(args: &[&str], cwd: &Path) -> String {
-    let o = Command::new(common::bin())
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run rocetap");
-    assert!(
-        o.status.success(),
-        "rocetap {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
 /// The report without what names the input file or describes the mirror itself.
 fn comparable(report: &str, input: &str) -> String {
     let mut v: serde_json::Value = match serde_json::from_str(report) {
@@ -140,13 +126,16 @@ fn analysis_of_every_mirror_equals_the_sample() {
         std::fs::copy(&src, dir.path("orig.pcap")).unwrap();
         for fmt in ["json", "text"] {
             let want = comparable(
-                &rocetap(&["analyze", "-F", fmt, "orig.pcap"], &dir.0),
+                &common::rocetap_in(&["analyze", "-F", fmt, "orig.pcap"], &dir.0),
                 "orig.pcap",
             );
             for (tag, e) in encaps() {
                 let name = format!("{s}.{tag}.pcap");
                 std::fs::write(dir.path(&name), mirrored(&src, &e)).unwrap();
-                let got = comparable(&rocetap(&["analyze", "-F", fmt, &name], &dir.0), &name);
+                let got = comparable(
+                    &common::rocetap_in(&["analyze", "-F", fmt, &name], &dir.0),
+                    &name,
+                );
                 if got != want {
                     let diff: Vec<_> = got
                         .lines()
@@ -200,8 +189,11 @@ fn one_stream_of_two_sessions_reports_two_taps() {
         out.extend_from_slice(&f);
     }
     std::fs::write(dir.path("two.pcap"), &out).unwrap();
-    let v: serde_json::Value =
-        serde_json::from_str(&rocetap(&["analyze", "-F", "json", "two.pcap"], &dir.0)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&common::rocetap_in(
+        &["analyze", "-F", "json", "two.pcap"],
+        &dir.0,
+    ))
+    .unwrap();
     let taps = v["mirrors"].as_array().expect("a mirrors section");
     assert_eq!(taps.len(), 2, "{taps:?}");
     let n = recs.len() as u64;
@@ -242,70 +234,15 @@ fn one_stream_of_two_sessions_reports_two_taps() {
         );
         assert!(carried.contains(key.as_str()), "{key} not in {carried:?}");
     }
-    let text = rocetap(&["analyze", "two.pcap"], &dir.0);
+    let text = common::rocetap_in(&["analyze", "two.pcap"], &dir.0);
     assert!(
         text.contains("erspan3 from 198.51.100.1 session 7 hw 3 egress"),
         "{text}"
     );
     // A host capture has no mirrors section.
     std::fs::copy(&src, dir.path("host.pcap")).unwrap();
-    let host = rocetap(&["analyze", "-F", "json", "host.pcap"], &dir.0);
+    let host = common::rocetap_in(&["analyze", "-F", "json", "host.pcap"], &dir.0);
     assert!(!host.contains("\"mirrors\""));
-}
-
-/// The outer fields tshark and rocetap both name (and the inner PSN, to keep the
-/// frames aligned).
-const TSHARK_FIELDS: &[&str] = &[
-    "gre.flags_and_version",
-    "gre.proto",
-    "gre.checksum",
-    "gre.key",
-    "gre.sequence_number",
-    "erspan.version",
-    "erspan.vlan",
-    "erspan.cos",
-    "erspan.encap",
-    "erspan.bso",
-    "erspan.truncated",
-    "erspan.spanid",
-    "erspan.index",
-    "erspan.timestamp",
-    "erspan.sgt",
-    "erspan.p",
-    "erspan.ft",
-    "erspan.hw",
-    "erspan.direction",
-    "erspan.gra",
-    "erspan.o",
-    "erspan.platid",
-    "vxlan.flags",
-    "vxlan.vni",
-    "geneve.version",
-    "geneve.flags.oam",
-    "geneve.flags.critical",
-    "geneve.proto_type",
-    "geneve.vni",
-    "infiniband.bth.psn",
-];
-
-/// A field as an integer: decimal, `0x` hex, a JSON number or boolean.
-fn int_of(s: &str) -> Option<u64> {
-    match s {
-        "" => None,
-        "true" | "True" => Some(1),
-        "false" | "False" => Some(0),
-        _ => match s.strip_prefix("0x") {
-            Some(h) => u64::from_str_radix(h, 16).ok(),
-            None => s.parse().ok(),
-        },
-    }
-}
-
-fn json_field(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 #[test]
@@ -323,7 +260,7 @@ fn tshark_reads_every_outer_field_as_rocetap_does() {
             std::fs::write(&path, mirrored(&sample(s), &e)).unwrap();
             let mut args = vec!["-r".to_string(), path.display().to_string()];
             args.extend(["-T", "fields", "-E", "separator=\t"].map(String::from));
-            for f in TSHARK_FIELDS
+            for f in common::tshark::OUTER_FIELDS
                 .iter()
                 .chain(&["ip.src", "gre.checksum.status"])
             {
@@ -337,17 +274,23 @@ fn tshark_reads_every_outer_field_as_rocetap_does() {
                 String::from_utf8_lossy(&o.stderr)
             );
             let ts = String::from_utf8(o.stdout).unwrap();
-            let js: serde_json::Value =
-                serde_json::from_str(&rocetap(&["decode", "-F", "json", &name], &dir.0)).unwrap();
+            let js: serde_json::Value = serde_json::from_str(&common::rocetap_in(
+                &["decode", "-F", "json", &name],
+                &dir.0,
+            ))
+            .unwrap();
             let frames = js["frames"].as_array().unwrap();
             let rows: Vec<&str> = ts.lines().collect();
             assert_eq!(rows.len(), frames.len(), "{name}: frame counts");
             for (i, (row, fr)) in rows.iter().zip(frames).enumerate() {
                 let cols: Vec<&str> = row.split('\t').collect();
                 let mut diffs = BTreeMap::new();
-                for (k, f) in TSHARK_FIELDS.iter().enumerate() {
-                    let theirs = int_of(cols[k]);
-                    let ours = fr.get(*f).map(json_field).and_then(|v| int_of(&v));
+                for (k, f) in common::tshark::OUTER_FIELDS.iter().enumerate() {
+                    let theirs = common::tshark::int_of(cols[k]);
+                    let ours = fr
+                        .get(*f)
+                        .map(common::tshark::json_field)
+                        .and_then(|v| common::tshark::int_of(&v));
                     if theirs != ours {
                         diffs.insert(*f, (cols[k].to_string(), ours));
                     }
@@ -356,14 +299,17 @@ fn tshark_reads_every_outer_field_as_rocetap_does() {
                 // tshark lists the outer then the inner source address.
                 let ips = format!(
                     "{},{}",
-                    json_field(&fr["rocetap.tunnel.ip.src"]),
-                    json_field(&fr["ip.src"])
+                    common::tshark::json_field(&fr["rocetap.tunnel.ip.src"]),
+                    common::tshark::json_field(&fr["ip.src"])
                 );
-                if cols[TSHARK_FIELDS.len()] != ips {
-                    diffs.insert("ip.src", (cols[TSHARK_FIELDS.len()].to_string(), None));
+                if cols[common::tshark::OUTER_FIELDS.len()] != ips {
+                    diffs.insert(
+                        "ip.src",
+                        (cols[common::tshark::OUTER_FIELDS.len()].to_string(), None),
+                    );
                 }
                 // The GRE checksum the encapsulation computed is one tshark accepts.
-                let status = cols[TSHARK_FIELDS.len() + 1];
+                let status = cols[common::tshark::OUTER_FIELDS.len() + 1];
                 if e.gre_checksum && status != "1" {
                     diffs.insert("gre.checksum.status", (status.to_string(), None));
                 }

@@ -2,12 +2,29 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+pub mod tshark;
+
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_rocetap")
+}
+
+/// `rocetap ARGS` run in `cwd`, which must succeed: its standard output.
+pub fn rocetap_in(args: &[&str], cwd: &Path) -> String {
+    let o = Command::new(bin())
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run rocetap");
+    assert!(
+        o.status.success(),
+        "rocetap {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
 }
 
 pub fn rocetap(args: &[&str]) -> Output {

@@ -149,24 +149,10 @@ fn retimed(sample: &([u8; 24], Vec<Record>), mirror: &[Record]) -> Vec<u8> {
     out
 }
 
-fn rocetap(args: &[&str], cwd: &Path) -> String {
-    let o = Command::new(common::bin())
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run rocetap");
-    assert!(
-        o.status.success(),
-        "rocetap {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
 fn analyze(p: &Path) -> Value {
     let dir = p.parent().unwrap();
     let name = p.file_name().unwrap().to_str().unwrap();
-    serde_json::from_str(&rocetap(&["analyze", "-F", "json", name], dir)).unwrap()
+    serde_json::from_str(&common::rocetap_in(&["analyze", "-F", "json", name], dir)).unwrap()
 }
 
 /// The report less what names the input or describes the mirror.

@@ -2,62 +2,11 @@
 //! outer fields (GRE, ERSPAN, VXLAN, Geneve, the outer source address) of every frame of a
 //! kernel exporter's recording.
 
+use crate::common::tshark::{int_of, json_field, OUTER_FIELDS};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-
-/// The outer fields tshark and rocetap both name, and the inner PSN (alignment).
-const TSHARK_FIELDS: &[&str] = &[
-    "gre.flags_and_version",
-    "gre.proto",
-    "gre.checksum",
-    "gre.key",
-    "gre.sequence_number",
-    "erspan.version",
-    "erspan.vlan",
-    "erspan.cos",
-    "erspan.encap",
-    "erspan.bso",
-    "erspan.truncated",
-    "erspan.spanid",
-    "erspan.index",
-    "erspan.timestamp",
-    "erspan.sgt",
-    "erspan.p",
-    "erspan.ft",
-    "erspan.hw",
-    "erspan.direction",
-    "erspan.gra",
-    "erspan.o",
-    "vxlan.flags",
-    "vxlan.vni",
-    "geneve.version",
-    "geneve.flags.oam",
-    "geneve.flags.critical",
-    "geneve.proto_type",
-    "geneve.vni",
-    "infiniband.bth.psn",
-];
-
-fn int_of(s: &str) -> Option<u64> {
-    match s {
-        "" => None,
-        "true" | "True" => Some(1),
-        "false" | "False" => Some(0),
-        _ => match s.strip_prefix("0x") {
-            Some(h) => u64::from_str_radix(h, 16).ok(),
-            None => s.parse().ok(),
-        },
-    }
-}
-
-fn json_field(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
 
 /// tshark vs `rocetap decode` on every frame of `p`: the number of values compared, or
 /// the first disagreements.
@@ -65,7 +14,7 @@ pub fn tshark_check(p: &Path, exporter: &str, gre_checksum: bool) -> Result<usiz
     let mut args = vec!["-r".to_string(), p.display().to_string()];
     args.extend(decode_as(p)?);
     args.extend(["-T", "fields", "-E", "separator=\t"].map(String::from));
-    for f in TSHARK_FIELDS
+    for f in OUTER_FIELDS
         .iter()
         .chain(&["ip.src", "ipv6.src", "gre.checksum.status"])
     {
@@ -78,7 +27,7 @@ pub fn tshark_check(p: &Path, exporter: &str, gre_checksum: bool) -> Result<usiz
     }
     let ts = String::from_utf8(o.stdout).unwrap();
     let dir = p.parent().unwrap();
-    let js: Value = serde_json::from_str(&super::rocetap(
+    let js: Value = serde_json::from_str(&crate::common::rocetap_in(
         &[
             "decode",
             "-F",
@@ -97,12 +46,12 @@ pub fn tshark_check(p: &Path, exporter: &str, gre_checksum: bool) -> Result<usiz
             frames.len()
         ));
     }
-    let n = TSHARK_FIELDS.len();
+    let n = OUTER_FIELDS.len();
     let mut compared = 0;
     for (i, (row, fr)) in rows.iter().zip(frames).enumerate() {
         let cols: Vec<&str> = row.split('\t').collect();
         let mut diffs = BTreeMap::new();
-        for (k, f) in TSHARK_FIELDS.iter().enumerate() {
+        for (k, f) in OUTER_FIELDS.iter().enumerate() {
             let theirs = int_of(cols[k]);
             let ours = fr.get(*f).map(json_field).and_then(|v| int_of(&v));
             if theirs != ours {
