@@ -7,7 +7,8 @@
 # CPU time of analyze, frames/s, the ratios (floor wall / analyze wall: 1.0 means as fast
 # as reading alone), analyze's peak RSS, where analyze's time goes (reading only /
 # reading + decoding / everything, via the hidden `--stop-after` option), and the load
-# average before and after (the machine may be shared).
+# average before and after (the machine may be shared). With a binary that has `--jobs`,
+# also analyze on one thread (`--jobs 1`) against the default (one thread per core).
 #
 # The trace comes from `rocetap synth clean-rc` when the binary has `synth`; otherwise
 # benches/replicate_pcap.py replays ../shared/captures/reference/roce_mixed_seed1_s128.pcap
@@ -99,6 +100,9 @@ best FLOOR "$FLOOR" "$BIG"
 best READ "$BIN" analyze -q --stop-after read "$BIG"
 best DECODE "$BIN" analyze -q --stop-after decode "$BIG"
 best FULL "$BIN" analyze -q --format json "$BIG"
+if "$BIN" analyze --help 2> /dev/null | grep -q -- --jobs; then
+    best SERIAL "$BIN" analyze -q --format json --jobs 1 "$BIG"
+fi
 best SMALL "$BIN" analyze -q --format json "$SMALL"
 cat "$SMALL" > /dev/null
 measure TSHARK tshark -r "$SMALL" -q -Y infiniband
@@ -108,19 +112,33 @@ mfps() { echo "$FRAMES / $1 / 1000000" | bc -l; }
 printf 'trace                 %d frames, %.1f MB\n' "$FRAMES" "$(echo "$(stat -c %s "$BIG") / 1000000" | bc -l)"
 printf 'rocetap analyze json  %6.3f s wall (%.2f M frames/s), %6.3f s CPU (%.2f M frames/s), peak RSS %.1f MiB\n' \
     "$FULL_WALL" "$(mfps "$FULL_WALL")" "$FULL_CPU" "$(mfps "$FULL_CPU")" "$(echo "$FULL_RSS / 1024" | bc -l)"
+if [ -n "${SERIAL_WALL:-}" ]; then
+    printf '  --jobs 1            %6.3f s wall (%.2f M frames/s), %6.3f s CPU; the default (--jobs %s) at %.2fx its speed (wall)\n' \
+        "$SERIAL_WALL" "$(mfps "$SERIAL_WALL")" "$SERIAL_CPU" "$(nproc)" "$(echo "$SERIAL_WALL / $FULL_WALL" | bc -l)"
+fi
 printf '  read only           %6.3f s CPU (%.2f M frames/s)\n' "$READ_CPU" "$(mfps "$READ_CPU")"
 printf '  read + decode       %6.3f s CPU (%.2f M frames/s)\n' "$DECODE_CPU" "$(mfps "$DECODE_CPU")"
-printf '  shares              read %.0f %%, decode %.0f %%, analysis %.0f %%\n' \
-    "$(echo "100 * $READ_CPU / $FULL_CPU" | bc -l)" \
-    "$(echo "100 * ($DECODE_CPU - $READ_CPU) / $FULL_CPU" | bc -l)" \
-    "$(echo "100 * ($FULL_CPU - $DECODE_CPU) / $FULL_CPU" | bc -l)"
+# The shares of one thread's CPU (the split's waiting is not work).
+BASE_CPU=${SERIAL_CPU:-$FULL_CPU}
+printf '  shares              read %.0f %%, decode %.0f %%, analysis %.0f %% (of %.3f s CPU)\n' \
+    "$(echo "100 * $READ_CPU / $BASE_CPU" | bc -l)" \
+    "$(echo "100 * ($DECODE_CPU - $READ_CPU) / $BASE_CPU" | bc -l)" \
+    "$(echo "100 * ($BASE_CPU - $DECODE_CPU) / $BASE_CPU" | bc -l)" "$BASE_CPU"
 printf 'libpcap read loop     %6.3f s wall, %6.3f s CPU (%.2f M frames/s)\n' \
     "$FLOOR_WALL" "$FLOOR_CPU" "$(mfps "$FLOOR_WALL")"
 printf 'analyze / floor       %.2fx the speed of the bare read loop (wall), %.2fx (CPU)\n' \
     "$(echo "$FLOOR_WALL / $FULL_WALL" | bc -l)" "$(echo "$FLOOR_CPU / $FULL_CPU" | bc -l)"
+if [ -n "${SERIAL_WALL:-}" ]; then
+    printf '  with --jobs 1       %.2fx (wall), %.2fx (CPU)\n' \
+        "$(echo "$FLOOR_WALL / $SERIAL_WALL" | bc -l)" "$(echo "$FLOOR_CPU / $SERIAL_CPU" | bc -l)"
+fi
 printf 'tshark -Y infiniband  %6.3f s wall, %6.3f s CPU, peak RSS %.1f MiB on %d frames (rocetap %.3f s)\n' \
     "$TSHARK_WALL" "$TSHARK_CPU" "$(echo "$TSHARK_RSS / 1024" | bc -l)" "$TSHARK_FRAMES" "$SMALL_WALL"
 printf 'tshark / rocetap      %.1fx (wall per frame, the %d-frame trace against the big one), %.1fx (same trace)\n' \
     "$(echo "($TSHARK_WALL / $TSHARK_FRAMES) / ($FULL_WALL / $FRAMES)" | bc -l)" "$TSHARK_FRAMES" \
     "$(echo "$TSHARK_WALL / $SMALL_WALL" | bc -l)"
+if [ -n "${SERIAL_WALL:-}" ]; then
+    printf '  with --jobs 1       %.1fx (wall per frame)\n' \
+        "$(echo "($TSHARK_WALL / $TSHARK_FRAMES) / ($SERIAL_WALL / $FRAMES)" | bc -l)"
+fi
 printf 'load average          %s before, %s after (2 cores)\n' "$LOAD0" "$LOAD1"

@@ -186,6 +186,15 @@ impl Pipeline {
         self
     }
 
+    /// Threads for file reads (`analyze --jobs`): 1 reads, decodes and analyzes on the
+    /// calling thread; 2 or more let a [`Sink::detached`] sink's read decode on a thread of
+    /// its own while the calling thread analyzes ([`Pipeline::split`]). A third thread is
+    /// not used yet: the analysis is one state machine fed in read order (what sharding
+    /// by host pair would need is in `docs/perf.md`). The report is the same whatever `n`.
+    pub fn jobs(self, n: usize) -> Self {
+        self.split(n >= 2)
+    }
+
     /// Names the sources for reports: source `i` (a file, a device) is `names[i]`.
     pub fn name_sources(&mut self, names: impl IntoIterator<Item = String>) {
         for (i, n) in names.into_iter().enumerate() {

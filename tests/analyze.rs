@@ -1,7 +1,7 @@
 //! Integration tests: `rocetap analyze` held to truth: CM pairing, `--qp-table`, the
 //! reference traces, the samples and their goldens, many QPs, read-ahead, QoS marking,
 //! tshark's decode, hostile input, switch mirrors of the samples (`mirror`), mirror sessions
-//! as taps (`mirror_taps`).
+//! as taps (`mirror_taps`), the same report whatever `--jobs` (`jobs`).
 //!
 //! One test binary for the area (`cargo test --test analyze`); each module is one former
 //! `tests/NAME.rs` binary, kept under `tests/analyze/` (`cargo test --test analyze
@@ -20,6 +20,8 @@ mod analyze_reference;
 mod decode_fast;
 #[path = "analyze/hostile.rs"]
 mod hostile;
+#[path = "analyze/jobs.rs"]
+mod jobs;
 #[path = "analyze/lookahead.rs"]
 mod lookahead;
 #[path = "analyze/many_qp.rs"]

@@ -350,6 +350,17 @@ pub struct AnalyzeArgs {
     /// eighth of it must cover the taps' clock drift over the capture.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.1, requires = "taps")]
     pub tap_window: f64,
+    /// Threads for reading files (default: the number of cores): 1 reads, decodes and
+    /// analyzes on one thread; 2 or more read and decode on a thread of their own while
+    /// another analyzes (more than 2 are not used yet). The report is the same byte for
+    /// byte whatever N. Not with -i.
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..),
+        conflicts_with = "interfaces"
+    )]
+    pub jobs: Option<u32>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

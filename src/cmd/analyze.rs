@@ -33,6 +33,8 @@ struct Request {
     qp_table: Option<Vec<rocetap::qptable::QpEntry>>,
     /// `--tap`: the taps to merge (the usual analysis is then the first tap's).
     taps: Option<rocetap::taps::Config>,
+    /// `--jobs`: threads for reading files (`None`: the number of cores).
+    jobs: Option<usize>,
 }
 
 /// How the report is written.
@@ -53,6 +55,9 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
         None => None,
     };
     let mut p = Pipeline::new(r.dcfg, Analyzer::new(r.analyzer)).stop_after(r.stop_after);
+    if let Some(n) = r.jobs {
+        p = p.jobs(n);
+    }
     let mut input = Input::default();
     // A write error of `-i -w` ends the capture, not the analysis of what was captured:
     // the report comes first, then the error (exit 2).
@@ -175,6 +180,7 @@ fn request(a: AnalyzeArgs, color: bool) -> Result<Request, Failure> {
         quiet: a.quiet,
         qp_table,
         taps,
+        jobs: a.jobs.map(|n| n as usize),
         out: Out {
             format: match a.format {
                 AnalyzeFormat::Text => OutputFormat::Text,

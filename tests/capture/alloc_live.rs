@@ -5,7 +5,9 @@
 //!   pump_inline`: frames straight from libpcap's buffer through decode and analysis),
 //!   on loopback (root; otherwise SKIP, a failure under CI),
 //! - the merger's release of whole batches (`Merger::drain`, one source and several, and
-//!   `Merger::drain_sources`, the agent's), with nothing live.
+//!   `Merger::drain_sources`, the agent's), with nothing live,
+//! - file reads with `--jobs 1` and `--jobs 2` (`Pipeline::jobs`): the calling thread's
+//!   allocations do not grow with the frames.
 //!
 //! Traffic: UDP datagrams from 127.0.0.1 to 127.0.0.1 on a port of the test's own, each
 //! a RoCE v2 RC SEND Only with consecutive PSNs (the decoder is told that port is RoCE's);
@@ -177,4 +179,49 @@ fn one_device_is_analyzed_from_libpcaps_buffer_without_allocating() {
     assert_eq!(allocated, 0, "allocations while 2000 frames went through");
     let r = p.finish();
     assert_eq!(r.totals.frames, 2200);
+}
+
+/// Files, one thread or two (`analyze --jobs`): what the calling thread allocates for a
+/// file read (with `--jobs 2` the analysis; with `--jobs 1` reading, decoding and the
+/// analysis) does not grow with the frames. Same scenario at 20,000 and 200,000 frames
+/// (the same 8 flows, no events): the allocations of the two reads are equal. The reading
+/// thread's batches are made once per read, before the first frame.
+#[test]
+fn file_reads_allocate_nothing_per_frame_whatever_the_jobs() {
+    let t = common::TempDir::new("alloc-jobs");
+    let trace = |n: &str| {
+        let p = t.path(&format!("clean-{n}.pcap"));
+        common::run_ok(&[
+            common::bin(),
+            "synth",
+            "clean-rc",
+            "--packets",
+            n,
+            "-s",
+            "128",
+            "-o",
+            p.to_str().unwrap(),
+        ]);
+        p
+    };
+    let (small, big) = (trace("20000"), trace("200000"));
+    for jobs in [1, 2] {
+        let read = |path: &std::path::Path| {
+            let mut p = Pipeline::new(
+                dissectors::Config::default(),
+                Analyzer::new(AnalyzerConfig::default()),
+            )
+            .jobs(jobs);
+            let (n, res) = allocations(|| p.read_files(&[path.to_path_buf()], true, &mut NoSink));
+            res.expect("read the trace");
+            (n, p.frames())
+        };
+        let (a_small, f_small) = read(&small);
+        let (a_big, f_big) = read(&big);
+        assert!(f_big >= 9 * f_small, "{f_small} and {f_big} frames");
+        assert_eq!(
+            a_big, a_small,
+            "--jobs {jobs}: allocations for {f_big} frames against {f_small}"
+        );
+    }
 }
