@@ -160,10 +160,14 @@ impl Finding {
                 (Cause::ResponderOverload, Location::Unknown)
             }
             FindingKind::RnrNak { .. } => (Cause::ReceiverNotReady, Location::Unknown),
-            FindingKind::ReadRerequests { missing, .. } => (
-                Cause::NetworkLoss,
-                Location::of(1, u64::from(*missing > 0), false),
-            ),
+            // Responses the tap saw missing were lost before it. With none missing, the
+            // requester's timer may have fired before they reached it (a slow requester:
+            // the lab's clean READ runs under load re-ask with nothing lost), so the tap
+            // alone cannot say loss.
+            FindingKind::ReadRerequests { missing, .. } if *missing > 0 => {
+                (Cause::NetworkLoss, BeforeTap)
+            }
+            FindingKind::ReadRerequests { .. } => (Cause::Unknown, Location::Unknown),
             FindingKind::UnknownRetransmissions { .. } => (Cause::Unknown, Location::Unknown),
             FindingKind::DuplicatePackets { .. } => (Cause::Duplicate, BeforeTap),
             FindingKind::ReorderedPackets { .. } => (Cause::Reorder, BeforeTap),

@@ -259,13 +259,13 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             resent,
             missing,
         } => {
-            let place = if *missing > 0 {
-                "the tap saw them missing: lost before the tap"
+            let what = if *missing > 0 {
+                "whose responses went missing (the tap saw them missing: lost before the tap)"
             } else {
-                "the tap saw none missing: lost after the tap, or a resent run cut short"
+                "whose responses all passed the tap (lost after it, the requester's timer fired before they reached it, or a resent run cut short — one tap cannot tell, a capture at the requester would)"
             };
             format!(
-                "{rerequests} READ Requests re-issued for the rest of a READ whose responses went missing ({place}); {resent} READ responses sent again{at}; on {w}"
+                "{rerequests} READ Requests re-issued for the rest of a READ {what}; {resent} READ responses sent again{at}; on {w}"
             )
         }
         _ => return None,
