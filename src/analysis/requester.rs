@@ -184,6 +184,7 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
             return;
         }
         if sent_earlier {
+            super::stop::note_ahead_of_expected(f, p);
             // Sent before packets already seen: it arrives late. The first of its PSN is
             // an original overtaken on the way, and so is one of a gap a resend filled
             // that was sent before that resend (the resend of its own PSN overtook it);

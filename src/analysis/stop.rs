@@ -118,6 +118,25 @@ pub(super) fn note_late(f: &mut Flow, p: Psn) {
     late_nak(t, p);
 }
 
+/// A late copy `p` from an earlier sending passed the tap. Where it is ahead of the PSN
+/// the responder waits for — the next of the resend run in progress, or the one after
+/// the latest the responder acknowledged — the responder meets it first and NAKs that
+/// PSN though nothing was lost: reordering's NAK (the lab's reorder run: a 2 ms-late copy
+/// of PSN 1551797 between 1551704 and 1551705 of a resend run, then NAK 1551705; and
+/// after the responder had acknowledged 1551780, NAK 1551781).
+pub(super) fn note_ahead_of_expected(f: &mut Flow, p: Psn) {
+    let run = f.req.episode.is_some().then_some(f.req.cursor);
+    let acked = f.req.acked_any.then(|| f.req.acked_to.plus(1));
+    for e in [run, acked].into_iter().flatten() {
+        if p.diff(e) > 0 {
+            let t = f.trouble_mut();
+            if !t.waiting.iter().any(|&w| w == e) {
+                t.waiting.push(e);
+            }
+        }
+    }
+}
+
 /// A late packet of `p` passed the tap that dropped nothing at the responder (an original
 /// its own resend overtook): a NAK that named `p` while it was missing was still
 /// reordering's.
@@ -152,7 +171,7 @@ pub(super) fn passed_ahead_of_late(f: &Flow, p: Psn) -> bool {
         t.late.iter().any(|&(q, n)| {
             let d = p.diff(q);
             d >= 0 && (d as u32) <= n
-        })
+        }) || t.waiting.iter().any(|&w| w == p)
     })
 }
 

@@ -34,6 +34,9 @@ pub(crate) struct Trouble {
     /// Late originals the tap saw (their PSN, and how many PSNs had passed ahead of them):
     /// the responder, which sees the tap's order, dropped those as out of sequence.
     pub late: Ring<(Psn, u32), SKIP_SLOTS>,
+    /// PSNs the responder was waiting for when a late copy from an earlier sending, ahead
+    /// of them, passed the tap: it NAKs them though nothing was lost.
+    pub waiting: Ring<Psn, SKIP_SLOTS>,
     /// NAKs that named a gap a late original then filled, not yet moved from the
     /// responder's `nak_psn_seq_gap_at_tap` to its `nak_psn_seq_reorder`.
     pub reorder_naks: u32,

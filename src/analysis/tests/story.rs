@@ -369,6 +369,47 @@ fn naks_for_resends_that_came_late_are_reordering() {
 }
 
 #[test]
+fn a_late_copy_ahead_of_the_resend_run_makes_a_reordering_nak() {
+    // A sent 11..=18 (identifications 11..=18); 13 was lost before the tap and 17 came
+    // late. The responder NAKed 13; A resent 13 and 14; then the late 17 passed ahead of
+    // the resend of 15, which the responder was waiting for: it NAKed 15, though nothing
+    // but 13 was lost (the lab's reorder run: a 2 ms-late copy of 1551797 between 1551704
+    // and 1551705 of a resend run, then NAK 1551705).
+    const NAK: u8 = 0x60;
+    let r = after_ten_in_order(&[
+        (11, 11, 0),
+        (12, 12, 0),
+        (14, 14, 0),
+        (15, 15, 0),
+        (16, 16, 0),
+        (18, 18, 0),
+        (13, 0, NAK),
+        (13, 19, 0),
+        (14, 20, 0),
+        (17, 17, 0),
+        (15, 0, NAK),
+        (15, 21, 0),
+        (16, 22, 0),
+        (17, 23, 0),
+        (18, 24, 0),
+        (18, 0, 0x1f),
+    ]);
+    let tot = r.totals;
+    assert_eq!(
+        (
+            tot.nak_psn_seq,
+            tot.nak_psn_seq_reorder,
+            tot.nak_psn_seq_gap_at_tap
+        ),
+        (2, 1, 1),
+        "{:?}",
+        r.findings
+    );
+    let f = finding(&r, "nak_psn_seq").expect("loss finding");
+    assert_eq!(f.cause(), Some((Cause::NetworkLoss, Location::BeforeTap)));
+}
+
+#[test]
 fn a_nak_that_leaves_after_its_late_original_is_reordering() {
     // 12 came one packet late (after 13). The responder NAKed 12 when 13 came, took the
     // late 12, dropped 13 and NAKed it when 14 came; both NAKs left after the late 12 had
