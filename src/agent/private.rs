@@ -23,7 +23,22 @@
 
 use dissectors::ib::icrc;
 use dissectors::{AtomicEthRepr, Decoded, RethRepr, StopKind};
+use std::cell::Cell;
 use std::hash::BuildHasher;
+
+/// A connection as its secret offset is keyed: destination address, GID and QP.
+type Conn = (
+    Option<std::net::IpAddr>,
+    Option<[u8; 16]>,
+    Option<dissectors::Qpn>,
+);
+
+/// Connections whose offsets are remembered (direct-mapped by QP): the keyed hash costs
+/// more than the rest of a RETH's redaction, and a busy link has few connections at once.
+const REMEMBERED: usize = 64;
+
+/// A remembered connection and its offset.
+type Known = Cell<Option<(Conn, u64)>>;
 
 /// How frames are kept.
 #[derive(Clone, Debug)]
@@ -31,6 +46,9 @@ pub struct Privacy {
     /// Mask RETH and AtomicETH values.
     pub redact: bool,
     key: std::collections::hash_map::RandomState,
+    /// Offsets already computed: a cache of [`Privacy::offset`]'s keyed hash, so the
+    /// same connection gets the same offset whether or not it is remembered.
+    known: Box<[Known; REMEMBERED]>,
 }
 
 impl Privacy {
@@ -39,6 +57,7 @@ impl Privacy {
         Privacy {
             redact,
             key: std::collections::hash_map::RandomState::new(),
+            known: Box::new(std::array::from_fn(|_| Cell::new(None))),
         }
     }
 
@@ -113,7 +132,21 @@ impl Privacy {
         let dst = d.ip.map(|ip| ip.dst);
         let gid = d.grh.map(|g| g.dgid);
         let qp = d.roce.map(|r| r.bth.dest_qp);
-        self.key.hash_one((dst, gid, qp))
+        self.offset_of((dst, gid, qp))
+    }
+
+    /// The secret offset of a connection: remembered, or hashed and remembered.
+    fn offset_of(&self, conn: Conn) -> u64 {
+        let qp = conn.2;
+        let slot = &self.known[qp.map_or(0, |q| q.0 as usize) % REMEMBERED];
+        if let Some((c, off)) = slot.get() {
+            if c == conn {
+                return off;
+            }
+        }
+        let off = self.key.hash_one(conn);
+        slot.set(Some((conn, off)));
+        off
     }
 }
 

@@ -99,11 +99,11 @@ impl Recorder {
     fn push_with(&mut self, f: &Frame<'_>, keep: usize, fix: impl FnOnce(&mut [u8]) -> usize) {
         let cap = self.meta.len();
         if self.len == cap {
-            self.head = (self.head + 1) % cap;
+            self.head = wrap(self.head + 1, cap);
             self.len -= 1;
             self.evicted += 1;
         }
-        let i = (self.head + self.len) % cap;
+        let i = wrap(self.head + self.len, cap);
         let n = keep.min(f.data.len()).min(self.slot);
         let slot = &mut self.buf[i * self.slot..i * self.slot + n];
         slot.copy_from_slice(&f.data[..n]);
@@ -122,7 +122,7 @@ impl Recorder {
     pub fn expire(&mut self, now_ns: u64) {
         let oldest = now_ns.saturating_sub(self.max_age_ns);
         while self.len > 0 && self.meta[self.head].ts_ns < oldest {
-            self.head = (self.head + 1) % self.meta.len();
+            self.head = wrap(self.head + 1, self.meta.len());
             self.len -= 1;
             self.evicted += 1;
         }
@@ -148,6 +148,18 @@ impl Recorder {
                     iface: m.iface,
                 }
             })
+    }
+}
+
+/// `i % cap` for an `i` below `2 * cap` (a ring index plus at most its length): a
+/// compare instead of a division on every recorded frame.
+#[inline]
+fn wrap(i: usize, cap: usize) -> usize {
+    debug_assert!(i < 2 * cap);
+    if i >= cap {
+        i - cap
+    } else {
+        i
     }
 }
 

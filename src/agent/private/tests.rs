@@ -208,3 +208,30 @@ fn differences(a: &Value, b: &Value, at: String) -> Vec<String> {
         _ => vec![format!("{at}: {a} != {b}")],
     }
 }
+
+#[test]
+fn a_remembered_offset_is_the_keyed_hash_of_its_connection() {
+    use std::net::{IpAddr, Ipv4Addr};
+    let p = Privacy::new(true);
+    let conn = |host: u8, qp: u32| -> Conn {
+        (
+            Some(IpAddr::V4(Ipv4Addr::new(198, 51, 100, host))),
+            None,
+            Some(dissectors::Qpn(qp)),
+        )
+    };
+    // Connections sharing a slot (QPs REMEMBERED apart, or the same QP to other hosts)
+    // push each other out; every answer, first or remembered, is the connection's own.
+    for round in 0..3 {
+        for host in 1..4u8 {
+            for qp in [7, 7 + REMEMBERED as u32, 7 + 2 * REMEMBERED as u32, 8] {
+                let c = conn(host, qp);
+                assert_eq!(p.offset_of(c), p.key.hash_one(c), "round {round} {c:?}");
+                assert_eq!(p.offset_of(c), p.key.hash_one(c), "again {c:?}");
+            }
+        }
+    }
+    assert_ne!(p.offset_of(conn(1, 7)), p.offset_of(conn(2, 7)));
+    let none: Conn = (None, None, None);
+    assert_eq!(p.offset_of(none), p.key.hash_one(none));
+}
