@@ -43,34 +43,15 @@ pub fn encaps() -> Vec<(&'static str, Encap)> {
     ]
 }
 
-/// One pcap record: the timestamp words, the captured bytes, the wire length.
-type Record = ([u8; 8], Vec<u8>, u32);
-
-/// A classic little-endian pcap (µs or ns) of Ethernet frames: its global header and
-/// its records (timestamp words, captured bytes, wire length).
-fn read_pcap(p: &Path) -> ([u8; 24], Vec<Record>) {
-    let b = std::fs::read(p).unwrap();
-    let magic = u32::from_le_bytes(b[0..4].try_into().unwrap());
-    assert!(
-        magic == 0xa1b2_c3d4 || magic == 0xa1b2_3c4d,
-        "{}: not a little-endian pcap",
-        p.display()
-    );
+/// A classic little-endian pcap of Ethernet frames: its global header and its records.
+fn read_pcap(p: &Path) -> ([u8; 24], Vec<common::pcap::Record>) {
+    let (hdr, recs) = common::pcap::read_pcap(p);
     assert_eq!(
-        u32::from_le_bytes(b[20..24].try_into().unwrap()),
+        u32::from_le_bytes(hdr[20..24].try_into().unwrap()),
         1,
         "Ethernet"
     );
-    let mut recs = Vec::new();
-    let mut off = 24;
-    while off + 16 <= b.len() {
-        let ts: [u8; 8] = b[off..off + 8].try_into().unwrap();
-        let cap = u32::from_le_bytes(b[off + 8..off + 12].try_into().unwrap()) as usize;
-        let orig = u32::from_le_bytes(b[off + 12..off + 16].try_into().unwrap());
-        recs.push((ts, b[off + 16..off + 16 + cap].to_vec(), orig));
-        off += 16 + cap;
-    }
-    (b[0..24].try_into().unwrap(), recs)
+    (hdr, recs)
 }
 
 /// The pcap of `name` with every frame wrapped in `e` (the GRE sequence number counts

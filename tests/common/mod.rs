@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod pcap;
 pub mod tshark;
 
 use std::path::{Path, PathBuf};

@@ -19,6 +19,7 @@
 //! (fails under CI). `ROCETAP_LAB_MIRROR_OUT=DIR` checks mirror.py's output in DIR instead
 //! of booting the VM. Bounded: mirror.py runs under `timeout` (100 s idle, under 4 min loaded).
 
+use crate::common::pcap::{read_pcap, Record};
 use crate::common::{self, TempDir};
 mod lab_mirror_tshark;
 use lab_mirror_tshark::tshark_check;
@@ -97,30 +98,6 @@ fn repo() -> PathBuf {
 
 fn lab_dir() -> PathBuf {
     std::env::var_os("RXE_LAB").map_or_else(|| PathBuf::from("/var/tmp/rxe-lab"), PathBuf::from)
-}
-
-/// One pcap record: timestamp words, captured bytes, wire length.
-type Record = ([u8; 8], Vec<u8>, u32);
-
-/// A classic little-endian pcap (µs or ns) of Ethernet frames.
-fn read_pcap(p: &Path) -> ([u8; 24], Vec<Record>) {
-    let b = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let magic = u32::from_le_bytes(b[0..4].try_into().unwrap());
-    assert!(
-        magic == 0xa1b2_c3d4 || magic == 0xa1b2_3c4d,
-        "{}: not a little-endian pcap",
-        p.display()
-    );
-    let mut recs = Vec::new();
-    let mut off = 24;
-    while off + 16 <= b.len() {
-        let ts: [u8; 8] = b[off..off + 8].try_into().unwrap();
-        let cap = u32::from_le_bytes(b[off + 8..off + 12].try_into().unwrap()) as usize;
-        let orig = u32::from_le_bytes(b[off + 12..off + 16].try_into().unwrap());
-        recs.push((ts, b[off + 16..off + 16 + cap].to_vec(), orig));
-        off += 16 + cap;
-    }
-    (b[0..24].try_into().unwrap(), recs)
 }
 
 /// The sample as tcpreplay sends it: each frame's wire length is its captured length.

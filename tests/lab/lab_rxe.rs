@@ -1186,36 +1186,8 @@ fn lab_rxe_scenarios() {
             std::fs::create_dir_all(&dir).unwrap();
             // the other labs (switch, mirror) boot VMs too: one lab at a time on the cores
             let _serial = common::serial();
-            let t0 = Instant::now();
-            let mut child = Command::new("bash")
-                .arg(repo().join("lab/rxe/run.sh"))
-                .arg(&dir)
-                .arg("ci")
-                // the binary under test goes into the VMs (rocetap qp-table vs rdma)
-                .env("ROCETAP_BIN", common::bin())
-                .stdout(Stdio::inherit())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .expect("start lab/rxe/run.sh");
-            loop {
-                if let Some(st) = child.try_wait().unwrap() {
-                    if !st.success() {
-                        eprintln!("lab/rxe/run.sh: {st} (the scenarios it wrote are checked)");
-                    }
-                    break;
-                }
-                if t0.elapsed() > LAB_BUDGET {
-                    // run.sh stops its VMs on SIGTERM
-                    let _ = Command::new("kill")
-                        .args(["-TERM", &child.id().to_string()])
-                        .status();
-                    let _ = child.wait();
-                    eprintln!("lab/rxe/run.sh stopped after {:?}", t0.elapsed());
-                    break;
-                }
-                std::thread::sleep(Duration::from_secs(2));
-            }
-            println!("lab results in {} ({:?})", dir.display(), t0.elapsed());
+            let took = run_sh(&dir, "ci", LAB_BUDGET);
+            println!("lab results in {} ({took:?})", dir.display());
             (dir, true)
         }
     };
@@ -1271,4 +1243,39 @@ fn rxe_samples() {
     assert!(!names.is_empty(), "no samples/rxe-*.pcap");
     let (report, failed) = check_dir(&dir, &names, ".pcap", ".pcap.truth.json", true);
     finish(&report, &failed);
+}
+
+/// `lab/rxe/run.sh DIR WHAT` with this binary for the VMs' rocetap, stopped (SIGTERM: it
+/// stops its VMs) once `budget` has passed; the scenarios it wrote are checked either way.
+/// How long it ran.
+pub(crate) fn run_sh(dir: &Path, what: &str, budget: Duration) -> Duration {
+    let t0 = Instant::now();
+    let mut child = Command::new("bash")
+        .arg(repo().join("lab/rxe/run.sh"))
+        .arg(dir)
+        .arg(what)
+        // the binary under test goes into the VMs (rocetap qp-table vs rdma)
+        .env("ROCETAP_BIN", common::bin())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start lab/rxe/run.sh");
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            if !st.success() {
+                eprintln!("lab/rxe/run.sh: {st} (the scenarios it wrote are checked)");
+            }
+            break;
+        }
+        if t0.elapsed() > budget {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+            eprintln!("lab/rxe/run.sh stopped after {:?}", t0.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    t0.elapsed()
 }

@@ -35,7 +35,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// 8 scenarios of 40-60 s on an idle machine, twice that under load.
 const BUDGET: Duration = Duration::from_secs(20 * 60);
@@ -316,36 +316,8 @@ fn lab_taps_switch() {
             let _serial = common::serial();
             let dir = std::env::temp_dir().join(format!("rocetap-switch-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
-            let t0 = Instant::now();
-            let mut child = Command::new("bash")
-                .arg(repo().join("lab/rxe/run.sh"))
-                .arg(&dir)
-                .arg("switch")
-                .env("ROCETAP_BIN", common::bin())
-                .spawn()
-                .expect("start lab/rxe/run.sh");
-            loop {
-                if let Some(st) = child.try_wait().unwrap() {
-                    if !st.success() {
-                        eprintln!("lab/rxe/run.sh: {st} (the scenarios it wrote are checked)");
-                    }
-                    break;
-                }
-                if t0.elapsed() > BUDGET {
-                    let _ = Command::new("kill")
-                        .args(["-TERM", &child.id().to_string()])
-                        .status();
-                    let _ = child.wait();
-                    eprintln!("lab/rxe/run.sh stopped after {:?}", t0.elapsed());
-                    break;
-                }
-                std::thread::sleep(Duration::from_secs(2));
-            }
-            println!(
-                "switch lab results in {} ({:?})",
-                dir.display(),
-                t0.elapsed()
-            );
+            let took = crate::lab_rxe::run_sh(&dir, "switch", BUDGET);
+            println!("switch lab results in {} ({took:?})", dir.display());
             (dir, true)
         }
     };
