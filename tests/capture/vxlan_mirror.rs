@@ -49,6 +49,20 @@ fn setup() -> Pair {
     run(&["ip", "netns", "add", &p.exp]);
     run(&["ip", "netns", "add", &p.col]);
     let (e, c) = (p.exp.as_str(), p.col.as_str());
+    // No IPv6 on any link made from here on: an MLD report that vxlan0 sends of its own
+    // accord goes through the tunnel and would take the place of a sample frame.
+    for ns in [e, c] {
+        for k in ["default", "all"] {
+            ns_run(
+                ns,
+                &[
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{k}.disable_ipv6=1"),
+                ],
+            );
+        }
+    }
     run(&[
         "ip", "-n", e, "link", "add", "rp0", "type", "veth", "peer", "name", "rp1",
     ]);
@@ -103,6 +117,10 @@ fn setup() -> Pair {
         "dev",
         "tp0",
     ]);
+    let _ = Command::new("ip")
+        .args(["netns", "exec", e, "sysctl", "-qw"])
+        .arg("net.ipv6.conf.vxlan0.disable_ipv6=1")
+        .output();
     run(&["ip", "-n", e, "link", "set", "vxlan0", "mtu", "9000"]);
     run(&["ip", "-n", e, "link", "set", "vxlan0", "up"]);
     ns_run(e, &["tc", "qdisc", "add", "dev", "rp1", "ingress"]);
