@@ -33,6 +33,7 @@ use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+pub mod shard;
 mod split;
 pub use split::BATCH;
 
