@@ -136,16 +136,58 @@ fn ethertype(data: &[u8], mut et: u16, mut off: usize, roce_port: u16) -> Route 
 
 /// The IP packet at `off`: [`Route::Pair`] when the decoder would reach its BTH through
 /// UDP to `roce_port` (the checks of `Walker::ip` and `Walker::transport` up to the BTH).
+/// The shapes nearly every RoCE v2 frame has (IPv4 without options, IPv6 straight to UDP)
+/// are read at fixed offsets, as the decoder's own fast path (`ip_fast`) reads them; the
+/// rest through [`IpRepr::slice`].
 #[inline]
 fn ip(data: &[u8], off: usize, roce_port: u16) -> Route {
-    let Ok(s) = IpRepr::slice(data.get(off..).unwrap_or(&[])) else {
-        return Route::First;
+    let b = data.get(off..).unwrap_or(&[]);
+    let udp = dissectors::ip::PROTO_UDP;
+    // (source, destination, IP total length, offset of the payload)
+    let (src, dst, total, l4) = match b {
+        [0x45, _, t0, t1, _, _, f0, f1, _, proto, _, _, a @ ..]
+            if b.len() >= 20 && *proto != PROTO_AUTH =>
+        {
+            // More fragments, or a fragment offset.
+            if *proto != udp || (f0 & 0x3f) != 0 || *f1 != 0 {
+                return Route::First;
+            }
+            let v4 = |i: usize| {
+                u128::from(u32::from_be_bytes([a[i], a[i + 1], a[i + 2], a[i + 3]])) | V4_TAG
+            };
+            (
+                v4(0),
+                v4(4),
+                usize::from(u16::from_be_bytes([*t0, *t1])),
+                20,
+            )
+        }
+        [v, _, _, _, p0, p1, next, ..] if v >> 4 == 6 && *next == udp && b.len() >= 40 => {
+            let v6 = |i: usize| u128::from_be_bytes(b[i..i + 16].try_into().unwrap_or([0; 16]));
+            (
+                v6(8),
+                v6(24),
+                40 + usize::from(u16::from_be_bytes([*p0, *p1])),
+                40,
+            )
+        }
+        _ => {
+            let Ok(s) = IpRepr::slice(b) else {
+                return Route::First;
+            };
+            if s.repr.fragmented || s.repr.protocol != udp {
+                return Route::First;
+            }
+            (
+                addr_bits(s.repr.src),
+                addr_bits(s.repr.dst),
+                s.repr.total_len as usize,
+                s.payload_offset,
+            )
+        }
     };
-    if s.repr.fragmented || s.repr.protocol != dissectors::ip::PROTO_UDP {
-        return Route::First;
-    }
-    let ip_end = off + s.repr.total_len as usize;
-    let l4 = off + s.payload_offset;
+    let ip_end = off + total;
+    let l4 = off + l4;
     if l4 + udp::LEN > ip_end {
         return Route::First;
     }
@@ -161,22 +203,32 @@ fn ip(data: &[u8], off: usize, roce_port: u16) -> Route {
     if ulen < udp::LEN || end > ip_end || bth_end > end || bth_end > data.len() {
         return Route::First;
     }
-    Route::Pair(pair_hash(s.repr.src, s.repr.dst))
+    Route::Pair(bits_hash(src, dst))
 }
 
 /// A hash of the host pair `(a, b)` that is the same for `(b, a)`.
 #[inline]
 pub fn pair_hash(a: IpAddr, b: IpAddr) -> u64 {
-    let (x, y) = (addr_bits(a), addr_bits(b));
+    bits_hash(addr_bits(a), addr_bits(b))
+}
+
+#[inline]
+fn bits_hash(x: u128, y: u128) -> u64 {
     let (lo, hi) = if x <= y { (x, y) } else { (y, x) };
     mix(fold(lo).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ fold(hi))
 }
+
+/// IPv4's authentication header: the decoder reads past it the general way.
+const PROTO_AUTH: u8 = 51;
+
+/// Sets IPv4 addresses apart from the IPv6 space in [`addr_bits`].
+const V4_TAG: u128 = 1 << 127;
 
 /// An address as 128 bits, IPv4 tagged apart from the IPv6 space.
 #[inline]
 fn addr_bits(a: IpAddr) -> u128 {
     match a {
-        IpAddr::V4(v) => u128::from(u32::from(v)) | 1 << 127,
+        IpAddr::V4(v) => u128::from(u32::from(v)) | V4_TAG,
         IpAddr::V6(v) => u128::from(v),
     }
 }
