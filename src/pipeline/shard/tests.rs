@@ -202,3 +202,111 @@ fn the_peek_agrees_with_the_decoder_on_every_capture() {
         "{frames} frames, {pairs} RoCE v2, {every} PAUSE"
     );
 }
+
+/// An IPv6 RoCE v2 frame (Ethernet, one VLAN tag) from `src` to `dst` with a BTH and ICRC.
+fn v6_frame(src: u8, dst: u8) -> Vec<u8> {
+    let mut f = vec![
+        0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x81, 0x00, 0x60, 0x05,
+    ];
+    f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 24, 17, 64]);
+    for last in [src, dst] {
+        f.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        f.extend_from_slice(&[0; 11]);
+        f.push(last);
+    }
+    f.extend_from_slice(&[0xc0, 0, 0x12, 0xb7, 0, 24, 0, 0]);
+    f.push(4);
+    f.extend_from_slice(&[0; 15]);
+    f
+}
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Link types the peek reads, and two it does not.
+    fn link() -> impl Strategy<Value = LinkType> {
+        prop_oneof![
+            Just(LinkType::Ethernet),
+            Just(LinkType::LinuxSll),
+            Just(LinkType::LinuxSll2),
+            Just(LinkType::RawIp),
+            Just(LinkType::Ipv4),
+            Just(LinkType::Ipv6),
+            Just(LinkType::Erf),
+            Just(LinkType::IpOverIb),
+            Just(LinkType::Infiniband),
+            Just(LinkType::Other(147)),
+        ]
+    }
+
+    fn agrees(link: LinkType, f: &[u8]) {
+        let cfg = dissectors::Config::default();
+        let d = dissectors::decode(link, f, f.len() as u32, &cfg);
+        assert_eq!(route(link, f, PORT), decoded_route(&d), "{link:?} {f:02x?}");
+    }
+
+    proptest! {
+        /// Valid RoCE v2 frames (IPv4 with 0-3 tags, IPv6) with a few bytes changed and
+        /// cut anywhere: the peek says what the decoder says.
+        #[test]
+        fn damaged_roce_frames_route_as_the_decoder_reads_them(
+            tags in 0usize..4,
+            v6 in any::<bool>(),
+            edits in proptest::collection::vec((0usize..80, any::<u8>()), 0..4),
+            cut in 0usize..100,
+        ) {
+            let mut f = if v6 { v6_frame(1, 2) } else { v4_frame(tags, A, B, PORT, 16) };
+            for (at, b) in edits {
+                if let Some(x) = f.get_mut(at) {
+                    *x = b;
+                }
+            }
+            f.truncate(cut.max(1));
+            agrees(LinkType::Ethernet, &f);
+            agrees(LinkType::RawIp, f.get(14 + 4 * tags..).unwrap_or(&[]));
+        }
+
+        /// Any bytes under any link type: no panic, and the decoder's answer.
+        #[test]
+        fn any_bytes_route_as_the_decoder_reads_them(
+            link in link(),
+            f in proptest::collection::vec(any::<u8>(), 0..120),
+        ) {
+            agrees(link, &f);
+        }
+    }
+}
+
+#[test]
+fn ipv6_roce_goes_by_host_pair_the_same_both_ways() {
+    let ab = route(LinkType::Ethernet, &v6_frame(1, 2), PORT);
+    assert!(matches!(ab, Route::Pair(_)), "{ab:?}");
+    assert_eq!(route(LinkType::Ethernet, &v6_frame(2, 1), PORT), ab);
+    assert_ne!(route(LinkType::Ethernet, &v6_frame(1, 3), PORT), ab);
+}
+
+#[test]
+fn ipv4_with_an_authentication_header_goes_the_decoders_general_way() {
+    // IPv4 (protocol 51), a 12-byte AH naming UDP next, then UDP to the RoCE port and a
+    // BTH: the decoder reads past the AH, and so does the peek.
+    let plain = v4_frame(0, A, B, PORT, 16);
+    let mut f = plain[..14 + 20].to_vec();
+    f[14 + 9] = 51;
+    let total = (20 + 12 + 8 + 16) as u16;
+    f[14 + 2..14 + 4].copy_from_slice(&total.to_be_bytes());
+    f.extend_from_slice(&[17, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1]);
+    f.extend_from_slice(&plain[14 + 20..]);
+    let cfg = dissectors::Config::default();
+    let d = dissectors::decode(LinkType::Ethernet, &f, f.len() as u32, &cfg);
+    assert_eq!(
+        decoded_route(&d),
+        Route::Pair(v4_hash(A, B)),
+        "{:?}",
+        d.stop
+    );
+    assert_eq!(
+        route(LinkType::Ethernet, &f, PORT),
+        Route::Pair(v4_hash(A, B))
+    );
+}
