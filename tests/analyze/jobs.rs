@@ -359,3 +359,63 @@ fn write_pcap(path: &Path, header: &[u8; 24], recs: &[common::pcap::Record]) {
     }
     std::fs::write(path, v).expect("write a pcap");
 }
+
+#[test]
+fn a_summaries_cap_that_falls_inside_one_sweep_gives_the_same_report() {
+    // 128 flows over 8 host pairs that all fall idle at once, then another scenario 10 s
+    // later on other host pairs: the first sweep (frame 16,384) expires the 128 together,
+    // in the order of their slots, and `--max-flows 50` keeps the first 50 of them — a
+    // merge that took each shard's retirements in turn would keep others.
+    let t = TempDir::new("jobs-sweep-cap");
+    let a = t.path("a.pcap");
+    let b = t.path("b.pcap");
+    let (a_s, b_s) = (a.display().to_string(), b.display().to_string());
+    common::run_ok(&[
+        common::bin(),
+        "synth",
+        "many-qp",
+        "--qps",
+        "64",
+        "--peers",
+        "8",
+        "--msg-size",
+        "8192",
+        "--packets",
+        "8000",
+        "-s",
+        "128",
+        "-o",
+        &a_s,
+    ]);
+    let b_args = [common::bin(), "synth", "clean-rc", "--packets", "20000"];
+    common::run_ok(&[&b_args[..], &["-s", "128", "-o", &b_s]].concat());
+    let (header, first) = common::pcap::read_pcap(&a);
+    let (_, second) = common::pcap::read_pcap(&b);
+    assert!(
+        first.len() < 16_384,
+        "{} frames before the sweep",
+        first.len()
+    );
+    let later = second.iter().map(|(ts, d, orig)| {
+        let mut ts = *ts;
+        let sec = u32::from_le_bytes(ts[0..4].try_into().unwrap()) + 10;
+        ts[0..4].copy_from_slice(&sec.to_le_bytes());
+        (ts, d.clone(), *orig)
+    });
+    let all: Vec<common::pcap::Record> = first.iter().cloned().chain(later).collect();
+    let both = t.path("idle-then-more.pcap");
+    write_pcap(&both, &header, &all);
+    let both = both.display().to_string();
+    let json = json_of(&same_for_every_n(
+        "128 flows idle at once, 50 kept",
+        &["--idle-timeout", "5", "--max-flows", "50", &both],
+    ));
+    in_several_shards(&json);
+    let totals = &json["totals"];
+    assert!(totals["flows_expired"].as_u64() >= Some(128), "{totals}");
+    assert!(
+        totals["flow_summaries_dropped"].as_u64() > Some(0),
+        "{totals}"
+    );
+    assert_eq!(json["flows"].as_array().map(Vec::len), Some(50));
+}
