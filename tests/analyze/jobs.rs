@@ -5,8 +5,9 @@
 //! batch analyzed out of order, or frames reordered inside one, changes the events and
 //! the flows' first/last times). `--jobs 0` and `--jobs` with `-i` are refused (exit 2).
 //! Then the cases a merge of per-host-pair shards could get wrong: flows expired by the
-//! sweeps and renewed in every shard, summaries capped (`--max-flows`), a trace cut while
-//! gaps are open, one PFC storm stalling flows of host pairs in different shards.
+//! sweeps and renewed in every shard, summaries capped (`--max-flows`), a cap falling
+//! inside one sweep, a trace cut while gaps are open, one PFC storm stalling flows of host
+//! pairs in different shards.
 
 use crate::common;
 use common::TempDir;
