@@ -11,6 +11,9 @@
 //! - `top`: a snapshot of the live analyzer (what the feeder takes a few times a second),
 //!   applying it to the UI, a redraw of the flows view at 160x48, one after a sort change
 //!   and one while a filter is typed.
+//! - what sharding the analysis by host pair would buy (`pipeline::shard`, issue 45 item
+//!   3), before any merge exists: reading with and without the shard peek, and one thread
+//!   against `SHARDS` (2) threads that each read every frame and analyze their own.
 //!
 //! `cargo bench --bench scale -- TRACE...`; prints one block per trace. Figures, not
 //! assertions: this machine is shared.
@@ -168,6 +171,110 @@ fn bench(path: &str, runs: u32, first: bool) {
         ms(redraw),
         ms(sort),
         ms(filter)
+    );
+    shards(path, runs);
+}
+
+/// What sharding the analysis by host pair (issue 45 item 3, `pipeline::shard`) would
+/// buy on this trace, before any merge exists: one thread reading, decoding and
+/// analyzing every frame (`--jobs 1`'s work), against `SHARDS` (2) threads that each read
+/// every frame and peek at it (`pipeline::shard::route`) and decode and analyze only
+/// their own (PAUSE frames in every shard). Each shard's analyzer is dropped unfinished:
+/// no merge, no report, and the skipped frames move no clock. Also reading alone and
+/// reading with the peek, on one thread (the cost every shard pays for every frame).
+fn shards(path: &str, runs: u32) {
+    use rocetap::capture::input::for_each_frame_of;
+    use rocetap::pipeline::shard::route;
+    use std::ops::ControlFlow;
+    let n: usize = std::env::var("SHARDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n >= 1)
+        .unwrap_or(2);
+    let paths = [PathBuf::from(path)];
+    let dcfg = dissectors::Config::default();
+    let port = dcfg.roce_port;
+    let read = |peek: bool| {
+        let mut frames = 0u64;
+        let mut pairs = 0u64;
+        let _ = for_each_frame_of(&paths, true, |f| {
+            frames += 1;
+            if peek {
+                let r = std::hint::black_box(route(f.link, f.data, port));
+                pairs += u64::from(matches!(r, rocetap::pipeline::shard::Route::Pair(_)));
+            }
+            ControlFlow::Continue(())
+        });
+        (frames, pairs)
+    };
+    let mut counts = (0, 0);
+    let read_only = best(runs, || counts = read(false));
+    let read_peek = best(runs, || counts = read(true));
+    let (frames, pairs) = counts;
+    // One shard's whole run: read and peek every frame, analyze its own.
+    let shard = |me: usize| {
+        let mut an = Analyzer::new(Config::default());
+        let mut d = dissectors::decode(dissectors::LinkType::Ethernet, &[], 0, &dcfg);
+        let mut own = 0u64;
+        let t = Instant::now();
+        let _ = for_each_frame_of(&paths, true, |f| {
+            if route(f.link, f.data, port).shard(n).is_none_or(|s| s == me) {
+                own += 1;
+                dissectors::decode_into(f.link, f.data, f.orig_len, &dcfg, &mut d);
+                an.ingest(f.ts_ns, f.iface_id().get(), &d);
+            }
+            ControlFlow::Continue(())
+        });
+        let took = t.elapsed();
+        (own, took, an)
+    };
+    let one = best(runs, || {
+        let mut p = Pipeline::new(dcfg, Analyzer::new(Config::default())).jobs(1);
+        let _ = p.read_files(&paths, true, &mut NoSink);
+        std::hint::black_box(p.frames());
+    });
+    // The best run's wall, with its shards' times.
+    let mut sharded = Duration::MAX;
+    let mut per: Vec<(u64, Duration)> = Vec::new();
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        let (wall, out) = std::thread::scope(|s| {
+            let hs: Vec<_> = (1..n).map(|me| s.spawn(move || shard(me))).collect();
+            let mut out = vec![shard(0)];
+            out.extend(hs.into_iter().map(|h| h.join().expect("a shard thread")));
+            (t.elapsed(), out)
+        });
+        // The analyzers went after the clock stopped (as a merge would take them).
+        if wall < sharded {
+            sharded = wall;
+            per = out
+                .into_iter()
+                .map(|(own, took, _an)| (own, took))
+                .collect();
+        }
+    }
+    let pct = |k: u64| 100.0 * k as f64 / frames.max(1) as f64;
+    let ns = |d: Duration| d.as_secs_f64() * 1e9 / frames.max(1) as f64;
+    println!(
+        "  peek         read {:.1} ms ({:.1} ns/frame), read + peek {:.1} ms ({:.1} ns/frame); {} of {frames} frames RoCE v2 ({:.0} %)",
+        ms(read_only),
+        ns(read_only),
+        ms(read_peek),
+        ns(read_peek),
+        pairs,
+        pct(pairs)
+    );
+    let split: Vec<String> = per
+        .iter()
+        .enumerate()
+        .map(|(i, (own, took))| format!("{i}: {:.0} % in {:.1} ms", pct(*own), ms(*took)))
+        .collect();
+    println!(
+        "  shards       one thread {:.1} ms; {n} shards {:.1} ms wall ({:.2}x), no merge; shard {}",
+        ms(one),
+        ms(sharded),
+        one.as_secs_f64() / sharded.as_secs_f64().max(1e-9),
+        split.join(", ")
     );
 }
 

@@ -14,8 +14,9 @@
 //! ([`Sink::lookahead`]): each coming frame's flow is warmed into the cache step by step
 //! (`analysis::warm`), which with thousands of QPs overlaps the cache misses of several
 //! frames instead of paying them one after another. For a sink that does nothing per
-//! frame ([`Sink::detached`]) on a machine with two cores or more, a thread of its own
-//! reads and decodes the files while the caller's thread analyzes (`split`).
+//! frame ([`Sink::detached`]), when asked ([`Pipeline::jobs`] 2 or more: one thread was
+//! faster on the 2-core machines measured, `docs/perf.md`), a thread of its own reads and
+//! decodes the files while the caller's thread analyzes (`split`).
 //!
 //! Guarantees: per-frame work allocates nothing here (the sink decides for itself); the
 //! analyzer sees every frame the sources deliver, in the merged timestamp order, with its
@@ -33,6 +34,7 @@ use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+pub mod shard;
 mod split;
 pub use split::BATCH;
 
@@ -154,7 +156,9 @@ impl Pipeline {
             fed: 0,
             behind: 0,
             warm_from: WARM_FROM,
-            split: std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
+            // One thread unless asked: on the 2-core machines measured it was faster than
+            // the split read on every trace of `benches/analyze.sh` and `benches/scale.sh`.
+            split: false,
             dcfg,
             an,
             stop_after: None,
@@ -178,9 +182,8 @@ impl Pipeline {
     }
 
     /// Whether file reads for a [`Sink::detached`] sink read and decode on a thread of
-    /// their own while the calling thread analyzes (by default where the machine has two
-    /// cores or more). The report is the same either way; this is for tests and
-    /// measurements.
+    /// their own while the calling thread analyzes (not by default). The report is the
+    /// same either way; this is for tests and measurements.
     pub fn split(mut self, on: bool) -> Self {
         self.split = on;
         self
@@ -189,8 +192,9 @@ impl Pipeline {
     /// Threads for file reads (`analyze --jobs`): 1 reads, decodes and analyzes on the
     /// calling thread; 2 or more let a [`Sink::detached`] sink's read decode on a thread of
     /// its own while the calling thread analyzes ([`Pipeline::split`]). A third thread is
-    /// not used yet: the analysis is one state machine fed in read order (what sharding
-    /// by host pair would need is in `docs/perf.md`). The report is the same whatever `n`.
+    /// not used yet: the analysis is one state machine fed in read order (sharding it by
+    /// host pair has its routing in [`shard`]; what the merge needs is in `docs/perf.md`).
+    /// The report is the same whatever `n`. Without a call, one thread.
     pub fn jobs(self, n: usize) -> Self {
         self.split(n >= 2)
     }
