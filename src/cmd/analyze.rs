@@ -33,7 +33,7 @@ struct Request {
     qp_table: Option<Vec<rocetap::qptable::QpEntry>>,
     /// `--tap`: the taps to merge (the usual analysis is then the first tap's).
     taps: Option<rocetap::taps::Config>,
-    /// `--jobs`: threads for reading files (`None`: the number of cores).
+    /// `--jobs`: threads for reading files (`None`: one).
     jobs: Option<usize>,
 }
 
