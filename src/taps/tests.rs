@@ -418,3 +418,38 @@ fn a_nak_for_the_psn_before_the_first_seen_is_loss_before_the_first_tap() {
     assert_eq!(d.segments[0].naks, 1);
     assert_eq!(d.segments[2].lost, 0);
 }
+
+#[test]
+fn a_read_request_before_the_first_seen_is_one_loss_not_one_per_psn() {
+    // READs of 4 KiB over a 1 KiB path MTU (another QP's responses between the two hosts
+    // taught it): each request spans 4 PSNs. The stream's first request (PSN 0) never
+    // reached a tap; B, given the second (PSN 4), NAKs PSN 0 and A asks again from there.
+    // Lost: one request, not the 4 PSNs it spans (the lab's switch-read-before run said 4).
+    let read = |v: &mut Vec<Sight>, t: i64, (req, resp): (DirKey, DirKey), psn: u32| {
+        both(v, t, req, psn, 0x0c, 4096);
+        for (i, op) in [0x0d, 0x0e, 0x0e, 0x0f].into_iter().enumerate() {
+            both(
+                v,
+                t + 2_000 + i as i64 * 1_000,
+                resp,
+                psn + i as u32,
+                op,
+                1024,
+            );
+        }
+    };
+    let other = (DirKey { qpn: 0x33, ..AB }, DirKey { qpn: 0x44, ..BA });
+    let mut v = Vec::new();
+    read(&mut v, 0, other, 100);
+    both(&mut v, 20_000, AB, 4, 0x0c, 4096);
+    v.push(s(1, 30_000, BA, 0, 0x11, true));
+    v.push(s(0, 31_000, BA, 0, 0x11, true));
+    for k in 0..3u32 {
+        read(&mut v, 40_000 + i64::from(k) * 10_000, (AB, BA), k * 4);
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[0].psns, vec![0], "{:?}", d.segments);
+    assert_eq!(d.segments[0].naks, 1);
+    assert_eq!((d.segments[1].lost, d.segments[2].lost), (0, 0));
+}

@@ -190,13 +190,15 @@ impl Matcher {
             let d = self.dirs.get_mut(&k).expect("found above");
             d.nak_from = Some(psn);
             // A PSN before the first any tap saw: the stream's first packets never
-            // reached the first tap.
+            // reached the first tap. Each spanned as many PSNs as the requests seen (a
+            // READ request one per response packet), as in a gap later on.
             let before = d
                 .first_psn
                 .map(|f| f.wrapping_sub(psn) & PSN_MASK)
                 .filter(|&g| (1..=MAX_GAP).contains(&g));
             if let Some(g) = before {
-                for i in 0..g {
+                let per = d.last_span.max(1);
+                for i in (0..g).step_by(per as usize) {
                     let q = (psn + i) & PSN_MASK;
                     note_loss(&mut d.segments[0], q, when);
                     push_loss(d, q, 0, i == 0);
