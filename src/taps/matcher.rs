@@ -91,6 +91,11 @@ struct DirState {
     /// The PSN the receiver's latest NAK asked for, until the sender's next resend run
     /// starts: a run that starts above it lost its first packets again (see `sequence`).
     nak_from: Option<u32>,
+    /// The PSN the receiver's latest NAK named, until a resend run starts there: that run
+    /// is the NAK's, even when a timer's run came in between and took `nak_from` (the
+    /// NAK is placed at the receiver's side tap, before the sender's timer run it
+    /// follows at the sender's).
+    naked: Option<u32>,
     /// Indexed by full path position: 0 before, k the way into position k, n after.
     segments: Vec<Segment>,
     /// Indexed by the later full path position minus one.
@@ -242,6 +247,7 @@ impl Matcher {
                 acks: Tally::default(),
                 losses: VecDeque::new(),
                 nak_from: None,
+                naked: None,
                 segments: vec![Segment::default(); n + 1],
                 delays: vec![Samples::default(); n.saturating_sub(1)],
                 packets: 0,

@@ -453,3 +453,64 @@ fn a_read_request_before_the_first_seen_is_one_loss_not_one_per_psn() {
     assert_eq!(d.segments[0].naks, 1);
     assert_eq!((d.segments[1].lost, d.segments[2].lost), (0, 0));
 }
+
+#[test]
+fn a_late_nak_for_a_psn_every_tap_saw_is_no_timer_loss_after_the_last() {
+    // 3 never reaches a tap (lost before the first); B acknowledges 0..2; the sender's
+    // timer resends 3..5 and every tap sees 3 this time; B's NAK for 3, answering the
+    // first run, leaves after that copy reached it (a responder behind its receive queue,
+    // as in the switch lab's write-before run); the run it asks for, 3..5, is no loss
+    // after the last tap.
+    let mut v = Vec::new();
+    for p in (0..6u32).filter(|&p| p != 3) {
+        both(&mut v, i64::from(p) * 10_000, AB, p, 0x0a, 0);
+    }
+    both(&mut v, 25_000, BA, 2, 0x11, 0);
+    for (k, p) in (3..6u32).enumerate() {
+        both(&mut v, 500_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    v.push(s(1, 540_000, BA, 3, 0x11, true));
+    v.push(s(0, 541_000, BA, 3, 0x11, true));
+    for (k, p) in (3..6u32).enumerate() {
+        both(&mut v, 550_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[0].psns, vec![3], "{:?}", d.segments);
+    assert_eq!(
+        (d.segments[1].lost, d.segments[2].lost),
+        (0, 0),
+        "{:?}",
+        d.segments
+    );
+}
+
+#[test]
+fn a_timer_run_between_a_nak_and_its_run_leaves_the_run_the_naks() {
+    // 5 never reaches a tap; B acknowledges 0..2 and NAKs 5 (placed at B's tap, before
+    // the sender's timer run 3..7 that the sender sent before the NAK reached it); then
+    // the run the NAK asked for, 5..7: no loss after the last tap (the switch lab's
+    // read-before run).
+    let mut v = Vec::new();
+    for p in (0..8u32).filter(|&p| p != 5) {
+        both(&mut v, i64::from(p) * 10_000, AB, p, 0x0a, 0);
+    }
+    both(&mut v, 25_000, BA, 2, 0x11, 0);
+    v.push(s(1, 100_000, BA, 5, 0x11, true));
+    v.push(s(0, 101_000, BA, 5, 0x11, true));
+    for (k, p) in (3..8u32).enumerate() {
+        both(&mut v, 200_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    for (k, p) in (5..8u32).enumerate() {
+        both(&mut v, 300_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[0].psns, vec![5], "{:?}", d.segments);
+    assert_eq!(
+        (d.segments[1].lost, d.segments[2].lost),
+        (0, 0),
+        "{:?}",
+        d.segments
+    );
+}

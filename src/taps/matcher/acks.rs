@@ -166,6 +166,7 @@ impl Matcher {
                     d.segments[l.seg].naks += 1;
                 }
                 d.nak_from = Some(psn);
+                d.naked = Some(psn);
                 return;
             }
             if let Some(next) = d.next_psn {
@@ -189,6 +190,7 @@ impl Matcher {
         if let Some((_, k)) = best {
             let d = self.dirs.get_mut(&k).expect("found above");
             d.nak_from = Some(psn);
+            d.naked = Some(psn);
             // A PSN before the first any tap saw: the stream's first packets never
             // reached the first tap. Each spanned as many PSNs as the requests seen (a
             // READ request one per response packet), as in a gap later on.

@@ -72,9 +72,16 @@ pub(super) fn sequence(
         holes(d, d.run_next, psn, when);
     }
     let first_of_run = !d.in_resend || restart;
+    // A run the receiver asked for: not the sender's timer.
+    let mut asked_for = false;
     if first_of_run {
         if let Some(asked) = d.nak_from.take() {
+            asked_for = true;
             relost(d, asked, psn, when);
+        }
+        if d.naked == Some(psn) {
+            d.naked = None;
+            asked_for = true;
         }
     }
     d.in_resend = true;
@@ -103,7 +110,11 @@ pub(super) fn sequence(
     } else {
         acked_before
     };
-    if first_of_run && last_capturing && !discarded && !reached {
+    // A NAKed run's first PSN that every tap saw and no loss explains: the NAK left the
+    // receiver after that copy reached it (its responder runs behind its receive queue,
+    // as Soft-RoCE's does, and the NAK answers an earlier run), not a timer's resend of a
+    // packet lost after the last tap.
+    if first_of_run && !asked_for && last_capturing && !discarded && !reached {
         note_loss(&mut d.segments[n], psn, when);
         d.segments[n].timer_retries += 1;
         push_loss(d, psn, n, false);
