@@ -96,6 +96,9 @@ struct DirState {
     /// NAK is placed at the receiver's side tap, before the sender's timer run it
     /// follows at the sender's).
     naked: Option<u32>,
+    /// When the latest NAK passed the tap nearest the sender (that tap's clock): a run
+    /// the sender started before then is not the NAK's.
+    nak_at: i64,
     /// Indexed by full path position: 0 before, k the way into position k, n after.
     segments: Vec<Segment>,
     /// Indexed by the later full path position minus one.
@@ -248,6 +251,7 @@ impl Matcher {
                 losses: VecDeque::new(),
                 nak_from: None,
                 naked: None,
+                nak_at: i64::MIN,
                 segments: vec![Segment::default(); n + 1],
                 delays: vec![Samples::default(); n.saturating_sub(1)],
                 packets: 0,
@@ -400,7 +404,9 @@ impl Matcher {
             push_loss(d, psn, next, false);
         }
         if opcode == RC_ACK && p.nak {
-            self.charge_nak(&dk, psn, when);
+            // The NAK at the last tap of its path: the one nearest the sender it goes to.
+            let at_sender = p.at[path[last]].unwrap_or(p.first);
+            self.charge_nak(&dk, psn, when, at_sender);
         }
     }
 }

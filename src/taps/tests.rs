@@ -514,3 +514,35 @@ fn a_timer_run_between_a_nak_and_its_run_leaves_the_run_the_naks() {
         d.segments
     );
 }
+
+#[test]
+fn a_run_the_sender_started_before_a_nak_reached_it_is_not_the_naks() {
+    // 3 is lost between the taps; B NAKs it (at B's tap at 100 µs, at A's at 130 µs).
+    // At 110 µs, before the NAK reached A, every tap sees 8 again; the NAK's run, 3..9,
+    // comes at 140 µs. The copy of 8 does not start the NAK's run: nothing was lost
+    // before the first tap (the switch lab's write-s run said 119).
+    let mut v = Vec::new();
+    for p in 0..10u32 {
+        if p == 3 {
+            v.push(sl(0, 3_000, AB, p, 0x0a, 0));
+        } else {
+            both(&mut v, i64::from(p) * 1_000, AB, p, 0x0a, 0);
+        }
+    }
+    both(&mut v, 25_000, BA, 2, 0x11, 0);
+    v.push(s(1, 100_000, BA, 3, 0x11, true));
+    v.push(s(0, 130_000, BA, 3, 0x11, true));
+    both(&mut v, 110_000, AB, 8, 0x0a, 0);
+    for (k, p) in (3..10u32).enumerate() {
+        both(&mut v, 140_000 + k as i64 * 1_000, AB, p, 0x0a, 0);
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[1].psns, vec![3], "{:?}", d.segments);
+    assert_eq!(
+        (d.segments[0].lost, d.segments[2].lost),
+        (0, 0),
+        "{:?}",
+        d.segments
+    );
+}

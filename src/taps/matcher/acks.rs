@@ -152,7 +152,7 @@ impl Matcher {
     }
 
     /// A NAK of direction `nak_dir` for PSN `psn` of the opposite direction.
-    pub(super) fn charge_nak(&mut self, nak_dir: &DirKey, psn: u32, when: u64) {
+    pub(super) fn charge_nak(&mut self, nak_dir: &DirKey, psn: u32, when: u64, at_sender: i64) {
         let n = self.n;
         let mut best: Option<(u32, DirKey)> = None;
         for (k, d) in &mut self.dirs {
@@ -167,6 +167,7 @@ impl Matcher {
                 }
                 d.nak_from = Some(psn);
                 d.naked = Some(psn);
+                d.nak_at = at_sender;
                 return;
             }
             if let Some(next) = d.next_psn {
@@ -191,6 +192,7 @@ impl Matcher {
             let d = self.dirs.get_mut(&k).expect("found above");
             d.nak_from = Some(psn);
             d.naked = Some(psn);
+            d.nak_at = at_sender;
             // A PSN before the first any tap saw: the stream's first packets never
             // reached the first tap. Each spanned as many PSNs as the requests seen (a
             // READ request one per response packet), as in a gap later on.

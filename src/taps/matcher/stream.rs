@@ -72,9 +72,11 @@ pub(super) fn sequence(
         holes(d, d.run_next, psn, when);
     }
     let first_of_run = !d.in_resend || restart;
-    // A run the receiver asked for: not the sender's timer.
+    // A run the receiver asked for: not the sender's timer. Only a run the sender started
+    // after the NAK reached it (at the tap nearest it) can be the NAK's; an earlier one
+    // leaves the NAK to the run still to come.
     let mut asked_for = false;
-    if first_of_run {
+    if first_of_run && i64::try_from(when).unwrap_or(i64::MAX) >= d.nak_at {
         if let Some(asked) = d.nak_from.take() {
             asked_for = true;
             relost(d, asked, psn, when);
