@@ -99,6 +99,8 @@ struct DirState {
     /// When the latest NAK passed the tap nearest the sender (that tap's clock): a run
     /// the sender started before then is not the NAK's.
     nak_at: i64,
+    /// The one PSN the last request's jump ahead left missing (see `sequence`).
+    fresh_hole: Option<u32>,
     /// Indexed by full path position: 0 before, k the way into position k, n after.
     segments: Vec<Segment>,
     /// Indexed by the later full path position minus one.
@@ -252,6 +254,7 @@ impl Matcher {
                 nak_from: None,
                 naked: None,
                 nak_at: i64::MIN,
+                fresh_hole: None,
                 segments: vec![Segment::default(); n + 1],
                 delays: vec![Samples::default(); n.saturating_sub(1)],
                 packets: 0,

@@ -546,3 +546,18 @@ fn a_run_the_sender_started_before_a_nak_reached_it_is_not_the_naks() {
         d.segments
     );
 }
+
+#[test]
+fn an_original_seen_just_after_the_next_psn_is_reordered_not_lost() {
+    // Every tap sees 4 before 3 (reordered before the first tap, 100 µs apart); no NAK,
+    // no timer: nothing was lost (the switch lab's write-s run said 2 before A).
+    let mut v = Vec::new();
+    for (k, p) in [0u32, 1, 2, 4, 3, 5, 6].into_iter().enumerate() {
+        both(&mut v, k as i64 * 100_000, AB, p, 0x0a, 0);
+    }
+    both(&mut v, 700_000, BA, 6, 0x11, 0);
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    let lost: Vec<u64> = d.segments.iter().map(|s| s.lost).collect();
+    assert_eq!(lost, vec![0, 0, 0], "{:?}", d.segments);
+}

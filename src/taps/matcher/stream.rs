@@ -23,6 +23,18 @@ pub(super) fn note_loss(s: &mut Segment, psn: u32, when: u64) {
     s.last_ns = Some(when);
 }
 
+/// Takes back a loss [`note_loss`] counted.
+fn unnote_loss(s: &mut Segment, psn: u32) {
+    s.lost = s.lost.saturating_sub(1);
+    if let Some(i) = s.psns.iter().rposition(|&p| p == psn) {
+        s.psns.remove(i);
+    }
+    if s.lost == 0 {
+        s.first_ns = None;
+        s.last_ns = None;
+    }
+}
+
 pub(super) fn push_loss(d: &mut DirState, psn: u32, seg: usize, nakd: bool) {
     if d.losses.len() == LOSSES {
         d.losses.pop_front();
@@ -50,6 +62,7 @@ pub(super) fn sequence(
     last_capturing: bool,
     acked_before: bool,
 ) {
+    let fresh = d.fresh_hole.take();
     let Some(next) = d.next_psn else {
         d.first_psn = Some(psn);
         d.next_psn = Some((psn + span) & PSN_MASK);
@@ -84,6 +97,21 @@ pub(super) fn sequence(
         if d.naked == Some(psn) {
             d.naked = None;
             asked_for = true;
+        }
+    }
+    // The one PSN the request just before this one left missing, now seen, with no run
+    // under way and no NAK to start one: the original, seen after the next PSN
+    // (reordered before the first tap), not lost. (A timer's run would not start between
+    // two packets sent back to back.)
+    if !d.in_resend && !asked_for && fresh == Some(psn) {
+        let hole = d
+            .losses
+            .iter()
+            .rposition(|l| l.psn == psn && l.seg == 0 && !l.resent && !l.nakd);
+        if let Some(i) = hole {
+            d.losses.remove(i);
+            unnote_loss(&mut d.segments[0], psn);
+            return;
         }
     }
     d.in_resend = true;
@@ -141,6 +169,7 @@ fn holes(d: &mut DirState, from: u32, to: u32, when: u64) {
         note_loss(&mut d.segments[0], q, when);
         push_loss(d, q, 0, false);
     }
+    d.fresh_hole = (gap <= per).then_some(from);
 }
 
 /// The receiver NAKed `asked` and the sender's resend run starts at `start` above it: the
