@@ -85,8 +85,10 @@ tc -n exp qdisc add dev s1 ingress
 tc -n exp filter add dev s1 parent ffff: protocol all matchall action mirred egress mirror dev $dev
 ip netns exec col /usr/local/bin/rocetap capture -i u1 -w $o.pcap -c $n > $o.rocetap.log 2>&1 &
 rp=$!
+# (ip6erspan's GRE follows a destination options header, so not `ip6 proto 47`; no
+# multicast: u1's own MLD reports, ICMPv6 behind a hop-by-hop header, are not `icmp6`)
 ip netns exec col tcpdump -i u1 -s 0 -w $o.tcpdump.pcap -c $n \
-  'ip proto 47 or (ip6 and not icmp6) or udp dst port 4789 or udp dst port 6081' > $o.tcpdump.log 2>&1 &
+  'ip proto 47 or (ip6 and not ip6 multicast and not icmp6) or udp dst port 4789 or udp dst port 6081' > $o.tcpdump.log 2>&1 &
 tp=$!
 for i in $(seq 600); do
   grep -q 'capturing on' $o.rocetap.log && grep -q 'listening on' $o.tcpdump.log && break; sleep 0.1
