@@ -91,11 +91,6 @@ struct DirState {
     /// The PSN the receiver's latest NAK asked for, until the sender's next resend run
     /// starts: a run that starts above it lost its first packets again (see `sequence`).
     nak_from: Option<u32>,
-    /// The PSN the receiver's latest NAK named, until a resend run starts there: that run
-    /// is the NAK's, even when a timer's run came in between and took `nak_from` (the
-    /// NAK is placed at the receiver's side tap, before the sender's timer run it
-    /// follows at the sender's).
-    naked: Option<u32>,
     /// When the latest NAK passed the tap nearest the sender (that tap's clock): a run
     /// the sender started before then is not the NAK's.
     nak_at: i64,
@@ -252,7 +247,6 @@ impl Matcher {
                 acks: Tally::default(),
                 losses: VecDeque::new(),
                 nak_from: None,
-                naked: None,
                 nak_at: i64::MIN,
                 fresh_hole: None,
                 segments: vec![Segment::default(); n + 1],

@@ -454,6 +454,24 @@ fn a_read_request_before_the_first_seen_is_one_loss_not_one_per_psn() {
     assert_eq!((d.segments[1].lost, d.segments[2].lost), (0, 0));
 }
 
+/// WRITE Middle packets `psns` from A, seen at both taps from `t` every `step` ns.
+fn writes(v: &mut Vec<Sight>, t: i64, step: i64, psns: impl IntoIterator<Item = u32>) {
+    for (k, p) in psns.into_iter().enumerate() {
+        both(v, t + k as i64 * step, AB, p, 0x0a, 0);
+    }
+}
+
+/// B's sequence NAK for `psn`, at B's tap at `at_b` and at A's at `at_a`.
+fn nak(v: &mut Vec<Sight>, at_b: i64, at_a: i64, psn: u32) {
+    v.push(s(1, at_b, BA, psn, 0x11, true));
+    v.push(s(0, at_a, BA, psn, 0x11, true));
+}
+
+/// Packets lost before the first tap, between the two, after the last.
+fn lost(d: &Direction) -> Vec<u64> {
+    d.segments.iter().map(|s| s.lost).collect()
+}
+
 #[test]
 fn a_late_nak_for_a_psn_every_tap_saw_is_no_timer_loss_after_the_last() {
     // 3 never reaches a tap (lost before the first); B acknowledges 0..2; the sender's
@@ -462,57 +480,33 @@ fn a_late_nak_for_a_psn_every_tap_saw_is_no_timer_loss_after_the_last() {
     // as in the switch lab's write-before run); the run it asks for, 3..5, is no loss
     // after the last tap.
     let mut v = Vec::new();
-    for p in (0..6u32).filter(|&p| p != 3) {
-        both(&mut v, i64::from(p) * 10_000, AB, p, 0x0a, 0);
-    }
+    writes(&mut v, 0, 10_000, [0, 1, 2, 4, 5]);
     both(&mut v, 25_000, BA, 2, 0x11, 0);
-    for (k, p) in (3..6u32).enumerate() {
-        both(&mut v, 500_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
-    }
-    v.push(s(1, 540_000, BA, 3, 0x11, true));
-    v.push(s(0, 541_000, BA, 3, 0x11, true));
-    for (k, p) in (3..6u32).enumerate() {
-        both(&mut v, 550_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
-    }
+    writes(&mut v, 500_000, 10_000, 3..6);
+    nak(&mut v, 540_000, 541_000, 3);
+    writes(&mut v, 550_000, 10_000, 3..6);
     let r = run(2, v, true);
     let d = dir(&r, &AB);
     assert_eq!(d.segments[0].psns, vec![3], "{:?}", d.segments);
-    assert_eq!(
-        (d.segments[1].lost, d.segments[2].lost),
-        (0, 0),
-        "{:?}",
-        d.segments
-    );
+    assert_eq!(lost(d), vec![1, 0, 0], "{:?}", d.segments);
 }
 
 #[test]
 fn a_timer_run_between_a_nak_and_its_run_leaves_the_run_the_naks() {
-    // 5 never reaches a tap; B acknowledges 0..2 and NAKs 5 (placed at B's tap, before
-    // the sender's timer run 3..7 that the sender sent before the NAK reached it); then
-    // the run the NAK asked for, 5..7: no loss after the last tap (the switch lab's
-    // read-before run).
+    // 5 never reaches a tap; B acknowledges 0..2 and NAKs 5 (at B's tap at 100 µs, at
+    // A's at 250 µs); the sender's timer run 3..7, at 200 µs, left before the NAK reached
+    // it, so the NAK is left to the run it asked for, 5..7: no loss after the last tap
+    // (the switch lab's read-before run).
     let mut v = Vec::new();
-    for p in (0..8u32).filter(|&p| p != 5) {
-        both(&mut v, i64::from(p) * 10_000, AB, p, 0x0a, 0);
-    }
+    writes(&mut v, 0, 10_000, (0..8).filter(|&p| p != 5));
     both(&mut v, 25_000, BA, 2, 0x11, 0);
-    v.push(s(1, 100_000, BA, 5, 0x11, true));
-    v.push(s(0, 101_000, BA, 5, 0x11, true));
-    for (k, p) in (3..8u32).enumerate() {
-        both(&mut v, 200_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
-    }
-    for (k, p) in (5..8u32).enumerate() {
-        both(&mut v, 300_000 + k as i64 * 10_000, AB, p, 0x0a, 0);
-    }
+    nak(&mut v, 100_000, 250_000, 5);
+    writes(&mut v, 200_000, 10_000, 3..8);
+    writes(&mut v, 300_000, 10_000, 5..8);
     let r = run(2, v, true);
     let d = dir(&r, &AB);
     assert_eq!(d.segments[0].psns, vec![5], "{:?}", d.segments);
-    assert_eq!(
-        (d.segments[1].lost, d.segments[2].lost),
-        (0, 0),
-        "{:?}",
-        d.segments
-    );
+    assert_eq!(lost(d), vec![1, 0, 0], "{:?}", d.segments);
 }
 
 #[test]
@@ -530,21 +524,13 @@ fn a_run_the_sender_started_before_a_nak_reached_it_is_not_the_naks() {
         }
     }
     both(&mut v, 25_000, BA, 2, 0x11, 0);
-    v.push(s(1, 100_000, BA, 3, 0x11, true));
-    v.push(s(0, 130_000, BA, 3, 0x11, true));
-    both(&mut v, 110_000, AB, 8, 0x0a, 0);
-    for (k, p) in (3..10u32).enumerate() {
-        both(&mut v, 140_000 + k as i64 * 1_000, AB, p, 0x0a, 0);
-    }
+    nak(&mut v, 100_000, 130_000, 3);
+    writes(&mut v, 110_000, 0, [8]);
+    writes(&mut v, 140_000, 1_000, 3..10);
     let r = run(2, v, true);
     let d = dir(&r, &AB);
     assert_eq!(d.segments[1].psns, vec![3], "{:?}", d.segments);
-    assert_eq!(
-        (d.segments[0].lost, d.segments[2].lost),
-        (0, 0),
-        "{:?}",
-        d.segments
-    );
+    assert_eq!(lost(d), vec![0, 1, 0], "{:?}", d.segments);
 }
 
 #[test]
@@ -552,12 +538,9 @@ fn an_original_seen_just_after_the_next_psn_is_reordered_not_lost() {
     // Every tap sees 4 before 3 (reordered before the first tap, 100 µs apart); no NAK,
     // no timer: nothing was lost (the switch lab's write-s run said 2 before A).
     let mut v = Vec::new();
-    for (k, p) in [0u32, 1, 2, 4, 3, 5, 6].into_iter().enumerate() {
-        both(&mut v, k as i64 * 100_000, AB, p, 0x0a, 0);
-    }
+    writes(&mut v, 0, 100_000, [0, 1, 2, 4, 3, 5, 6]);
     both(&mut v, 700_000, BA, 6, 0x11, 0);
     let r = run(2, v, true);
     let d = dir(&r, &AB);
-    let lost: Vec<u64> = d.segments.iter().map(|s| s.lost).collect();
-    assert_eq!(lost, vec![0, 0, 0], "{:?}", d.segments);
+    assert_eq!(lost(d), vec![0, 0, 0], "{:?}", d.segments);
 }

@@ -166,7 +166,6 @@ impl Matcher {
                     d.segments[l.seg].naks += 1;
                 }
                 d.nak_from = Some(psn);
-                d.naked = Some(psn);
                 d.nak_at = at_sender;
                 return;
             }
@@ -191,7 +190,6 @@ impl Matcher {
         if let Some((_, k)) = best {
             let d = self.dirs.get_mut(&k).expect("found above");
             d.nak_from = Some(psn);
-            d.naked = Some(psn);
             d.nak_at = at_sender;
             // A PSN before the first any tap saw: the stream's first packets never
             // reached the first tap. Each spanned as many PSNs as the requests seen (a

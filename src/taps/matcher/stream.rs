@@ -94,10 +94,6 @@ pub(super) fn sequence(
             asked_for = true;
             relost(d, asked, psn, when);
         }
-        if d.naked == Some(psn) {
-            d.naked = None;
-            asked_for = true;
-        }
     }
     // The one PSN the request just before this one left missing, now seen, with no run
     // under way and no NAK to start one: the original, seen after the next PSN
