@@ -108,11 +108,19 @@ pub(super) fn skipped(f: &Flow, p: Psn) -> bool {
 
 /// A late original of `p` passed the tap (reordering before it): the PSNs that passed
 /// ahead of it were dropped by the responder as out of sequence, and a NAK for one of them
-/// is reordering, not loss; so is a NAK that named `p` while it was missing.
+/// is reordering, not loss; so is a NAK that named `p` while it was missing. A late
+/// original inside the span of one already kept adds nothing and takes no slot: the
+/// lab's reorder run had nine late originals pass the tap inside one 75-PSN span before
+/// the responder NAKed the PSN after the first of them.
 pub(super) fn note_late(f: &mut Flow, p: Psn) {
     let ahead = f.req.next.diff(p) - 1;
     let t = f.trouble_mut();
-    if ahead > 0 {
+    let end = p.plus(ahead.max(0) as u32);
+    let covered = t.late.iter().any(|&(q, n)| {
+        let d = p.diff(q);
+        d >= 0 && end.diff(q.plus(n)) <= 0
+    });
+    if ahead > 0 && !covered {
         t.late.push((p, ahead as u32));
     }
     late_nak(t, p);

@@ -501,6 +501,37 @@ fn only_recorded_late_originals_explain_naks() {
 }
 
 #[test]
+fn late_originals_inside_a_kept_span_do_not_push_it_out() {
+    // The lab's reorder run: PSN 100298 came 75 PSNs late, then eight more late originals
+    // inside its span, then the NAK for 100299 (dropped for passing ahead of 100298). The
+    // eight add nothing to the first's span and must not push it out of the ring.
+    use crate::analysis::stop;
+    let mut f = Flow::new(
+        0,
+        FlowKey {
+            src: Addr::Ip(IpAddr::V4(Ipv4Addr::from(A))),
+            dst: Addr::Ip(IpAddr::V4(Ipv4Addr::from(B))),
+            qp: Qpn(1),
+        },
+        RoceVersion::V2,
+        0,
+    );
+    f.req.next = Psn(100374);
+    stop::note_late(&mut f, Psn(100298));
+    for p in [
+        100304, 100313, 100318, 100321, 100349, 100355, 100361, 100363,
+    ] {
+        stop::note_late(&mut f, Psn(p));
+    }
+    assert!(stop::passed_ahead_of_late(&f, Psn(100299)));
+    // A late original past every kept span still takes a slot of its own.
+    f.req.next = Psn(100500);
+    stop::note_late(&mut f, Psn(100450));
+    assert!(stop::passed_ahead_of_late(&f, Psn(100460)));
+    assert!(!stop::passed_ahead_of_late(&f, Psn(100400)));
+}
+
+#[test]
 fn late_originals_among_a_flows_first_packets_are_reordering() {
     // The lab's reorder scenario (a recording of 182 NAKs): the capture's fifth packet
     // was delayed, before eight steps of the identification had shown the send order.
