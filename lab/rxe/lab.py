@@ -34,8 +34,34 @@ def later_command(f):
     """The background command that changes a fault's netem `after_s` s after the client starts
     (a link that dies mid-run); the netem qdisc keeps its handle and counters."""
     dev = "eth0 parent 1:3" if f.where == "egress" else ("ifb0 parent 1:3" if f.spare_qp1 else "ifb0 root")
-    return (f"nohup sh -c 'sleep {f.after_s:g}; tc qdisc change dev {dev} handle 30: netem {f.later}' "
+    env = dist_setup(f.later)[1]
+    return (f"nohup sh -c 'sleep {f.after_s:g}; {env}tc qdisc change dev {dev} handle 30: netem {f.later}' "
             "> /tmp/fault-later.log 2>&1 &")
+
+
+# netem delay distributions of our own (`distribution NAME` in a fault's netem), written
+# into the guest's TC_LIB_DIR before the fault is set. A table holds values in units of
+# sigma/8192, drawn uniformly: `delay 1ms 1ms distribution reorder5` gives 0 ms (-1 sigma)
+# to 19 packets in 20 and 2 ms (+1 sigma) to the 20th.
+# Why not `delay 2ms reorder 95%`: netem puts its "reordered" packets (the 95 % sent at
+# once) at the head of its queue, so whenever the guest's NIC backs up they leave last in,
+# first out: bursts of 60-110 packets reversed on the wire (2 of 19 lab runs on a quiet
+# host), no longer "5 % of packets 2 ms late". A jitter distribution keeps netem's time
+# order: packets sent at once stay in order, and only the delayed ones come late.
+DIST_TABLES = {"reorder5": [-8192] * 19 + [8192]}
+TC_LIB_DIR = "/tmp/tc"
+
+
+def dist_setup(netem):
+    """The commands that write the table a netem argument string names (none if it names
+    none of ours), and the prefix its `tc` needs to find it."""
+    words = netem.split()
+    name = words[words.index("distribution") + 1] if "distribution" in words else None
+    if name not in DIST_TABLES:
+        return [], ""
+    table = " ".join(str(v) for v in DIST_TABLES[name])
+    return ([f"mkdir -p {TC_LIB_DIR} && echo '{table}' > {TC_LIB_DIR}/{name}.dist"],
+            f"TC_LIB_DIR={TC_LIB_DIR} ")
 
 
 # the BTH's destination QP is 1 (a CM MAD): u32 offsets count from the IP header, which rxe
@@ -44,6 +70,12 @@ QP1_MATCH = "match u32 0x00000001 0x00ffffff at 32"
 
 
 def fault_commands(f, dev="eth0"):
+    setup, env = dist_setup(f.netem)
+    return setup + [c.replace("tc qdisc add", env + "tc qdisc add") if " netem " in c else c
+                    for c in tc_commands(f, dev)]
+
+
+def tc_commands(f, dev):
     if f.where == "egress":
         # prio qdisc: everything to band 2 (pfifo); RoCE v2 (UDP dport 4791) to band 3 = netem.
         # ARP, ICMP and perftest's TCP exchange pass untouched.

@@ -112,9 +112,9 @@ SCENARIOS = [
              "ib_read_bw", 200, snap=0, tap="A", faults=[egress("B", "loss 2%")]),
     Scenario("rnr", "no faults; the responder's receive queue holds 1 WQE (-r 1), so SENDs meet RNR NAKs",
              "ib_send_bw", 150, flags="-r 1"),
-    Scenario("reorder", "netem reorder on the requester's egress (5% of RoCE packets delayed 2 ms, the rest sent at "
-             "once; no correlation: netem's correlated reorder almost never fires); tap on the responder",
-             "ib_write_bw", 400, faults=[egress("A", "delay 2ms reorder 95%")]),
+    Scenario("reorder", "reordering on the requester's egress: netem delays 5% of RoCE packets by 2 ms and sends the "
+             "rest at once, in order (a delay distribution of two values, see lab.DIST_TABLES); tap on the "
+             "responder", "ib_write_bw", 400, faults=[egress("A", "delay 1ms 1ms distribution reorder5")]),
     Scenario("duplicate", "netem duplicates 3% of the requester's RoCE packets; tap on the responder",
              "ib_write_bw", 600, faults=[egress("A", "duplicate 3%")]),
     Scenario("ecn", "traffic class 2 (ECT(0)); netem marks 3% CE (instead of dropping) on the requester's egress; "
