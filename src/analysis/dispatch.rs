@@ -194,10 +194,15 @@ impl Analyzer {
                             in_gap = true;
                         }
                     }
+                    // A PSN before the first the tap saw of the stream never passed it
+                    // either (while it was capturing): missing at the tap, like a gap's.
+                    let before_first = req_flow.req.started
+                        && p.diff(req_flow.req.first) < 0
+                        && !requester::passed_before_first(req_flow, p);
                     if after_rnr {
                     } else if !in_gap && stop::passed_ahead_of_late(req_flow, p) {
                         resp_flow.counters.nak_psn_seq_reorder += 1;
-                    } else if in_gap || stop::skipped(req_flow, p) {
+                    } else if in_gap || before_first || stop::skipped(req_flow, p) {
                         resp_flow.counters.nak_psn_seq_gap_at_tap += 1;
                         stop::note_gap_nak(req_flow, p);
                     }

@@ -193,6 +193,7 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
             if never_passed(f, p, end) {
                 f.counters.reordered_packets += 1;
                 log.push(Event::new(ts, f.id, EventKind::Reordered).psn(p));
+                note_passed_before_first(f, p);
                 super::stop::note_late(f, p);
                 fill_one(f, p, ts, log);
             } else if overtaken_by_its_resend(f, p, s.ident) {
@@ -270,7 +271,25 @@ fn behind(f: &mut Flow, s: &Sent<'_>, end: Psn, sent_earlier: bool, log: &mut Ev
 /// it is in a gap, or before the first request the flow saw (whose packets overtook it:
 /// no gap is open for what came before the first one).
 fn never_passed(f: &Flow, p: Psn, end: Psn) -> bool {
-    in_gap(f, p) || end.diff(f.req.first) <= 0
+    in_gap(f, p) || (end.diff(f.req.first) <= 0 && !passed_before_first(f, p))
+}
+
+/// Whether `p`, before the first PSN the tap saw of the stream, passed it since (late).
+pub(super) fn passed_before_first(f: &Flow, p: Psn) -> bool {
+    let i = f.req.first.diff(p) - 1;
+    (0..32).contains(&i)
+        && f.trouble
+            .as_deref()
+            .is_some_and(|t| t.before_first & (1 << i) != 0)
+}
+
+/// A late original `p` passed the tap: where it is before the stream's first PSN, marks
+/// it passed (beyond 32 PSNs before it, it stays unmarked: any sighting is taken for new).
+fn note_passed_before_first(f: &mut Flow, p: Psn) {
+    let i = f.req.first.diff(p) - 1;
+    if (0..32).contains(&i) {
+        f.trouble_mut().before_first |= 1 << i;
+    }
 }
 
 /// A READ span never resolved because its length was cut off by the snaplen.

@@ -34,6 +34,10 @@ pub(crate) struct Trouble {
     /// Late originals the tap saw (their PSN, and how many PSNs had passed ahead of them):
     /// the responder, which sees the tap's order, dropped those as out of sequence.
     pub late: Ring<(Psn, u32), SKIP_SLOTS>,
+    /// The PSNs just before the stream's first that passed the tap late, as late
+    /// originals (bit i: `first` - 1 - i): a resend of one, late too, is not an
+    /// original again.
+    pub before_first: u32,
     /// PSNs the responder was waiting for when a late copy from an earlier sending, ahead
     /// of them, passed the tap: it NAKs them though nothing was lost.
     pub waiting: Ring<Psn, SKIP_SLOTS>,

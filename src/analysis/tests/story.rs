@@ -501,6 +501,80 @@ fn only_recorded_late_originals_explain_naks() {
 }
 
 #[test]
+fn a_nak_for_a_late_first_packet_is_reordering() {
+    // The lab's reorder run (reoD/12): the stream's first packet, 1, came 2 ms late; the
+    // tap saw 2 first, then the responder's NAK of 1, then the late 1. The NAK named a PSN
+    // that never passed the tap while it waited, so it is not loss after the tap; the late
+    // 1 shows it was reordering's.
+    const NAK: u8 = 0x60;
+    let t = |i: u64| 1_000_000 + i * 1_000;
+    let mut v = vec![
+        (t(0), req_id(SEND_ONLY, 2, 2)),
+        (t(1), resp(ACK, 1, NAK)),
+        (t(2), req_id(SEND_ONLY, 3, 3)),
+        (t(3), req_id(SEND_ONLY, 4, 4)),
+        (t(4), req_id(SEND_ONLY, 1, 1)),
+    ];
+    for p in 1..=4u32 {
+        v.push((t(4 + u64::from(p)), req_id(SEND_ONLY, p, 4 + p as u16)));
+    }
+    v.push((t(10), ack(4)));
+    v.push((t(11), req_id(SEND_ONLY, 5, 9)));
+    v.push((t(12), ack(5)));
+    let r = run_at(&v);
+    let tot = r.totals;
+    assert_eq!(
+        (
+            tot.nak_psn_seq,
+            tot.nak_psn_seq_reorder,
+            tot.nak_psn_seq_gap_at_tap
+        ),
+        (1, 1, 0),
+        "{:?}",
+        r.findings
+    );
+    assert_eq!(tot.reordered_packets, 1);
+    assert!(finding(&r, "nak_psn_seq").is_none(), "{:?}", r.findings);
+}
+
+#[test]
+fn a_late_resend_of_a_late_first_packet_is_a_resend() {
+    // The CI's reorder run: the stream's first packet, 1, came late (after 2..=10); the
+    // responder NAKed it; A resent 1..=12, and that resend of 1 came late too (after the
+    // resends of 2..=5). The first late 1 was the original, the second its resend: one
+    // reordered, twelve resent.
+    const NAK: u8 = 0x60;
+    let mut i = 0u64;
+    let mut v = Vec::new();
+    let mut push = |d: Decoded| {
+        i += 1;
+        v.push((1_000_000 + i * 1_000, d));
+    };
+    for p in 2..=10u32 {
+        push(req_id(SEND_ONLY, p, p as u16));
+        if p == 2 {
+            push(resp(ACK, 1, NAK));
+        }
+    }
+    for p in [1u32, 11, 12] {
+        push(req_id(SEND_ONLY, p, p as u16));
+    }
+    for p in [2u32, 3, 4, 5, 1, 6, 7, 8, 9, 10, 11, 12] {
+        push(req_id(SEND_ONLY, p, 12 + p as u16));
+    }
+    push(ack(12));
+    let r = run_at(&v);
+    let tot = r.totals;
+    assert_eq!(
+        (tot.reordered_packets, tot.retransmitted_packets),
+        (1, 12),
+        "{:?}",
+        r.findings
+    );
+    assert_eq!((tot.nak_psn_seq, tot.nak_psn_seq_reorder), (1, 1));
+}
+
+#[test]
 fn late_originals_inside_a_kept_span_do_not_push_it_out() {
     // The lab's reorder run: PSN 100298 came 75 PSNs late, then eight more late originals
     // inside its span, then the NAK for 100299 (dropped for passing ahead of 100298). The
