@@ -353,7 +353,18 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>, pmtu: u32) -> Wire {
     let mut prev_end: HashMap<u32, u32> = HashMap::new();
     let mut next_new: HashMap<u32, u32> = HashMap::new();
     let mut consumed: HashMap<u32, usize> = HashMap::new(); // qp of A -> events before idx used
-    for p in &sent {
+                                                            // A packet was sent before every packet with a later identification, so it left A no
+                                                            // later than the first of those passed the tap: a rewind whose first packet came late
+                                                            // (reordered) is placed there, not where it arrived. (The CI's reorder run: the rewind
+                                                            // to 4226906 arrived 60 packets late, after the NAK of the next rewind, and that NAK
+                                                            // was charged to it, which made the next rewind a "timer" retry.)
+    let mut sent_by = vec![usize::MAX; sent.len()];
+    for i in (0..sent.len()).rev() {
+        sent_by[i] = sent[i]
+            .idx
+            .min(sent_by.get(i + 1).copied().unwrap_or(usize::MAX));
+    }
+    for (p, &by) in sent.iter().zip(&sent_by) {
         let end = p.psn.wrapping_add(p.span(pmtu)) & 0xFF_FFFF;
         let is_new = next_new.get(&p.qp).is_none_or(|&n| psn_le(n, p.psn));
         if is_new {
@@ -370,7 +381,7 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>, pmtu: u32) -> Wire {
             // into "timer" retries without any silence before them.)
             let pending: Vec<_> = events
                 .iter()
-                .filter(|e| e.0 == qa && e.1 >= from && e.1 < p.idx)
+                .filter(|e| e.0 == qa && e.1 >= from && e.1 < by)
                 .map(|e| e.2)
                 .collect();
             let rnrs = pending.iter().filter(|e| **e == Ev::Nak(Nak::Rnr)).count() as u64;
@@ -384,7 +395,7 @@ fn read_wire(pkts: &[Pkt], qp_a_of_b: &HashMap<u32, u32>, pmtu: u32) -> Wire {
             } else {
                 w.rewinds_timer += 1;
             }
-            consumed.insert(qa, p.idx);
+            consumed.insert(qa, by);
         }
         prev_end.insert(p.qp, end);
     }
