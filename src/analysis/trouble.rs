@@ -38,6 +38,10 @@ pub(crate) struct Trouble {
     /// originals (bit i: `first` - 1 - i): a resend of one, late too, is not an
     /// original again.
     pub before_first: u32,
+    /// The latest rewind: its first packet's identification, and the stream's next new
+    /// PSN when it began. A packet sent before it (an earlier identification) with a PSN
+    /// from there on was that PSN's original, whatever sighting was taken for new.
+    pub rewind: Option<(u16, Psn)>,
     /// PSNs the responder was waiting for when a late copy from an earlier sending, ahead
     /// of them, passed the tap: it NAKs them though nothing was lost.
     pub waiting: Ring<Psn, SKIP_SLOTS>,

@@ -18,6 +18,17 @@ pub(super) fn original_sent_later(f: &Flow, p: Psn, ident: u16) -> bool {
         .sent
         .iter()
         .any(|s| s.psn == p && s.new && (s.ident.wrapping_sub(ident) as i16) > 0)
+        || sent_new_before_rewind(f, p, ident)
+}
+
+/// Whether `p` (identification `ident`) was sent before the latest rewind and was not
+/// yet passed as new when that rewind began: the original of its PSN, which the rewind's
+/// resend overtook (also once that resend's record has left the recent-PSN ring).
+fn sent_new_before_rewind(f: &Flow, p: Psn, ident: u16) -> bool {
+    f.trouble
+        .as_deref()
+        .and_then(|t| t.rewind)
+        .is_some_and(|(id, next)| (id.wrapping_sub(ident) as i16) > 0 && p.diff(next) >= 0)
 }
 
 /// Watches the IPv4 identification: only a sender that varies it lets a copy be told

@@ -147,6 +147,8 @@ pub(super) fn start_episode(f: &mut Flow, s: Stray, resent: bool, log: &mut Even
         packets: 0,
     });
     if resent {
+        let next = f.req.next;
+        f.trouble_mut().rewind = Some((s.ident, next));
         resend(f, s.psn, s.end, s.t_ns, s.ident, trigger, log);
     } else {
         let ep = f.req.episode.as_mut().expect("episode just set");

@@ -575,6 +575,38 @@ fn a_late_resend_of_a_late_first_packet_is_a_resend() {
 }
 
 #[test]
+fn an_original_sent_just_before_a_rewind_and_overtaken_by_its_resend_is_reordered() {
+    // The lab's reorder run (reoD/18): 10, the last new PSN before A rewound to 5, came
+    // late; the rewind's resend of 10 passed first and was taken for new; the late 10
+    // arrived 50 packets later, after the resend's record had left the recent-PSN ring.
+    // Its identification is earlier than the rewind's: it is the original, reordered.
+    const NAK: u8 = 0x60;
+    let mut i = 0u64;
+    let mut v = Vec::new();
+    let mut push = |d: Decoded| {
+        i += 1;
+        v.push((1_000_000 + i * 1_000, d));
+    };
+    for p in 1..=9u32 {
+        push(req_id(SEND_ONLY, p, p as u16));
+    }
+    push(resp(ACK, 5, NAK));
+    for p in 5..=60u32 {
+        push(req_id(SEND_ONLY, p, 6 + p as u16));
+    }
+    push(req_id(SEND_ONLY, 10, 10));
+    push(ack(60));
+    let r = run_at(&v);
+    let tot = r.totals;
+    assert_eq!(
+        (tot.reordered_packets, tot.retransmitted_packets),
+        (1, 6),
+        "{:?}",
+        r.findings
+    );
+}
+
+#[test]
 fn late_originals_inside_a_kept_span_do_not_push_it_out() {
     // The lab's reorder run: PSN 100298 came 75 PSNs late, then eight more late originals
     // inside its span, then the NAK for 100299 (dropped for passing ahead of 100298). The
