@@ -8,6 +8,20 @@ fn finding<'a>(r: &'a Report, code: &str) -> Option<&'a crate::analysis::report:
     r.findings.iter().find(|f| f.code() == code)
 }
 
+/// A flow A → B on QP 1, for the `stop` records' own tests.
+fn lone_flow() -> Flow {
+    Flow::new(
+        0,
+        FlowKey {
+            src: Addr::Ip(IpAddr::V4(Ipv4Addr::from(A))),
+            dst: Addr::Ip(IpAddr::V4(Ipv4Addr::from(B))),
+            qp: Qpn(1),
+        },
+        RoceVersion::V2,
+        0,
+    )
+}
+
 #[test]
 fn sequence_naks_after_rnr_naks_are_not_loss() {
     // RNR NAK(2) then at once the sequence NAK(2) (Soft-RoCE): 2 passed the tap and was
@@ -478,16 +492,7 @@ fn only_recorded_late_originals_explain_naks() {
     // original yet: a NAK for PSN 0 is not reordering's (a never-written slot is not a
     // late original of PSN 0 with nothing ahead of it).
     use crate::analysis::stop;
-    let mut f = Flow::new(
-        0,
-        FlowKey {
-            src: Addr::Ip(IpAddr::V4(Ipv4Addr::from(A))),
-            dst: Addr::Ip(IpAddr::V4(Ipv4Addr::from(B))),
-            qp: Qpn(1),
-        },
-        RoceVersion::V2,
-        0,
-    );
+    let mut f = lone_flow();
     stop::note_skip(&mut f, Psn(100), Psn(101));
     assert!(!stop::passed_ahead_of_late(&f, Psn(0)));
     assert!(!stop::skipped(&f, Psn(0)));
@@ -612,16 +617,7 @@ fn late_originals_inside_a_kept_span_do_not_push_it_out() {
     // inside its span, then the NAK for 100299 (dropped for passing ahead of 100298). The
     // eight add nothing to the first's span and must not push it out of the ring.
     use crate::analysis::stop;
-    let mut f = Flow::new(
-        0,
-        FlowKey {
-            src: Addr::Ip(IpAddr::V4(Ipv4Addr::from(A))),
-            dst: Addr::Ip(IpAddr::V4(Ipv4Addr::from(B))),
-            qp: Qpn(1),
-        },
-        RoceVersion::V2,
-        0,
-    );
+    let mut f = lone_flow();
     f.req.next = Psn(100374);
     stop::note_late(&mut f, Psn(100298));
     for p in [
