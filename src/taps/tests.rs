@@ -544,3 +544,23 @@ fn an_original_seen_just_after_the_next_psn_is_reordered_not_lost() {
     let d = dir(&r, &AB);
     assert_eq!(lost(d), vec![0, 0, 0], "{:?}", d.segments);
 }
+
+#[test]
+fn a_timer_run_from_a_messages_start_is_the_loss_above_it() {
+    // The switch lab's write-s run: the message 4..7 (WRITE First..Last) reached B but for
+    // its last packet, 7, lost between the taps; B acknowledged 3 and, waiting for the
+    // message's end, nothing after it. The sender's timer resent the whole message from 4:
+    // the loss it answers is 7's, between the taps; 4, which every tap saw, was not lost
+    // after the last (it said 1).
+    let mut v = Vec::new();
+    writes(&mut v, 0, 10_000, 0..7);
+    v.push(sl(0, 70_000, AB, 7, 0x0a, 0));
+    both(&mut v, 35_000, BA, 3, 0x11, 0);
+    writes(&mut v, 500_000, 10_000, 4..8);
+    both(&mut v, 540_000, BA, 7, 0x11, 0);
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(d.segments[1].psns, vec![7], "{:?}", d.segments);
+    assert_eq!(lost(d), vec![0, 1, 0], "{:?}", d.segments);
+    assert_eq!(d.segments[1].timer_retries, 1, "{:?}", d.segments);
+}

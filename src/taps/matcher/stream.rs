@@ -119,6 +119,22 @@ pub(super) fn sequence(
         }
         return;
     }
+    // A timer's run starts at the oldest unacknowledged message's first PSN, which may be
+    // below the packet whose loss it answers: a loss above it, not resent yet, is that
+    // packet (the switch lab's write-s run: a message's last packet lost between the
+    // taps, its first ones waiting at the receiver for it, the run from the first).
+    if first_of_run && !asked_for {
+        let above = d
+            .losses
+            .iter()
+            .find(|l| !l.resent && l.psn.wrapping_sub(psn) & PSN_MASK < HALF);
+        if let Some(l) = above {
+            if !l.nakd {
+                d.segments[l.seg].timer_retries += 1;
+            }
+            return;
+        }
+    }
     // Only a PSN the last tap could have seen is known to have passed every tap; while
     // a loss below it is not resent yet, the receiver was discarding it as out of
     // sequence (the sender's retry went back only part of the way).
