@@ -87,6 +87,8 @@ struct DirState {
     last_arrival: Option<u32>,
     /// (see `arrivals`)
     acks: Tally,
+    /// Recent request PSNs settled (in first-sighting order) as having passed the last tap.
+    passed_last: Tally,
     losses: VecDeque<Loss>,
     /// The PSN the receiver's latest NAK asked for, until the sender's next resend run
     /// starts: a run that starts above it lost its first packets again (see `sequence`).
@@ -245,6 +247,7 @@ impl Matcher {
                 arrivals: Tally::default(),
                 last_arrival: None,
                 acks: Tally::default(),
+                passed_last: Tally::default(),
                 losses: VecDeque::new(),
                 nak_from: None,
                 nak_at: i64::MIN,
@@ -395,6 +398,9 @@ impl Matcher {
                 1
             };
             sequence(d, psn, span, when, n, last_capturing, p.acked);
+            if p.at[path[n - 1]].is_some() {
+                d.passed_last.note(psn);
+            }
         }
         if let Some(next) = lost_at {
             note_loss(&mut d.segments[next], psn, when);

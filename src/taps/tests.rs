@@ -564,3 +564,21 @@ fn a_timer_run_from_a_messages_start_is_the_loss_above_it() {
     assert_eq!(lost(d), vec![0, 1, 0], "{:?}", d.segments);
     assert_eq!(d.segments[1].timer_retries, 1, "{:?}", d.segments);
 }
+
+#[test]
+fn a_timer_run_from_a_psn_whose_next_passed_un_naked_is_no_loss() {
+    // The switch lab's write-before run: 4..7 reached both taps; B, stalled, acknowledged
+    // nothing for a while and the sender's timer resent 4..7; B then acknowledged 7 for
+    // every copy. Had 4 been lost after B's tap, B would have NAKed it on meeting 5: no
+    // loss anywhere (it said 1 after the last tap).
+    let mut v = Vec::new();
+    writes(&mut v, 0, 10_000, 0..8);
+    both(&mut v, 35_000, BA, 3, 0x11, 0);
+    writes(&mut v, 500_000, 10_000, 4..8);
+    for k in 0..5 {
+        both(&mut v, 540_000 + k * 1_000, BA, 7, 0x11, 0);
+    }
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(lost(d), vec![0, 0, 0], "{:?}", d.segments);
+}
