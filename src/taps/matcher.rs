@@ -98,6 +98,8 @@ struct DirState {
     nak_at: i64,
     /// The one PSN the last request's jump ahead left missing (see `sequence`).
     fresh_hole: Option<u32>,
+    /// The one PSN the resend run in progress skipped, and when (see `sequence`).
+    run_hole: Option<(u32, u64)>,
     /// Indexed by full path position: 0 before, k the way into position k, n after.
     segments: Vec<Segment>,
     /// Indexed by the later full path position minus one.
@@ -252,6 +254,7 @@ impl Matcher {
                 nak_from: None,
                 nak_at: i64::MIN,
                 fresh_hole: None,
+                run_hole: None,
                 segments: vec![Segment::default(); n + 1],
                 delays: vec![Samples::default(); n.saturating_sub(1)],
                 packets: 0,

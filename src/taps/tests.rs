@@ -582,3 +582,29 @@ fn a_timer_run_from_a_psn_whose_next_passed_un_naked_is_no_loss() {
     let d = dir(&r, &AB);
     assert_eq!(lost(d), vec![0, 0, 0], "{:?}", d.segments);
 }
+
+#[test]
+fn a_run_psn_seen_just_after_the_next_ones_is_reordered_by_the_clocks_not_lost() {
+    // The switch lab's write-s run: in the sender's timer run 3..9, B's copies of 6..8
+    // come (after the clock-offset correction) 50 µs before A's copy of 5: the run seems
+    // to skip 5 and then go back to it. Nothing was lost (it said 5..8 before A).
+    let mut v = Vec::new();
+    writes(&mut v, 0, 10_000, 0..10);
+    both(&mut v, 25_000, BA, 2, 0x11, 0);
+    for (p, a, b) in [
+        (3u32, 500_000, 500_200),
+        (4, 500_100, 500_300),
+        (6, 500_500, 500_350),
+        (7, 500_510, 500_360),
+        (8, 500_520, 500_370),
+        (5, 500_400, 500_600),
+        (9, 500_700, 500_900),
+    ] {
+        v.push(sl(0, a, AB, p, 0x0a, 0));
+        v.push(sl(1, b, AB, p, 0x0a, 0));
+    }
+    both(&mut v, 600_000, BA, 9, 0x11, 0);
+    let r = run(2, v, true);
+    let d = dir(&r, &AB);
+    assert_eq!(lost(d), vec![0, 0, 0], "{:?}", d.segments);
+}
