@@ -549,26 +549,21 @@ fn a_late_resend_of_a_late_first_packet_is_a_resend() {
     // resends of 2..=5). The first late 1 was the original, the second its resend: one
     // reordered, twelve resent.
     const NAK: u8 = 0x60;
-    let mut i = 0u64;
     let mut v = Vec::new();
-    let mut push = |d: Decoded| {
-        i += 1;
-        v.push((1_000_000 + i * 1_000, d));
-    };
     for p in 2..=10u32 {
-        push(req_id(SEND_ONLY, p, p as u16));
+        v.push(req_id(SEND_ONLY, p, p as u16));
         if p == 2 {
-            push(resp(ACK, 1, NAK));
+            v.push(resp(ACK, 1, NAK));
         }
     }
     for p in [1u32, 11, 12] {
-        push(req_id(SEND_ONLY, p, p as u16));
+        v.push(req_id(SEND_ONLY, p, p as u16));
     }
     for p in [2u32, 3, 4, 5, 1, 6, 7, 8, 9, 10, 11, 12] {
-        push(req_id(SEND_ONLY, p, 12 + p as u16));
+        v.push(req_id(SEND_ONLY, p, 12 + p as u16));
     }
-    push(ack(12));
-    let r = run_at(&v);
+    v.push(ack(12));
+    let r = run(&v);
     let tot = r.totals;
     assert_eq!(
         (tot.reordered_packets, tot.retransmitted_packets),
@@ -586,22 +581,17 @@ fn an_original_sent_just_before_a_rewind_and_overtaken_by_its_resend_is_reordere
     // arrived 50 packets later, after the resend's record had left the recent-PSN ring.
     // Its identification is earlier than the rewind's: it is the original, reordered.
     const NAK: u8 = 0x60;
-    let mut i = 0u64;
     let mut v = Vec::new();
-    let mut push = |d: Decoded| {
-        i += 1;
-        v.push((1_000_000 + i * 1_000, d));
-    };
     for p in 1..=9u32 {
-        push(req_id(SEND_ONLY, p, p as u16));
+        v.push(req_id(SEND_ONLY, p, p as u16));
     }
-    push(resp(ACK, 5, NAK));
+    v.push(resp(ACK, 5, NAK));
     for p in 5..=60u32 {
-        push(req_id(SEND_ONLY, p, 6 + p as u16));
+        v.push(req_id(SEND_ONLY, p, 6 + p as u16));
     }
-    push(req_id(SEND_ONLY, 10, 10));
-    push(ack(60));
-    let r = run_at(&v);
+    v.push(req_id(SEND_ONLY, 10, 10));
+    v.push(ack(60));
+    let r = run(&v);
     let tot = r.totals;
     assert_eq!(
         (tot.reordered_packets, tot.retransmitted_packets),

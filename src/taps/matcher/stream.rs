@@ -84,24 +84,17 @@ pub(super) fn sequence(
         return;
     }
     let restart = d.in_resend && psn.wrapping_sub(d.run_next) & PSN_MASK >= HALF;
-    // The one PSN the run skipped, seen within a moment, not as the start of the run a NAK
-    // asked for: the taps'
-    // clocks put the next ones' sightings first (the offset correction is good to a few
-    // hundred µs under TCG), not a loss and a new run (the switch lab's write-s run: B's
-    // copies of 086.. came 0.1 ms before A's copy of 085, which made 7 losses before A).
-    let nak_run = d.nak_from.is_some() && i64::try_from(when).unwrap_or(i64::MAX) >= d.nak_at;
-    if restart && !nak_run {
+    // Whether the NAK waiting for a run (if any) had reached the sender by now.
+    let after_nak = i64::try_from(when).unwrap_or(i64::MAX) >= d.nak_at;
+    // The one PSN the run skipped, seen within a moment and not as the start of the run a
+    // NAK asked for: the taps' clocks put the next ones' sightings first (the offset
+    // correction is good to a few hundred µs under TCG), not a loss and a new run (the
+    // switch lab's write-s run: B's copies of 086.. came 0.1 ms before A's copy of 085,
+    // which made 7 losses before A).
+    if restart && !(d.nak_from.is_some() && after_nak) {
         if let Some((h, t)) = d.run_hole.take() {
-            if h == psn && when.saturating_sub(t) < CLOCK_SLACK_NS {
-                let hole = d
-                    .losses
-                    .iter()
-                    .rposition(|l| l.psn == psn && l.seg == 0 && !l.resent && !l.nakd);
-                if let Some(i) = hole {
-                    d.losses.remove(i);
-                    unnote_loss(&mut d.segments[0], psn);
-                    return;
-                }
+            if h == psn && when.saturating_sub(t) < CLOCK_SLACK_NS && take_back_hole(d, psn) {
+                return;
             }
         }
     }
@@ -120,7 +113,7 @@ pub(super) fn sequence(
     // after the NAK reached it (at the tap nearest it) can be the NAK's; an earlier one
     // leaves the NAK to the run still to come.
     let mut asked_for = false;
-    if first_of_run && i64::try_from(when).unwrap_or(i64::MAX) >= d.nak_at {
+    if first_of_run && after_nak {
         if let Some(asked) = d.nak_from.take() {
             asked_for = true;
             relost(d, asked, psn, when);
@@ -130,16 +123,8 @@ pub(super) fn sequence(
     // under way and no NAK to start one: the original, seen after the next PSN
     // (reordered before the first tap), not lost. (A timer's run would not start between
     // two packets sent back to back.)
-    if !d.in_resend && !asked_for && fresh == Some(psn) {
-        let hole = d
-            .losses
-            .iter()
-            .rposition(|l| l.psn == psn && l.seg == 0 && !l.resent && !l.nakd);
-        if let Some(i) = hole {
-            d.losses.remove(i);
-            unnote_loss(&mut d.segments[0], psn);
-            return;
-        }
+    if !d.in_resend && !asked_for && fresh == Some(psn) && take_back_hole(d, psn) {
+        return;
     }
     d.in_resend = true;
     d.run_next = (psn + span) & PSN_MASK;
@@ -202,6 +187,20 @@ pub(super) fn sequence(
             l.resent = true;
         }
     }
+}
+
+/// `psn`, taken for lost before the first tap (a hole, neither resent nor NAKed), came
+/// after all: the loss is taken back. Whether there was one.
+fn take_back_hole(d: &mut DirState, psn: u32) -> bool {
+    let hole = d
+        .losses
+        .iter()
+        .rposition(|l| l.psn == psn && l.seg == 0 && !l.resent && !l.nakd);
+    if let Some(i) = hole {
+        d.losses.remove(i);
+        unnote_loss(&mut d.segments[0], psn);
+    }
+    hole.is_some()
 }
 
 /// PSNs `from` up to (not including) `to` never reached the first tap: lost before it
