@@ -1,8 +1,9 @@
 //! A fixed-size log-bucket histogram of nanosecond durations: 4 sub-buckets per power of
 //! two, so any quantile it reports is within about 19 % of the true sample (and always
 //! inside the exact min/max it also keeps). Its buckets are allocated with the first
-//! sample (most flows never see most kinds of latency) and never grow, so it has the same
-//! size whatever the number of samples, which is what lets every flow carry several.
+//! sample (most flows never see most kinds of latency), a window of 32 around it that
+//! widens toward a sample outside it, at most to every bucket (768 bytes): its size is
+//! bounded whatever the number of samples, which is what lets every flow carry several.
 
 /// Sub-buckets per octave (2 bits of mantissa).
 const SUB: u32 = 4;
@@ -11,9 +12,12 @@ const OCTAVES: u32 = 48;
 const BUCKETS: usize = (OCTAVES * SUB) as usize;
 
 /// Buckets of the first window: 8 octaves (a 256x range) around the first sample, which
-/// is where most of a flow's latencies fall; a sample outside it widens the window to
-/// every bucket, once.
+/// is where most of a flow's latencies fall. A sample outside it widens the window to
+/// the samples' range and [`ROOM`] beyond, in steps of 16 buckets, at most to every
+/// bucket; so a window grows at most `BUCKETS / ROOM` times.
 const WINDOW: usize = 32;
+/// Buckets (two octaves) a widened window keeps beyond its samples, on the side it grew.
+const ROOM: usize = 8;
 
 #[derive(Clone, Debug)]
 pub struct LogHist {
@@ -77,16 +81,27 @@ impl LogHist {
         self.sum += u128::from(v);
     }
 
-    /// The first sample (allocates the window) or one outside the window (widens it to
-    /// every bucket, once).
+    /// The first sample (allocates the window) or one outside the window: the window
+    /// doubles (or more, at most to every bucket) toward the sample, keeping its counts.
     #[cold]
     fn record_slow(&mut self, b: usize) {
         let counts = match self.counts.as_mut() {
             Some(c) => {
-                let mut all = vec![0u32; BUCKETS].into_boxed_slice();
-                all[self.base..self.base + c.len()].copy_from_slice(c);
-                self.base = 0;
-                *c = all;
+                // The samples so far lie between the buckets of min and max: the rest of
+                // the window is empty and need not come along.
+                let (lo, hi) = (bucket(self.min).min(b), bucket(self.max).max(b));
+                let len = (hi - lo + 1 + ROOM).next_multiple_of(16).min(BUCKETS);
+                // Room on the side the sample came from: later samples may go further.
+                let base = if b < self.base {
+                    (hi + 1).saturating_sub(len)
+                } else {
+                    lo.min(BUCKETS - len)
+                };
+                let mut wider = vec![0u32; len].into_boxed_slice();
+                let (from, to) = (self.base.max(base), (self.base + c.len()).min(base + len));
+                wider[from - base..to - base].copy_from_slice(&c[from - self.base..to - self.base]);
+                self.base = base;
+                *c = wider;
                 c
             }
             None => {
@@ -210,5 +225,54 @@ mod tests {
         let p99 = s.p99_ns as f64;
         assert!((p99 - 990_000.0).abs() / 990_000.0 < 0.2, "{p99}");
         assert!(LogHist::default().summary().is_none());
+    }
+
+    /// Every bucket from the start: what the growing window must equal.
+    fn whole() -> LogHist {
+        LogHist {
+            counts: Some(vec![0u32; BUCKETS].into_boxed_slice()),
+            ..LogHist::default()
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_growing_window_counts_as_every_bucket_would(
+            v in prop::collection::vec(
+                prop_oneof![0u64..64, 1000u64..100_000, 1u64 << 20..1 << 30, any::<u64>()],
+                1..80,
+            ),
+        ) {
+            let (mut h, mut all) = (LogHist::default(), whole());
+            for &x in &v {
+                h.record(x);
+                all.record(x);
+                let c = h.buckets().unwrap();
+                prop_assert!(c.len() <= BUCKETS && h.base + c.len() <= BUCKETS);
+                prop_assert!(c.len() % 16 == 0);
+            }
+            for q in [0.0, 0.1, 0.5, 0.9, 0.99, 1.0] {
+                prop_assert_eq!(h.quantile(q), all.quantile(q), "q {}", q);
+            }
+            let c = h.buckets().unwrap();
+            let w = all.buckets().unwrap();
+            prop_assert_eq!(c, &w[h.base..h.base + c.len()]);
+            prop_assert_eq!(c.iter().map(|&n| u64::from(n)).sum::<u64>(), v.len() as u64);
+        }
+    }
+
+    #[test]
+    fn a_window_grows_toward_its_samples_not_to_every_bucket() {
+        let mut h = LogHist::default();
+        // An ACK latency from 1.8 us to 20 ms: 14 octaves, 64 buckets, not 192.
+        for v in [9_000_000, 1_800, 19_800_000, 5_000] {
+            h.record(v);
+        }
+        assert_eq!(h.buckets().unwrap().len(), 64);
+        h.record(1);
+        h.record(u64::MAX);
+        assert_eq!(h.buckets().unwrap().len(), BUCKETS);
     }
 }
