@@ -25,7 +25,18 @@ enum E {
     New(u8),
     Tup(u8, &'static str),
     Rec { a: f64, b: Option<u32> },
+    NoFields {},
+    NoItems(),
 }
+
+#[derive(serde::Serialize)]
+struct Unit;
+
+#[derive(serde::Serialize)]
+struct Wrap(u16);
+
+#[derive(serde::Serialize)]
+struct Empty {}
 
 #[derive(serde::Serialize)]
 struct S {
@@ -37,6 +48,12 @@ struct S {
     f: f32,
     c: char,
     bytes: &'static [u8],
+    bool_keys: std::collections::BTreeMap<bool, Unit>,
+    char_keys: std::collections::BTreeMap<char, Empty>,
+    big_keys: std::collections::BTreeMap<u128, Wrap>,
+    tuple: (u8, Option<&'static str>, ()),
+    #[serde(rename = "odd \"key\"\n")]
+    odd_key: u8,
     #[serde(flatten)]
     more: Value,
 }
@@ -49,6 +66,8 @@ fn derive_shapes_at_any_depth_match_serde_json() {
             E::New(7),
             E::Tup(1, "x\"y\\z\n\u{1}\u{7f}é"),
             E::Rec { a: 0.1, b: None },
+            E::NoFields {},
+            E::NoItems(),
         ],
         empty: vec![],
         empty_map: Default::default(),
@@ -57,11 +76,37 @@ fn derive_shapes_at_any_depth_match_serde_json() {
         f: 1.5,
         c: '\t',
         bytes: b"ab",
+        bool_keys: [(true, Unit), (false, Unit)].into_iter().collect(),
+        char_keys: [('"', Empty {}), ('x', Empty {})].into_iter().collect(),
+        big_keys: [(u128::MAX, Wrap(3))].into_iter().collect(),
+        tuple: (1, Some("long enough to take two words"), ()),
+        odd_key: 1,
         more: json!({"k": [1, 2.0, {"z": null}], "t": true}),
     };
     // Past 31 levels the indentation is more than one slice of `NL`.
     for depth in [0, 1, 2, 3, 31, 32, 33, 70] {
         assert_eq!(ours_at(&s, depth), theirs_at(&s, depth), "depth {depth}");
+    }
+}
+
+/// A float key is quoted when finite and refused otherwise, as serde_json does.
+#[test]
+fn float_keys_are_quoted_or_refused_as_serde_json_does() {
+    #[derive(serde::Serialize)]
+    struct K(#[serde(serialize_with = "float_key")] f64);
+    fn float_key<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry(v, &1u8)?;
+        m.end()
+    }
+    for v in [0.5, -1e300, 3.0] {
+        assert_eq!(ours_at(&K(v), 2), theirs_at(&K(v), 2));
+    }
+    for v in [f64::NAN, f64::INFINITY] {
+        let mut buf = Vec::new();
+        assert!(write_at(&mut buf, 0, &K(v)).is_err());
+        assert!(serde_json::to_vec_pretty(&K(v)).is_err());
     }
 }
 
