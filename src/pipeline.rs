@@ -34,6 +34,7 @@ use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+mod prefetch;
 pub mod shard;
 mod split;
 pub use split::BATCH;
