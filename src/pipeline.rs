@@ -190,6 +190,20 @@ impl Pipeline {
         self
     }
 
+    /// The threads a file read uses when `analyze --jobs` is not given: two (the split
+    /// read) when a core is free for the second, one otherwise. Measured on two cores:
+    /// with both free the split read is 25-35 % faster than one thread; with one core
+    /// kept busy by another program, 20-45 % slower (`docs/perf.md`). "Free": the cores
+    /// this process may use less the 1-minute load average (`/proc/loadavg`) leave at
+    /// least [`FREE_CORES`]; unknown (no `/proc`) counts as busy.
+    pub fn default_jobs() -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let load = crate::sysfile::read(std::path::Path::new("/proc/loadavg"), 256)
+            .ok()
+            .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok());
+        jobs_for(cores, load)
+    }
+
     /// Threads for file reads (`analyze --jobs`): 1 reads, decodes and analyzes on the
     /// calling thread; 2 or more let a [`Sink::detached`] sink's read decode on a thread of
     /// its own while the calling thread analyzes ([`Pipeline::split`]). A third thread is
@@ -376,5 +390,36 @@ impl Pipeline {
             merger.push(b);
         }
         merger.drain(true, |f| self.feed(f, sink))
+    }
+}
+
+/// Idle cores (cores less load) [`Pipeline::default_jobs`] asks for before it uses a
+/// second thread: the reading thread needs about one, and the analysis keeps its own.
+pub const FREE_CORES: f64 = 1.5;
+
+/// [`Pipeline::default_jobs`] for `cores` usable cores and a 1-minute load average.
+fn jobs_for(cores: usize, load: Option<f64>) -> usize {
+    match load {
+        Some(l) if cores >= 2 && l.is_finite() && cores as f64 - l >= FREE_CORES => 2,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod jobs_tests {
+    use super::*;
+
+    #[test]
+    fn a_second_thread_only_when_a_core_is_free_for_it() {
+        assert_eq!(jobs_for(2, Some(0.3)), 2);
+        assert_eq!(jobs_for(2, Some(0.5)), 2);
+        assert_eq!(jobs_for(2, Some(0.6)), 1, "less than 1.5 cores idle");
+        assert_eq!(jobs_for(2, Some(1.0)), 1, "another program holds a core");
+        assert_eq!(jobs_for(64, Some(40.0)), 2);
+        assert_eq!(jobs_for(1, Some(0.0)), 1, "one core");
+        assert_eq!(jobs_for(8, None), 1, "load unknown");
+        assert_eq!(jobs_for(8, Some(f64::NAN)), 1);
+        let n = Pipeline::default_jobs();
+        assert!(n == 1 || n == 2, "{n}");
     }
 }

@@ -350,10 +350,10 @@ pub struct AnalyzeArgs {
     /// eighth of it must cover the taps' clock drift over the capture.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.1, requires = "taps")]
     pub tap_window: f64,
-    /// Threads for reading files (default: 1, the faster where measured): 1 reads, decodes
-    /// and analyzes on one thread; 2 or more read and decode on a thread of their own while
-    /// another analyzes (more than 2 are not used yet). The report is the same byte for
-    /// byte whatever N. Not with -i.
+    /// Threads for reading files: 1 reads, decodes and analyzes on one thread; 2 or more
+    /// read and decode on a thread of their own while another analyzes (more than 2 are
+    /// not used yet). Default: 2 when the load average leaves 1.5 cores idle, else 1.
+    /// The report is the same byte for byte whatever N. Not with -i.
     #[arg(
         long,
         value_name = "N",

@@ -33,7 +33,7 @@ struct Request {
     qp_table: Option<Vec<rocetap::qptable::QpEntry>>,
     /// `--tap`: the taps to merge (the usual analysis is then the first tap's).
     taps: Option<rocetap::taps::Config>,
-    /// `--jobs`: threads for reading files (`None`: one).
+    /// `--jobs`: threads for reading files (`None`: [`Pipeline::default_jobs`]).
     jobs: Option<usize>,
 }
 
@@ -55,9 +55,7 @@ pub fn run(a: AnalyzeArgs, color: bool) -> Result<i32, Failure> {
         None => None,
     };
     let mut p = Pipeline::new(r.dcfg, Analyzer::new(r.analyzer)).stop_after(r.stop_after);
-    if let Some(n) = r.jobs {
-        p = p.jobs(n);
-    }
+    p = p.jobs(r.jobs.unwrap_or_else(Pipeline::default_jobs));
     let mut input = Input::default();
     // A write error of `-i -w` ends the capture, not the analysis of what was captured:
     // the report comes first, then the error (exit 2).

@@ -47,9 +47,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Thread;
 use std::time::Duration;
 
-/// Frames per batch: enough that handing one over costs little per frame, few enough
-/// that the batches going round stay in the caches (a frame decoded is about 800 bytes,
-/// of which the analysis reads a few hundred).
+/// Frames per batch: enough that handing one over costs little per frame (a frame
+/// decoded is about 950 bytes, of which the analysis reads a few hundred).
 pub const BATCH: usize = 256;
 
 /// Batches going round: one being filled, one analyzed, the rest waiting. Sixteen (about
