@@ -135,6 +135,7 @@ printf 'analyze / floor       %.2fx the speed of the bare read loop (wall), %.2f
 if [ -n "${SERIAL_WALL:-}" ]; then
     printf '  with --jobs 1       %.2fx (wall), %.2fx (CPU)\n' \
         "$(echo "$FLOOR_WALL / $SERIAL_WALL" | bc -l)" "$(echo "$FLOOR_CPU / $SERIAL_CPU" | bc -l)"
+    printf '  with --jobs 2       %.2fx (wall)\n' "$(echo "$FLOOR_WALL / $SPLIT_WALL" | bc -l)"
 fi
 printf 'tshark -Y infiniband  %6.3f s wall, %6.3f s CPU, peak RSS %.1f MiB on %d frames (rocetap %.3f s)\n' \
     "$TSHARK_WALL" "$TSHARK_CPU" "$(echo "$TSHARK_RSS / 1024" | bc -l)" "$TSHARK_FRAMES" "$SMALL_WALL"

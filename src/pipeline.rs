@@ -194,14 +194,16 @@ impl Pipeline {
     /// read) when a core is free for the second, one otherwise. Measured on two cores:
     /// with both free the split read is 25-35 % faster than one thread; with one core
     /// kept busy by another program, 20-45 % slower (`docs/perf.md`). "Free": the cores
-    /// this process may use less the 1-minute load average (`/proc/loadavg`) leave at
-    /// least [`FREE_CORES`]; unknown (no `/proc`) counts as busy.
+    /// this process may use less the other tasks running now (`/proc/loadavg`'s
+    /// runnable count, less this one) leave at least [`FREE_CORES`]; unknown (no
+    /// `/proc`) counts as busy. (The load average itself lags by a minute: a run just
+    /// after another would wait for its own shadow.)
     pub fn default_jobs() -> usize {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let load = crate::sysfile::read(std::path::Path::new("/proc/loadavg"), 256)
+        let running = crate::sysfile::read(std::path::Path::new("/proc/loadavg"), 256)
             .ok()
-            .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok());
-        jobs_for(cores, load)
+            .and_then(|l| runnable(&l));
+        jobs_for(cores, running.map(|r| r.saturating_sub(1)))
     }
 
     /// Threads for file reads (`analyze --jobs`): 1 reads, decodes and analyzes on the
@@ -393,14 +395,27 @@ impl Pipeline {
     }
 }
 
-/// Idle cores (cores less load) [`Pipeline::default_jobs`] asks for before it uses a
-/// second thread: the reading thread needs about one, and the analysis keeps its own.
+/// Idle cores (cores less the other tasks running) [`Pipeline::default_jobs`] asks for
+/// before it uses a second thread: the reading thread needs about one, and the analysis
+/// keeps its own.
 pub const FREE_CORES: f64 = 1.5;
 
-/// [`Pipeline::default_jobs`] for `cores` usable cores and a 1-minute load average.
-fn jobs_for(cores: usize, load: Option<f64>) -> usize {
-    match load {
-        Some(l) if cores >= 2 && l.is_finite() && cores as f64 - l >= FREE_CORES => 2,
+/// The tasks running or ready to run, from `/proc/loadavg` (`0.52 0.61 0.70 2/345 1234`:
+/// the fourth field's first number).
+fn runnable(loadavg: &str) -> Option<usize> {
+    loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split('/')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// [`Pipeline::default_jobs`] for `cores` usable cores and `others` other tasks running.
+fn jobs_for(cores: usize, others: Option<usize>) -> usize {
+    match others {
+        Some(o) if cores >= 2 && cores as f64 - o as f64 >= FREE_CORES => 2,
         _ => 1,
     }
 }
@@ -411,14 +426,15 @@ mod jobs_tests {
 
     #[test]
     fn a_second_thread_only_when_a_core_is_free_for_it() {
-        assert_eq!(jobs_for(2, Some(0.3)), 2);
-        assert_eq!(jobs_for(2, Some(0.5)), 2);
-        assert_eq!(jobs_for(2, Some(0.6)), 1, "less than 1.5 cores idle");
-        assert_eq!(jobs_for(2, Some(1.0)), 1, "another program holds a core");
-        assert_eq!(jobs_for(64, Some(40.0)), 2);
-        assert_eq!(jobs_for(1, Some(0.0)), 1, "one core");
-        assert_eq!(jobs_for(8, None), 1, "load unknown");
-        assert_eq!(jobs_for(8, Some(f64::NAN)), 1);
+        assert_eq!(jobs_for(2, Some(0)), 2);
+        assert_eq!(jobs_for(2, Some(1)), 1, "another program holds a core");
+        assert_eq!(jobs_for(64, Some(40)), 2);
+        assert_eq!(jobs_for(64, Some(63)), 1);
+        assert_eq!(jobs_for(1, Some(0)), 1, "one core");
+        assert_eq!(jobs_for(8, None), 1, "unknown");
+        assert_eq!(runnable("0.52 0.61 0.70 2/345 1234\n"), Some(2));
+        assert_eq!(runnable("0.52 0.61 0.70"), None);
+        assert_eq!(runnable("0.52 0.61 0.70 x/345 1234"), None);
         let n = Pipeline::default_jobs();
         assert!(n == 1 || n == 2, "{n}");
     }

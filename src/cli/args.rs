@@ -352,7 +352,7 @@ pub struct AnalyzeArgs {
     pub tap_window: f64,
     /// Threads for reading files: 1 reads, decodes and analyzes on one thread; 2 or more
     /// read and decode on a thread of their own while another analyzes (more than 2 are
-    /// not used yet). Default: 2 when the load average leaves 1.5 cores idle, else 1.
+    /// not used yet). Default: 2 when 1.5 cores or more run no other task, else 1.
     /// The report is the same byte for byte whatever N. Not with -i.
     #[arg(
         long,
