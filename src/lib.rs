@@ -48,6 +48,7 @@ pub mod escape;
 pub mod nccl;
 pub mod netcheck;
 pub mod pipeline;
+mod prefetch;
 pub mod qptable;
 pub mod report;
 pub mod sflow;

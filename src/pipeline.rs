@@ -34,7 +34,6 @@ use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-mod prefetch;
 pub mod shard;
 mod split;
 pub use split::BATCH;
@@ -398,7 +397,7 @@ impl Pipeline {
 /// Idle cores (cores less the other tasks running) [`Pipeline::default_jobs`] asks for
 /// before it uses a second thread: the reading thread needs about one, and the analysis
 /// keeps its own.
-pub const FREE_CORES: f64 = 1.5;
+const FREE_CORES: f64 = 1.5;
 
 /// The tasks running or ready to run, from `/proc/loadavg` (`0.52 0.61 0.70 2/345 1234`:
 /// the fourth field's first number).

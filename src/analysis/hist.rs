@@ -14,7 +14,8 @@ const BUCKETS: usize = (OCTAVES * SUB) as usize;
 /// Buckets of the first window: 8 octaves (a 256x range) around the first sample, which
 /// is where most of a flow's latencies fall. A sample outside it widens the window to
 /// the samples' range and [`ROOM`] beyond, in steps of 16 buckets, at most to every
-/// bucket; so a window grows at most `BUCKETS / ROOM` times.
+/// bucket. Each widening follows a sample outside the window, which widens the samples'
+/// range, so it happens at most once per bucket that range gains, on the cold path.
 const WINDOW: usize = 32;
 /// Buckets (two octaves) a widened window keeps beyond its samples, on the side it grew.
 const ROOM: usize = 8;
@@ -82,7 +83,8 @@ impl LogHist {
     }
 
     /// The first sample (allocates the window) or one outside the window: the window
-    /// doubles (or more, at most to every bucket) toward the sample, keeping its counts.
+    /// widens to the samples' range and [`ROOM`] beyond on the sample's side, keeping its
+    /// counts.
     #[cold]
     fn record_slow(&mut self, b: usize) {
         let counts = match self.counts.as_mut() {

@@ -33,12 +33,13 @@
 //! - Either side ending (input done, analysis stopped or panicked) marks the ring closed
 //!   or gone (`EndOnDrop`) and wakes the other, so neither waits forever.
 //! - No `unsafe` here: batches are handed over under a `Mutex` each, ordered by the
-//!   counters. The cache hints (`super::prefetch`) change only how long a load or store
+//!   counters. The cache hints (`crate::prefetch`) change only how long a load or store
 //!   waits, never what it reads or writes.
 
-use super::{prefetch, Pipeline, AHEAD, WARM_STEPS};
+use super::{Pipeline, AHEAD, WARM_STEPS};
 use crate::analysis::{Analyzer, Hint};
 use crate::capture::input::{for_each_frame_of, CutShort, InputError};
+use crate::prefetch;
 use dissectors::{Decoded, LinkType};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -227,10 +228,11 @@ impl Pipeline {
     }
 }
 
-/// How many frames ahead of the one being decoded the reader fetches a slot's lines for
-/// writing ([`prefetch::own`]), and the analysis for reading ([`prefetch::load`]). Without it, decoding into a slot the analysis thread read on the previous
-/// turn stalled on every line (the stores wait for the other core to give the line up):
-/// the reading thread took longer than a whole run on one thread. `clean-rc`, 2M frames,
+/// How many frames ahead of the one being decoded the reader takes a slot's lines for
+/// writing (`prefetch::own`), and the analysis loads them (`prefetch::lines`). Without
+/// it, decoding into a slot the analysis thread read on the previous turn stalled on
+/// every line (the stores wait for the other core to give the line up): the reading
+/// thread took longer than a whole run on one thread. `clean-rc`, 2M frames,
 /// `--jobs 2`, wall: 0.225 s without, 0.146-0.154 s at 2-8 frames ahead, 0.168-0.187 s at
 /// 16-40 (the lines come too early and are taken back).
 const ITEM_AHEAD: usize = 6;
@@ -325,7 +327,7 @@ fn analyze(an: &mut Analyzer, warm_from: usize, ring: &Ring) {
             if !warm {
                 for (i, it) in items.iter().enumerate() {
                     if let Some(ahead) = items.get(i + ITEM_AHEAD) {
-                        prefetch::load(ahead);
+                        prefetch::lines(ahead, 0, std::mem::size_of::<Item>());
                     }
                     an.ingest(it.ts, it.iface, &it.decoded);
                 }
@@ -350,7 +352,7 @@ fn warmed(an: &mut Analyzer, items: &[Item], hints: &mut [Hint; BATCH]) {
     let [slot, flow, peer] = WARM_STEPS;
     for j in 0..n + AHEAD - 1 {
         if let Some(ahead) = items.get(j + ITEM_AHEAD) {
-            prefetch::load(ahead);
+            prefetch::lines(ahead, 0, std::mem::size_of::<Item>());
         }
         if let Some(it) = items.get(j) {
             hints[j] = match it.hint {

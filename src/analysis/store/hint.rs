@@ -1,35 +1,9 @@
-//! Cache hints: asks the CPU to start loading a line the analysis will need soon, and
-//! the lines of a flow (hot part, whole, its allocations) by the layout of [`Flow`].
-#![allow(unsafe_code)]
+//! Cache hints for the analysis: the lines of a flow (hot part, whole, its allocations)
+//! by the layout of [`Flow`], with the primitives of `crate::prefetch`.
 
 use crate::analysis::flow::{Flow, ReqStream};
+pub(in crate::analysis) use crate::prefetch::{lines, prefetch};
 use std::mem::offset_of;
-
-/// Starts loading the cache line that holds `p` (a hint: no effect on the program's
-/// behaviour, only on how long the later load takes).
-#[inline(always)]
-pub(in crate::analysis) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 reads nothing architecturally: any address is allowed, none
-    // faults, and no memory is read or written as far as the program can tell.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
-/// Starts loading bytes `from..to` of `p`: every line they cross.
-#[inline]
-pub(in crate::analysis) fn lines<T: ?Sized>(p: &T, from: usize, to: usize) {
-    let base = std::ptr::from_ref::<T>(p).cast::<u8>();
-    let mut off = from;
-    while off < to {
-        prefetch(base.wrapping_add(off));
-        off += 64;
-    }
-    prefetch(base.wrapping_add(to - 1));
-}
 
 /// The end of what every packet touches in its flow (`Flow` is `repr(C)`, hot fields
 /// first): the key and counts, the QoS marks, the opcode mix, the ACK latency and the

@@ -32,8 +32,8 @@
 //! decoder, `crate::pipeline::split`, is the caller's second thread, not the analyzer's.)
 //!
 //! **`unsafe`** (the crate denies it elsewhere; see `Cargo.toml`):
-//! - `hint.rs`: `_mm_prefetch`, an `unsafe fn` that reads nothing architecturally and
-//!   cannot fault, whatever the address.
+//! - the cache hints `hint.rs` uses are `crate::prefetch`'s (`_mm_prefetch`, which reads
+//!   nothing architecturally and cannot fault, whatever the address).
 //! - `populate.rs`: `madvise(MADV_POPULATE_WRITE)` on whole pages of a `Vec`'s reserved
 //!   room, from the helper thread while the analyzing thread fills the front of the same
 //!   buffer. The kernel maps the pages as a write would, without reading or changing a

@@ -1,14 +1,41 @@
-//! Cache hints for the split read (`super::split`): a batch slot goes back and forth
-//! between two cores, and each of its lines is, when the other side comes to it, in the
-//! other core's cache. A hint a few frames ahead starts moving the lines early, so the
-//! stores of the decoder and the loads of the analysis do not each wait for a transfer.
-//! Hints change only how long a load or store waits, never what it reads or writes.
+//! Cache hints: ask the CPU to start moving a line toward this core before the program
+//! touches it. The analysis warms the flows coming frames will use (`analysis::warm`);
+//! the split read (`pipeline::split`) moves each batch slot between the two cores a few
+//! frames early, for writing on the reader's side and for reading on the analysis's.
+//! A hint changes only how long a later load or store waits, never what it reads or
+//! writes.
 #![allow(unsafe_code)]
 
+/// Starts loading the cache line that holds `p` (PREFETCHT0).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 (SSE, in every x86-64 CPU) reads nothing architecturally: any
+    // address is allowed, none faults, and no memory is read or written as far as the
+    // program can tell.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Starts loading bytes `from..to` of `p`: every line they cross.
+#[inline]
+pub(crate) fn lines<T: ?Sized>(p: &T, from: usize, to: usize) {
+    let base = std::ptr::from_ref::<T>(p).cast::<u8>();
+    let mut off = from;
+    while off < to {
+        prefetch(base.wrapping_add(off));
+        off += 64;
+    }
+    prefetch(base.wrapping_add(to - 1));
+}
+
 /// Whether [`own`] can prefetch for writing on this CPU: PREFETCHW (CPUID leaf
-/// 0x8000_0001, ECX bit 8; Intel since Broadwell, AMD for long before). Without it, [`own`]
-/// does nothing.
-pub(super) fn can_own() -> bool {
+/// 0x8000_0001, ECX bit 8; Intel since Broadwell, AMD for long before). Ask once, not
+/// per frame.
+pub(crate) fn can_own() -> bool {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: CPUID is in every x86-64 CPU and only reads identification registers;
     // leaf 0x8000_0001 is asked only when leaf 0x8000_0000 says it exists. (`__cpuid`
@@ -22,10 +49,10 @@ pub(super) fn can_own() -> bool {
     false
 }
 
-/// Starts taking every line of `v` for writing (PREFETCHW), when `can` ([`can_own`]):
-/// a store to a line another core holds must first wait for that copy to be given up.
+/// Starts taking every line of `v` for writing (PREFETCHW) when `can` ([`can_own`]): a
+/// store to a line another core holds must first wait for that copy to be given up.
 #[inline]
-pub(super) fn own<T>(v: &T, can: bool) {
+pub(crate) fn own<T>(v: &T, can: bool) {
     #[cfg(target_arch = "x86_64")]
     if can {
         let p = std::ptr::from_ref(v).cast::<u8>();
@@ -48,28 +75,6 @@ pub(super) fn own<T>(v: &T, can: bool) {
     let _ = (v, can);
 }
 
-/// Starts loading every line of `v` (PREFETCHT0).
-#[inline]
-pub(super) fn load<T>(v: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let p = std::ptr::from_ref(v).cast::<u8>();
-        let mut off = 0;
-        while off < std::mem::size_of::<T>() {
-            // SAFETY: PREFETCHT0 (SSE, in every x86-64 CPU) reads nothing
-            // architecturally: any address is allowed and none faults.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    p.wrapping_add(off).cast(),
-                );
-            }
-            off += 64;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = v;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,10 +86,11 @@ mod tests {
         for x in &v {
             own(x, can_own());
             own(x, false);
-            load(x);
+            lines(x, 0, 200);
+            lines(x, 150, 151);
         }
         own(&(), true);
-        load(&0u8);
+        prefetch(std::ptr::null::<u8>());
         assert!(v
             .iter()
             .enumerate()
