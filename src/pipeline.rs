@@ -194,7 +194,7 @@ impl Pipeline {
     /// with both free the split read is 25-35 % faster than one thread; with one core
     /// kept busy by another program, 20-45 % slower (`docs/perf.md`). "Free": the cores
     /// this process may use less the other tasks running now (`/proc/loadavg`'s
-    /// runnable count, less this one) leave at least [`FREE_CORES`]; unknown (no
+    /// runnable count, less this one) leave at least 1.5 (`FREE_CORES`); unknown (no
     /// `/proc`) counts as busy. (The load average itself lags by a minute: a run just
     /// after another would wait for its own shadow.)
     pub fn default_jobs() -> usize {
