@@ -227,26 +227,38 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn ip(&self, d: &mut Decoded, off: usize) -> Stop {
-        let sliced = if self.general {
-            IpRepr::slice_general(self.at(off))
+        // The fast path writes the header into `d.ip` in place (`ip_fast::slice_into`).
+        let fast = if self.general {
+            None
         } else {
-            IpRepr::slice(self.at(off))
+            crate::ip_fast::slice_into(self.at(off), &mut d.ip)
         };
-        let s = match sliced {
-            Ok(s) => s,
-            Err(e) => return self.fail(e, Layer::Ip, off),
+        let s = match fast {
+            Some(s) => s,
+            None => match IpRepr::slice_general(self.at(off)) {
+                Ok(s) => {
+                    d.ip = Some(s.repr);
+                    crate::ip_fast::Shape::of(&s)
+                }
+                Err(e) => return self.fail(e, Layer::Ip, off),
+            },
         };
-        d.ip = Some(s.repr);
-        let ip_end = off + s.repr.total_len as usize;
+        let Some(ip) = d.ip.as_ref() else {
+            // Both paths above set it: this is never taken.
+            return malformed(Layer::Ip, off, "IP header not kept");
+        };
+        let (total_len, fragmented, protocol) = (ip.total_len, ip.fragmented, ip.protocol);
+        let ip_end = off + total_len as usize;
         self.note_declared_end(ip_end);
         let l4 = off + s.payload_offset;
-        if s.repr.fragmented {
+        if fragmented {
             return unsupported(Layer::Ip, l4, "IP fragment");
         }
-        if s.repr.protocol == ip::PROTO_GRE {
-            return self.gre(d, s.repr, l4, ip_end);
+        if protocol == ip::PROTO_GRE {
+            let repr = *ip;
+            return self.gre(d, repr, l4, ip_end);
         }
-        if s.repr.protocol != ip::PROTO_UDP {
+        if protocol != ip::PROTO_UDP {
             return unsupported(Layer::Ip, l4, "IP protocol");
         }
         let u = match self.need(Layer::Udp, l4, udp::LEN, ip_end) {
@@ -258,7 +270,8 @@ impl<'a> Walker<'a, '_> {
         };
         d.udp = Some(u);
         if u.dst_port != self.cfg.roce_port {
-            if let Some(stop) = self.udp_tunnel(d, s.repr, u, l4, ip_end) {
+            let repr = *ip;
+            if let Some(stop) = self.udp_tunnel(d, repr, u, l4, ip_end) {
                 return stop;
             }
             return unsupported(Layer::Udp, l4 + udp::LEN, "UDP port");
