@@ -2,8 +2,9 @@
 //! against the general decoder (`dissectors::decode_into_general`, every header the
 //! general way): the same `Decoded`, field for field, on every frame of every sample
 //! (`samples/*.pcap*`, `samples/taps/*`) and every shared capture (`../shared/captures`:
-//! SKIP when absent, a failure under CI). Equal decodes give equal reports, so the
-//! goldens stay as they are.
+//! SKIP when absent, a failure under CI), and both the same as a frame decoded into a
+//! fresh `Decoded` (`dissectors::decode`): reusing one, as the analysis does, changes
+//! nothing. Equal decodes give equal reports, so the goldens stay as they are.
 
 use crate::common;
 use rocetap::capture::input::for_each_frame_of;
@@ -36,6 +37,10 @@ fn check(path: &Path, cfg: &dissectors::Config) -> (u64, u64) {
         frames += 1;
         ip += u64::from(fast.ip.is_some());
         assert_eq!(fast, general, "{}: frame {frames}", path.display());
+        // Reused frame after frame (its rare layers written only when set), the same
+        // as decoded into a fresh one.
+        let fresh = dissectors::decode(f.link, f.data, f.orig_len, cfg);
+        assert_eq!(fast, fresh, "{}: frame {frames}, reused", path.display());
         ControlFlow::Continue(())
     });
     // Damaged inputs (the hostile samples) end early: the frames before were checked.

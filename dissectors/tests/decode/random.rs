@@ -18,6 +18,32 @@ proptest! {
         prop_assert!(d.stop.offset as usize <= bytes.len());
     }
 
+    /// One `Decoded` reused frame after frame, as the analysis does (`decode_into` writes
+    /// a rare layer's or transport header's fields only when the frame before had it),
+    /// holds what a fresh decode of each frame holds: random frames of any link type and
+    /// RoCE v2 frames of any opcode with random headers, in any order.
+    #[test]
+    fn reused_decoded_equals_fresh(
+        frames in proptest::collection::vec(
+            (0usize..=LINKS.len(), proptest::collection::vec(any::<u8>(), 0..200), any::<u8>(), any::<bool>()),
+            1..8,
+        ),
+        icrc in any::<bool>(),
+    ) {
+        let cfg = Config { roce_port: 4791, check_icrc: icrc };
+        let mut d = decode(LinkType::Ethernet, &[], 0, &cfg);
+        for (link, mut bytes, opcode, v6) in frames {
+            let (lt, f) = if link == LINKS.len() {
+                bytes.insert(0, opcode);
+                (LinkType::Ethernet, frame_v2(v6, 0, &bytes, 0))
+            } else {
+                (LinkType::from_linktype(LINKS[link]), bytes)
+            };
+            decode_into(lt, &f, f.len() as u32, &cfg, &mut d);
+            prop_assert_eq!(d, decode(lt, &f, f.len() as u32, &cfg));
+        }
+    }
+
     /// Random bytes behind a valid Ethernet/IPv4/UDP 4791 header reach the BTH decoder.
     #[test]
     fn random_transport_never_panics(t in proptest::collection::vec(any::<u8>(), 0..300)) {
