@@ -15,8 +15,10 @@
 # benches/replicate_pcap.py replays ../shared/captures/reference/roce_mixed_seed1_s128.pcap
 # with shifted timestamps and PSNs. FRAMES=n changes the size; KEEP=1 keeps the trace;
 # ROCETAP=PATH measures another binary (not built).
-# Installs nothing: peak RSS comes from /usr/bin/time, or from VmHWM in /proc. rocetap
-# figures are the best of RUNS (3) runs; tshark runs once.
+# Installs nothing: peak RSS comes from /usr/bin/time, or from VmHWM in /proc. Wall
+# times are to the microsecond (bash's EPOCHREALTIME around the command), CPU times to
+# GNU time's 10 ms. rocetap figures are the best of RUNS (3) runs, and the floor ratios
+# also the median of the runs' walls; tshark runs once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FRAMES=${FRAMES:-2000000}
@@ -55,8 +57,11 @@ measure() {
     local name=$1; shift
     local wall cpu rss
     if [ -x /usr/bin/time ]; then
+        local t0=${EPOCHREALTIME/./}
         /usr/bin/time -f '%e %U %S %M' -o "$TMP/t" "$@" > /dev/null 2> /dev/null
+        local us=$((${EPOCHREALTIME/./} - t0))
         read -r wall u s rss < "$TMP/t"
+        wall=$(printf '%d.%06d' $((us / 1000000)) $((us % 1000000)))
         cpu=$(echo "$u + $s" | bc -l)
     else
         local t0 t1 pid hwm=0 v
@@ -80,14 +85,15 @@ measure() {
 }
 
 # best NAME CMD...: the fastest of RUNS runs (the machine may be shared; the minimum is
-# the least disturbed), largest RSS.
+# the least disturbed), largest RSS; NAME_MED is the median wall.
 RUNS=${RUNS:-3}
 best() {
     local name=$1; shift
-    local bw=999999 bc=999999 br=0 i w c r
+    local bw=999999 bc=999999 br=0 i w c r walls=()
     for ((i = 0; i < RUNS; i++)); do
         measure ONE "$@"
         w=$ONE_WALL c=$ONE_CPU r=$ONE_RSS
+        walls+=("$w")
         (($(echo "$w < $bw" | bc -l))) && bw=$w
         (($(echo "$c < $bc" | bc -l))) && bc=$c
         ((r > br)) && br=$r
@@ -95,6 +101,7 @@ best() {
     printf -v "${name}_WALL" '%s' "$bw"
     printf -v "${name}_CPU" '%s' "$bc"
     printf -v "${name}_RSS" '%s' "$br"
+    printf -v "${name}_MED" '%s' "$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
 }
 
 best FLOOR "$FLOOR" "$BIG"
@@ -112,12 +119,12 @@ LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 mfps() { echo "$FRAMES / $1 / 1000000" | bc -l; }
 printf 'trace                 %d frames, %.1f MB\n' "$FRAMES" "$(echo "$(stat -c %s "$BIG") / 1000000" | bc -l)"
-printf 'rocetap analyze json  %6.3f s wall (%.2f M frames/s), %6.3f s CPU (%.2f M frames/s), peak RSS %.1f MiB\n' \
+printf 'rocetap analyze json  %6.4f s wall (%.2f M frames/s), %6.3f s CPU (%.2f M frames/s), peak RSS %.1f MiB\n' \
     "$FULL_WALL" "$(mfps "$FULL_WALL")" "$FULL_CPU" "$(mfps "$FULL_CPU")" "$(echo "$FULL_RSS / 1024" | bc -l)"
 if [ -n "${SERIAL_WALL:-}" ]; then
-    printf '  --jobs 1            %6.3f s wall (%.2f M frames/s), %6.3f s CPU\n' \
+    printf '  --jobs 1            %6.4f s wall (%.2f M frames/s), %6.3f s CPU\n' \
         "$SERIAL_WALL" "$(mfps "$SERIAL_WALL")" "$SERIAL_CPU"
-    printf '  --jobs 2 (split)    %6.3f s wall (%.2f M frames/s), %6.3f s CPU; %.2fx the speed of --jobs 1 (wall)\n' \
+    printf '  --jobs 2 (split)    %6.4f s wall (%.2f M frames/s), %6.3f s CPU; %.2fx the speed of --jobs 1 (wall)\n' \
         "$SPLIT_WALL" "$(mfps "$SPLIT_WALL")" "$SPLIT_CPU" "$(echo "$SERIAL_WALL / $SPLIT_WALL" | bc -l)"
 fi
 printf '  read only           %6.3f s CPU (%.2f M frames/s)\n' "$READ_CPU" "$(mfps "$READ_CPU")"
@@ -128,14 +135,18 @@ printf '  shares              read %.0f %%, decode %.0f %%, analysis %.0f %% (of
     "$(echo "100 * $READ_CPU / $BASE_CPU" | bc -l)" \
     "$(echo "100 * ($DECODE_CPU - $READ_CPU) / $BASE_CPU" | bc -l)" \
     "$(echo "100 * ($BASE_CPU - $DECODE_CPU) / $BASE_CPU" | bc -l)" "$BASE_CPU"
-printf 'libpcap read loop     %6.3f s wall, %6.3f s CPU (%.2f M frames/s)\n' \
+printf 'libpcap read loop    %6.4f s wall, %6.3f s CPU (%.2f M frames/s)\n' \
     "$FLOOR_WALL" "$FLOOR_CPU" "$(mfps "$FLOOR_WALL")"
-printf 'analyze / floor       %.2fx the speed of the bare read loop (wall), %.2fx (CPU)\n' \
-    "$(echo "$FLOOR_WALL / $FULL_WALL" | bc -l)" "$(echo "$FLOOR_CPU / $FULL_CPU" | bc -l)"
+ratio() { echo "$1 / $2" | bc -l; } # floor / analyze
+printf 'analyze / floor       %.2fx the speed of the bare read loop (best wall; %.2fx median), %.2fx (CPU)\n' \
+    "$(ratio "$FLOOR_WALL" "$FULL_WALL")" "$(ratio "$FLOOR_MED" "$FULL_MED")" \
+    "$(ratio "$FLOOR_CPU" "$FULL_CPU")"
 if [ -n "${SERIAL_WALL:-}" ]; then
-    printf '  with --jobs 1       %.2fx (wall), %.2fx (CPU)\n' \
-        "$(echo "$FLOOR_WALL / $SERIAL_WALL" | bc -l)" "$(echo "$FLOOR_CPU / $SERIAL_CPU" | bc -l)"
-    printf '  with --jobs 2       %.2fx (wall)\n' "$(echo "$FLOOR_WALL / $SPLIT_WALL" | bc -l)"
+    printf '  with --jobs 1       %.2fx (best wall; %.2fx median), %.2fx (CPU)\n' \
+        "$(ratio "$FLOOR_WALL" "$SERIAL_WALL")" "$(ratio "$FLOOR_MED" "$SERIAL_MED")" \
+        "$(ratio "$FLOOR_CPU" "$SERIAL_CPU")"
+    printf '  with --jobs 2       %.2fx (best wall; %.2fx median)\n' \
+        "$(ratio "$FLOOR_WALL" "$SPLIT_WALL")" "$(ratio "$FLOOR_MED" "$SPLIT_MED")"
 fi
 printf 'tshark -Y infiniband  %6.3f s wall, %6.3f s CPU, peak RSS %.1f MiB on %d frames (rocetap %.3f s)\n' \
     "$TSHARK_WALL" "$TSHARK_CPU" "$(echo "$TSHARK_RSS / 1024" | bc -l)" "$TSHARK_FRAMES" "$SMALL_WALL"
