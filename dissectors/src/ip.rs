@@ -81,6 +81,12 @@ pub struct IpRepr {
 #[derive(Clone, Copy, Debug)]
 pub struct IpSlice {
     pub repr: IpRepr,
+    pub shape: IpShape,
+}
+
+/// Where an IP header's payload lies in the input it was sliced from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpShape {
     /// Offset of the payload from the start of the IP header.
     pub payload_offset: usize,
     /// Payload bytes present in the input (cut by the header's length or the input's).
@@ -163,10 +169,12 @@ impl IpRepr {
         }
         Ok(IpSlice {
             repr,
-            payload_offset,
-            payload_len: payload.payload.len(),
-            incomplete: payload.incomplete,
-            icrc_header_len,
+            shape: IpShape {
+                payload_offset,
+                payload_len: payload.payload.len(),
+                incomplete: payload.incomplete,
+                icrc_header_len,
+            },
         })
     }
 
@@ -276,9 +284,9 @@ mod tests {
             assert_eq!(s.repr.dscp, 26);
             assert_eq!(s.repr.ecn, Ecn::Ce);
             assert_eq!(s.repr.flow_label, r.flow_label);
-            assert_eq!(s.payload_offset, h);
-            assert_eq!(s.payload_len, 8);
-            assert!(!s.incomplete);
+            assert_eq!(s.shape.payload_offset, h);
+            assert_eq!(s.shape.payload_len, 8);
+            assert!(!s.shape.incomplete);
             if src.is_ipv4() {
                 assert_eq!(ipv4_checksum(&b[..20]), 0);
             }
@@ -286,7 +294,7 @@ mod tests {
                 assert!(IpRepr::slice(&b[..n]).is_err(), "{n}");
             }
             let cut = IpRepr::slice(&b[..h + 3]).unwrap();
-            assert!(cut.incomplete);
+            assert!(cut.shape.incomplete);
         }
     }
 }

@@ -12,45 +12,18 @@
 //! Profiles of the agent and of offline analysis had the general path (etherparse's
 //! `LaxIpSlice` with its extension-header walk) at 12-21 % of the CPU.
 
-use crate::ip::{Ecn, IpRepr, IpSlice, IPV4_LEN, IPV6_LEN, PROTO_GRE, PROTO_UDP};
+use crate::ip::{Ecn, IpRepr, IpShape, IpSlice, IPV4_LEN, IPV6_LEN, PROTO_GRE, PROTO_UDP};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// IPv4's authentication header: the general path reads it as an extension.
 const PROTO_AUTH: u8 = 51;
-
-/// Where an IP header's payload lies, without the header's fields (those go straight to
-/// their place: [`slice_into`]).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Shape {
-    pub payload_offset: usize,
-    pub payload_len: usize,
-    pub incomplete: bool,
-    pub icrc_header_len: usize,
-}
-
-impl Shape {
-    pub(crate) fn of(s: &IpSlice) -> Self {
-        Shape {
-            payload_offset: s.payload_offset,
-            payload_len: s.payload_len,
-            incomplete: s.incomplete,
-            icrc_header_len: s.icrc_header_len,
-        }
-    }
-}
 
 /// The IP header at `b[0]`, when it is one of the common shapes; `None` otherwise.
 #[inline]
 pub(crate) fn slice(b: &[u8]) -> Option<IpSlice> {
     let mut repr = None;
     let shape = slice_into(b, &mut repr)?;
-    Some(IpSlice {
-        repr: repr?,
-        payload_offset: shape.payload_offset,
-        payload_len: shape.payload_len,
-        incomplete: shape.incomplete,
-        icrc_header_len: shape.icrc_header_len,
-    })
+    Some(IpSlice { repr: repr?, shape })
 }
 
 /// [`slice`], its header written into `out` field by field, which it leaves alone when
@@ -61,7 +34,7 @@ pub(crate) fn slice(b: &[u8]) -> Option<IpSlice> {
 /// pieces (each read waits for the narrow stores before it to reach the cache: a failed
 /// store-to-load forward). Written in place, nothing is read back.
 #[inline]
-pub(crate) fn slice_into(b: &[u8], out: &mut Option<IpRepr>) -> Option<Shape> {
+pub(crate) fn slice_into(b: &[u8], out: &mut Option<IpRepr>) -> Option<IpShape> {
     match b.first()? {
         0x45 => v4(b, out),
         f if f >> 4 == 6 => v6(b, out),
@@ -88,7 +61,7 @@ fn place(out: &mut Option<IpRepr>) -> &mut IpRepr {
 }
 
 #[inline]
-fn v4(b: &[u8], out: &mut Option<IpRepr>) -> Option<Shape> {
+fn v4(b: &[u8], out: &mut Option<IpRepr>) -> Option<IpShape> {
     let h: &[u8; IPV4_LEN] = b.get(..IPV4_LEN)?.try_into().ok()?;
     let protocol = h[9];
     if protocol == PROTO_AUTH {
@@ -118,7 +91,7 @@ fn v4(b: &[u8], out: &mut Option<IpRepr>) -> Option<Shape> {
     r.total_len = u32::from(total);
     // More fragments, or a fragment offset.
     r.fragmented = flags_frag & 0x2000 != 0 || flags_frag & 0x1fff != 0;
-    Some(Shape {
+    Some(IpShape {
         payload_offset: IPV4_LEN,
         payload_len,
         incomplete,
@@ -127,7 +100,7 @@ fn v4(b: &[u8], out: &mut Option<IpRepr>) -> Option<Shape> {
 }
 
 #[inline]
-fn v6(b: &[u8], out: &mut Option<IpRepr>) -> Option<Shape> {
+fn v6(b: &[u8], out: &mut Option<IpRepr>) -> Option<IpShape> {
     let h: &[u8; IPV6_LEN] = b.get(..IPV6_LEN)?.try_into().ok()?;
     let protocol = h[6];
     if protocol != PROTO_UDP && protocol != PROTO_GRE {
@@ -159,7 +132,7 @@ fn v6(b: &[u8], out: &mut Option<IpRepr>) -> Option<Shape> {
     r.header_len = IPV6_LEN as u16;
     r.total_len = IPV6_LEN as u32 + u32::from(plen);
     r.fragmented = false;
-    Some(Shape {
+    Some(IpShape {
         payload_offset: IPV6_LEN,
         payload_len,
         incomplete,
@@ -178,21 +151,7 @@ mod tests {
         let general =
             IpRepr::slice_general(b).expect("the fast path read a header the general one refuses");
         assert_eq!(fast.repr, general.repr, "{b:02x?}");
-        assert_eq!(
-            (
-                fast.payload_offset,
-                fast.payload_len,
-                fast.incomplete,
-                fast.icrc_header_len
-            ),
-            (
-                general.payload_offset,
-                general.payload_len,
-                general.incomplete,
-                general.icrc_header_len
-            ),
-            "{b:02x?}"
-        );
+        assert_eq!(fast.shape, general.shape, "{b:02x?}");
     }
 
     #[test]

@@ -238,7 +238,7 @@ impl<'a> Walker<'a, '_> {
             None => match IpRepr::slice_general(self.at(off)) {
                 Ok(s) => {
                     d.ip = Some(s.repr);
-                    crate::ip_fast::Shape::of(&s)
+                    s.shape
                 }
                 Err(e) => return self.fail(e, Layer::Ip, off),
             },

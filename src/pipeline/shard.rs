@@ -182,7 +182,7 @@ fn ip(data: &[u8], off: usize, roce_port: u16) -> Route {
                 addr_bits(s.repr.src),
                 addr_bits(s.repr.dst),
                 s.repr.total_len as usize,
-                s.payload_offset,
+                s.shape.payload_offset,
             )
         }
     };

@@ -326,9 +326,7 @@ fn analyze(an: &mut Analyzer, warm_from: usize, ring: &Ring) {
             ring.warm.store(warm, Ordering::Relaxed);
             if !warm {
                 for (i, it) in items.iter().enumerate() {
-                    if let Some(ahead) = items.get(i + ITEM_AHEAD) {
-                        prefetch::lines(ahead, 0, std::mem::size_of::<Item>());
-                    }
+                    load_ahead(items, i);
                     an.ingest(it.ts, it.iface, &it.decoded);
                 }
             } else {
@@ -345,15 +343,21 @@ fn analyze(an: &mut Analyzer, warm_from: usize, ring: &Ring) {
     }
 }
 
+/// Starts loading the frame [`ITEM_AHEAD`] after `items[i]` into this core's cache.
+#[inline]
+fn load_ahead(items: &[Item], i: usize) {
+    if let Some(ahead) = items.get(i + ITEM_AHEAD) {
+        prefetch::lines(ahead, 0, std::mem::size_of::<Item>());
+    }
+}
+
 /// Analyzes `items` in order, each frame's hint started [`AHEAD`] − 1 frames before it is
 /// analyzed and taken a step further at [`WARM_STEPS`] (as `Pipeline::feed_ahead`).
 fn warmed(an: &mut Analyzer, items: &[Item], hints: &mut [Hint; BATCH]) {
     let n = items.len();
     let [slot, flow, peer] = WARM_STEPS;
     for j in 0..n + AHEAD - 1 {
-        if let Some(ahead) = items.get(j + ITEM_AHEAD) {
-            prefetch::lines(ahead, 0, std::mem::size_of::<Item>());
-        }
+        load_ahead(items, j);
         if let Some(it) = items.get(j) {
             hints[j] = match it.hint {
                 Some(h) => {

@@ -199,8 +199,8 @@ pub fn udp_of(link: crate::LinkType, frame: &[u8]) -> Option<Udp<'_>> {
     if ip.repr.protocol != 17 || ip.repr.fragmented {
         return None;
     }
-    let at = off + ip.payload_offset;
-    let seg = frame.get(at..at + ip.payload_len)?;
+    let at = off + ip.shape.payload_offset;
+    let seg = frame.get(at..at + ip.shape.payload_len)?;
     let udp = crate::UdpRepr::parse(seg).ok()?;
     let want = usize::from(udp.length).saturating_sub(8);
     let body = seg.get(8..)?;
