@@ -194,15 +194,18 @@ mod tests {
                 i[11] = 0xff;
             }
             m.extend_from_slice(&i);
-            let mut u = udp_to_pad.clone();
-            u[6] = 0xff;
-            u[7] = 0xff;
-            u[12] = 0xff;
-            m.extend_from_slice(&u);
-            assert_eq!(roce_v2(ip, &udp_to_pad), crc32fast::hash(&m));
-            // Short transports (a cut or tiny packet) never panic.
-            for n in 0..udp_to_pad.len() {
-                let _ = roce_v2(ip, &udp_to_pad[..n]);
+            // Every length, shorter than UDP + BTH (a cut or tiny packet) too.
+            for n in 0..=udp_to_pad.len() {
+                let mut u = udp_to_pad[..n].to_vec();
+                if n >= 8 {
+                    u[6..8].fill(0xff); // UDP checksum, once the UDP header is whole
+                }
+                if n > 12 {
+                    u[12] = 0xff; // BTH byte 4
+                }
+                let mut want = m.clone();
+                want.extend_from_slice(&u);
+                assert_eq!(roce_v2(ip, &udp_to_pad[..n]), crc32fast::hash(&want), "{n}");
             }
         }
     }
