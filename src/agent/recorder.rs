@@ -104,6 +104,12 @@ impl Recorder {
             self.evicted += 1;
         }
         let i = wrap(self.head + self.len, cap);
+        // The next frame's slot and entry, on their way into the cache while this one is
+        // recorded and analyzed: the ring is far larger than the caches, so each slot is
+        // a miss, and the redaction reads back what was just written.
+        let next = wrap(i + 1, cap);
+        crate::prefetch::lines(&self.buf[next * self.slot..], 0, self.slot);
+        crate::prefetch::prefetch(std::ptr::from_ref(&self.meta[next]));
         let n = keep.min(f.data.len()).min(self.slot);
         let slot = &mut self.buf[i * self.slot..i * self.slot + n];
         slot.copy_from_slice(&f.data[..n]);
