@@ -108,7 +108,8 @@ impl Recorder {
         // recorded and analyzed: the ring is far larger than the caches, so each slot is
         // a miss, and the redaction reads back what was just written.
         let next = wrap(i + 1, cap);
-        crate::prefetch::lines(&self.buf[next * self.slot..], 0, self.slot);
+        let next_slot = &self.buf[next * self.slot..(next + 1) * self.slot];
+        crate::prefetch::lines(next_slot, 0, next_slot.len());
         crate::prefetch::prefetch(std::ptr::from_ref(&self.meta[next]));
         let n = keep.min(f.data.len()).min(self.slot);
         let slot = &mut self.buf[i * self.slot..i * self.slot + n];
