@@ -279,10 +279,11 @@ struct Wire {
     hidden_retry_room: u64,
 }
 
-/// A silence of A's this long (or longer) may be a retry timer running. rxe's timer fired
-/// after 41-47 ms of A's silence at the tap in the lab's loss runs (perftest's default
-/// timeout, 14: 67 ms from the lost packet's send); a silence as long also comes without
-/// any retry (the VM descheduled, the send queue empty), which only makes the room wider.
+/// A silence of A's this long (or longer) may be a retry timer running. In the stored
+/// `loss-upstream-atomic` run whose kernel count the tap fell short of, A's rewinds after
+/// silences of 30 ms or more came after 41-71 ms, and its other gaps stayed under 20 ms.
+/// A silence as long also comes without any retry (the VM descheduled, the send queue
+/// empty: one of 46.8 ms in a `loss-downstream` run), which only makes the room wider.
 const TIMER_SILENCE_NS: u64 = 30_000_000;
 
 impl Wire {
