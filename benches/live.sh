@@ -18,7 +18,10 @@
 # `analyze -i`'s capture report). CPU µs per packet = CPU time / frames handled. The load
 # average is printed with every row: the machine is shared. `x tcpdump` is the tool's CPU
 # per packet over tcpdump's in the same run and rate (tcpdump runs first: keep it first in
-# TOOLS).
+# TOOLS). `threads` splits a rocetap tool's CPU per packet by thread name (`main`: the
+# main thread, which analyzes or, for `capture`, writes; `rocetap-src-N`: a capture
+# thread; `rocetap-web`: the agent's HTTP server; threads of one name summed), so that a
+# change can be placed.
 #
 # `agent-warm` is the agent in its steady state: before its measured packets it is sent
 # WARM (600,000) frames unpaced, enough to write its flight recorder's ring through once
@@ -79,10 +82,27 @@ netsniff-ng --in "$TMP/t.pcap" --out "$TMP/t.cfg" -s > /dev/null 2>&1
 # cpu_ns PID: nanoseconds on the CPU of every thread of PID (live threads only; the tools'
 # threads all live until they are stopped).
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2> /dev/null | awk '{s += $1} END {printf "%d", s}'; }
+# thread_ns PID: a line "TID NAME NS" for every live thread of PID (NAME with `_` for
+# spaces; the main thread, named after the program, as `main`).
+thread_ns() {
+    local t name
+    for t in /proc/"$1"/task/*; do
+        name=$(tr ' ' _ < "$t/comm" 2> /dev/null) || continue
+        [ "${t##*/}" = "$1" ] && name=main
+        echo "${t##*/} $name $(cut -d' ' -f1 "$t/schedstat" 2> /dev/null || echo 0)"
+    done
+}
+# thread_split BEFORE AFTER: "NAME=NS,NAME=NS,..." of the CPU each thread name used between
+# the two thread_ns snapshots (a thread started in between counts from zero), by name.
+thread_split() {
+    awk 'NR == FNR {was[$1] = $3; next}
+        {used[$2] += $3 - ($1 in was ? was[$1] : 0); if (!($2 in seen)) {seen[$2] = 1; order[++n] = $2}}
+        END {for (i = 1; i <= n; i++) printf "%s%s=%d", (i > 1 ? "," : ""), order[i], used[order[i]]}' "$1" "$2"
+}
 PORT=$((20000 + $$ % 20000))
 metric() { ip netns exec "$B" curl -s "127.0.0.1:$PORT/metrics" | awk -v m="$1" 'index($0, m) == 1 {s += $NF} END {printf "%d", s}'; }
 
-# run TOOL RATE: prints "cpu_ns handled dropped"
+# run TOOL RATE: prints "cpu_ns handled dropped split" (split: thread_split's, or -)
 run() {
     local tool=$1 rate=$2 handled dropped c0 c1 err=$TMP/err
     rm -f "$TMP/out.pcap"
@@ -109,11 +129,13 @@ run() {
         sleep 1.5
     fi
     c0=$(cpu_ns "$TOOL_PID")
+    thread_ns "$TOOL_PID" > "$TMP/threads0"
     local opt=()
     [ "$rate" != 0 ] && opt=(--rate "${rate}pps")
     ip netns exec "$A" trafgen --dev rtl0 --conf "$TMP/t.cfg" --num "$PACKETS" --cpus 1 -q "${opt[@]}" > /dev/null 2>&1
     sleep 1
     c1=$(cpu_ns "$TOOL_PID")
+    thread_ns "$TOOL_PID" > "$TMP/threads1"
     if [ "$tool" != "${tool#agent}" ]; then
         handled=$(($(metric rocetap_frames_total) - h0))
         dropped=$(($(metric rocetap_capture_dropped_packets_total) - d0))
@@ -135,23 +157,28 @@ run() {
             dropped=$(sed -n 's/^\([0-9]*\) packets dropped by \(kernel\|rocetap\).*/\1/p' "$err" | awk '{s += $1} END {print s + 0}')
             ;;
     esac
-    echo "$((c1 - c0)) ${handled:-0} ${dropped:-?}"
+    local split=-
+    [ "$tool" != tcpdump ] && split=$(thread_split "$TMP/threads0" "$TMP/threads1")
+    echo "$((c1 - c0)) ${handled:-0} ${dropped:-?} ${split:--}"
 }
 
 echo "trafgen: $PACKETS frames a run from a 2,048-frame many-qp trace; rates (pps, 0 = unpaced): $RATES; $RUNS interleaved runs"
 echo "rocetap: $BIN"
-printf '%-4s %-8s %-10s %10s %10s %10s %12s %10s  %s\n' run rate tool handled dropped "CPU ms" "CPU us/pkt" "x tcpdump" "load avg"
+printf '%-4s %-8s %-10s %10s %10s %10s %12s %10s %9s  %s\n' run rate tool handled dropped "CPU ms" "CPU us/pkt" "x tcpdump" "load avg" \
+    "threads (us/pkt)"
 for run_i in $(seq "$RUNS"); do
     for rate in $RATES; do
         ref=
         for tool in $TOOLS; do
             run "$tool" "$rate" > "$TMP/row"
-            read -r ns handled dropped < "$TMP/row"
+            read -r ns handled dropped split < "$TMP/row"
             us=$(awk -v n="$ns" -v h="$handled" 'BEGIN {if (h > 0) printf "%.3f", n / 1000 / h; else print "-"}')
             [ "$tool" = tcpdump ] && ref=$us
             ratio=$(awk -v u="$us" -v r="${ref:--}" 'BEGIN {if (r + 0 > 0 && u + 0 > 0) printf "%.2f", u / r; else print "-"}')
-            printf '%-4s %-8s %-10s %10s %10s %10.1f %12s %10s  %s\n' "$run_i" "$rate" "$tool" "$handled" "$dropped" \
-                "$(echo "$ns / 1000000" | bc -l)" "$us" "$ratio" "$(cut -d' ' -f1 /proc/loadavg)"
+            threads=$(echo "$split" | tr ',' '\n' | awk -F= -v h="$handled" \
+                'NF == 2 && h > 0 {printf "%s%s %.3f", (n++ ? ", " : ""), $1, $2 / 1000 / h}')
+            printf '%-4s %-8s %-10s %10s %10s %10.1f %12s %10s %9s  %s\n' "$run_i" "$rate" "$tool" "$handled" "$dropped" \
+                "$(echo "$ns / 1000000" | bc -l)" "$us" "$ratio" "$(cut -d' ' -f1 /proc/loadavg)" "${threads:--}"
         done
     done
 done
