@@ -355,7 +355,7 @@ fn samples_and_goldens() {
 fn lab_samples_and_goldens() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/taps");
     let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
-    for stem in ["switch-write-s", "switch-read-s"] {
+    for stem in ["switch-write-s", "switch-read-s", "switch-write-s-long"] {
         let truth: Value =
             serde_json::from_slice(&fs::read(dir.join(format!("{stem}.truth.json"))).unwrap())
                 .unwrap();
