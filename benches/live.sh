@@ -79,11 +79,9 @@ done
 netsniff-ng --in "$TMP/t.pcap" --out "$TMP/t.cfg" -s > /dev/null 2>&1
 [ -s "$TMP/t.cfg" ] || { echo "benches/live.sh: netsniff-ng made no trafgen config" >&2; exit 2; }
 
-# cpu_ns PID: nanoseconds on the CPU of every thread of PID (live threads only; the tools'
-# threads all live until they are stopped).
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2> /dev/null | awk '{s += $1} END {printf "%d", s}'; }
-# thread_ns PID: a line "TID NAME NS" for every live thread of PID (NAME with `_` for
-# spaces; the main thread, named after the program, as `main`).
+# thread_ns PID: a line "TID NAME NS" for every live thread of PID: nanoseconds on the CPU
+# (NAME with `_` for spaces; the main thread, named after the program, as `main`). The
+# tools' threads all live until they are stopped.
 thread_ns() {
     local t name
     for t in /proc/"$1"/task/*; do
@@ -102,9 +100,9 @@ thread_split() {
 PORT=$((20000 + $$ % 20000))
 metric() { ip netns exec "$B" curl -s "127.0.0.1:$PORT/metrics" | awk -v m="$1" 'index($0, m) == 1 {s += $NF} END {printf "%d", s}'; }
 
-# run TOOL RATE: prints "cpu_ns handled dropped split" (split: thread_split's, or -)
+# run TOOL RATE: prints "NS handled dropped split": CPU ns (the sum of thread_split's), and the split (- for tcpdump)
 run() {
-    local tool=$1 rate=$2 handled dropped c0 c1 err=$TMP/err
+    local tool=$1 rate=$2 handled dropped err=$TMP/err
     rm -f "$TMP/out.pcap"
     case $tool in
         tcpdump) ip netns exec "$B" tcpdump -i rtl1 -n -s 128 -w "$TMP/out.pcap" 2> "$err" & ;;
@@ -128,13 +126,11 @@ run() {
     else
         sleep 1.5
     fi
-    c0=$(cpu_ns "$TOOL_PID")
     thread_ns "$TOOL_PID" > "$TMP/threads0"
     local opt=()
     [ "$rate" != 0 ] && opt=(--rate "${rate}pps")
     ip netns exec "$A" trafgen --dev rtl0 --conf "$TMP/t.cfg" --num "$PACKETS" --cpus 1 -q "${opt[@]}" > /dev/null 2>&1
     sleep 1
-    c1=$(cpu_ns "$TOOL_PID")
     thread_ns "$TOOL_PID" > "$TMP/threads1"
     if [ "$tool" != "${tool#agent}" ]; then
         handled=$(($(metric rocetap_frames_total) - h0))
@@ -157,9 +153,11 @@ run() {
             dropped=$(sed -n 's/^\([0-9]*\) packets dropped by \(kernel\|rocetap\).*/\1/p' "$err" | awk '{s += $1} END {print s + 0}')
             ;;
     esac
-    local split=-
-    [ "$tool" != tcpdump ] && split=$(thread_split "$TMP/threads0" "$TMP/threads1")
-    echo "$((c1 - c0)) ${handled:-0} ${dropped:-?} ${split:--}"
+    local split ns
+    split=$(thread_split "$TMP/threads0" "$TMP/threads1")
+    ns=$(echo "$split" | tr ',' '\n' | awk -F= '{s += $2} END {printf "%d", s}')
+    [ "$tool" = tcpdump ] && split=-
+    echo "$ns ${handled:-0} ${dropped:-?} ${split:--}"
 }
 
 echo "trafgen: $PACKETS frames a run from a 2,048-frame many-qp trace; rates (pps, 0 = unpaced): $RATES; $RUNS interleaved runs"
