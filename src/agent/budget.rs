@@ -7,7 +7,7 @@
 //! | `recorder` | 35 %, split evenly over sources   | the flight-recorder rings (`--recorder-bytes` at most) |
 //! | `analyzer` | 30 %, pooled over sources         | live flows, kept events and flow summaries, the per-second snapshot |
 //! | `report`   | 15 %                              | one `/report` or dump re-analysis at a time |
-//! | `capture`  | 20 %: half kernel rings, half queue | libpcap's rings (per source) and the batch queue |
+//! | `capture`  | 20 %: half kernel rings, half queue | libpcap's rings (per source) and the batch queue; one source (read without a queue): its ring |
 //!
 //! `BASE` is the program, its threads, the HTTP server and netcheck (measured: 26 MB of
 //! mapped code and libraries in a release build, see docs/perf.md). A part that is full degrades instead of growing: rings evict
@@ -109,10 +109,18 @@ pub fn plan(w: &Wanted) -> Result<Plan, TooSmall> {
     let per_source = rec / n;
     let recorder_bytes =
         (per_source / (slot + SLOT_META + REPLAY_ENTRY) * slot).min(w.recorder_bytes);
-    // Capture: half kernel rings, half the queue.
-    let pcap_buffer = (cap / 2 / n).min(u64::from(w.pcap_buffer)) as u32;
+    // Capture: half kernel rings, half the queue. One source is read on the analysis
+    // thread with no queue: its ring takes the queue's half too (the frames that come
+    // while that thread is busy elsewhere wait in it).
     let batch = w.batch_frames.max(1) as u64 * BATCH_FRAME_COST;
-    let queue_batches = ((cap / 2 / batch) as usize).clamp(2, w.queue_batches.max(2));
+    let (pcap_buffer, queue_batches) = if n == 1 {
+        let ring = (cap / 2).min(u64::from(w.pcap_buffer)) + cap / 2;
+        (ring.min(u64::from(i32::MAX as u32)) as u32, 0)
+    } else {
+        let ring = (cap / 2 / n).min(u64::from(w.pcap_buffer)) as u32;
+        let queue = ((cap / 2 / batch) as usize).clamp(2, w.queue_batches.max(2));
+        (ring, queue)
+    };
     // Analyzers: a tenth each for events and summaries per source, the rest flows.
     let events = ((ana / 10 / n / EVENT_COST) as usize).min(w.events);
     let summaries = ((ana / 10 / n / SUMMARY_COST) as usize).min(w.summaries);
@@ -263,9 +271,10 @@ mod tests {
         assert_eq!(p.pcap_buffer >> 10, 2048);
         assert!(p.flows > 12_000, "{}", p.flows);
         let p = plan(&wanted(DEFAULT_LIMIT, 1)).unwrap();
-        // One source: what was asked for, not more.
+        // One source: what was asked for, not more; no queue, whose half of the 32 MiB
+        // capture share goes to the ring.
         assert_eq!(p.recorder_bytes, 32 << 20);
-        assert_eq!(p.pcap_buffer, 8 << 20);
+        assert_eq!((p.pcap_buffer, p.queue_batches), (24 << 20, 0));
         assert_eq!((p.events, p.summaries), (9_830, 1_024));
     }
 

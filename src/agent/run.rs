@@ -17,7 +17,7 @@ use super::window::{self, Window};
 use super::Config;
 use super::Error;
 use crate::analysis::{Analyzer, Report};
-use crate::capture::live::{LiveSource, SourceInfo, SourceStats};
+use crate::capture::live::{Inline, LiveSource, SourceInfo, SourceStats, FLUSH_INTERVAL};
 use crate::capture::merge::Merger;
 use crate::capture::{rdma, session};
 use crate::error::exit;
@@ -129,15 +129,31 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
     );
     // Before the capture threads start: they then share the one arena.
     let _ = super::arena::one_arena();
-    let live = opened.start();
+    // One source is read on this thread, straight from libpcap's ring (no capture
+    // thread, queue or copy): its kernel ring takes the capture share the queue would
+    // have had (`budget::plan`) and holds the frames that come while this thread is busy
+    // elsewhere (a `/report`, a dump). Several sources: a thread each and the queue.
+    let (live, mut inline) = match opened.start_inline() {
+        Ok((live, inline)) => (live, Some(inline)),
+        Err(opened) => (opened.start(), None),
+    };
     let mut lp = Loop::new(cfg, &infos, log, tables, plan);
-    let reason = lp.run(&live, &stop, &usr1, (&rep_rx, &join_rx), &shared);
+    let reason = lp.run(
+        (&live, inline.as_mut()),
+        &stop,
+        &usr1,
+        (&rep_rx, &join_rx),
+        &shared,
+    );
     let stats = live.stats().to_vec();
     let rest = live.finish();
     for b in rest {
         lp.merger.push(b);
     }
     lp.drain();
+    if let Some(i) = inline {
+        i.finish();
+    }
     lp.publish(&stats, &shared);
     stop.store(true, Ordering::SeqCst);
     let _ = http.join();
@@ -381,9 +397,16 @@ impl<'c> Loop<'c> {
         });
     }
 
+    /// Reads the one source read inline for up to `wait`, each frame analyzed and
+    /// recorded straight from libpcap's buffer.
+    fn pump(&mut self, src: &mut Inline, wait: Duration) {
+        let (pipe, rec, privacy) = (&mut self.pipes[0], &mut self.recs[0], &self.privacy);
+        let _ = src.pump(wait, |f| pipe.feed(f, &mut Recording { rec, privacy }));
+    }
+
     fn run(
         &mut self,
-        live: &LiveSource,
+        (live, mut inline): (&LiveSource, Option<&mut Inline>),
         stop: &AtomicBool,
         usr1: &AtomicBool,
         (reports, analyses): (&Receiver<ReportRequest>, &Receiver<SyncSender<Vec<Report>>>),
@@ -392,20 +415,30 @@ impl<'c> Loop<'c> {
         let started = Instant::now();
         let mut last_tick = Instant::now();
         loop {
-            if let Some(b) = live.recv_timeout(Duration::from_millis(100)) {
-                self.merger.push(b);
-                while let Ok(b) = live.receiver().try_recv() {
+            if let Some(src) = inline.as_deref_mut() {
+                // Back within a flush interval, so a `/report` waits no longer for its turn
+                // than it would behind a capture thread's batch.
+                self.pump(src, FLUSH_INTERVAL);
+            } else {
+                if let Some(b) = live.recv_timeout(Duration::from_millis(100)) {
                     self.merger.push(b);
+                    while let Ok(b) = live.receiver().try_recv() {
+                        self.merger.push(b);
+                    }
                 }
+                self.drain();
             }
-            self.drain();
             if stop.load(Ordering::SeqCst) {
                 return "signal";
             }
             if self.cfg.duration.is_some_and(|d| started.elapsed() >= d) {
                 return "duration reached";
             }
-            if self.merger.is_done() {
+            let ended = match inline.as_deref() {
+                Some(src) => src.ended(),
+                None => self.merger.is_done(),
+            };
+            if ended {
                 return "all sources ended";
             }
             while let Ok(tx) = reports.try_recv() {

@@ -67,7 +67,9 @@ pub fn threads(pid: u32) -> Vec<(String, BTreeMap<String, u64>)> {
 
 pub fn assert_caps(pid: u32, want: u64) {
     let ts = threads(pid);
-    assert!(ts.len() >= 3, "the agent's threads: {ts:?}");
+    // At least the main thread (which also reads a single source) and the HTTP server's;
+    // several sources add a capture thread each, netcheck its own.
+    assert!(ts.len() >= 2, "the agent's threads: {ts:?}");
     for (name, m) in &ts {
         for (k, v) in [
             ("CapEff", want),

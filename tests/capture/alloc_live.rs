@@ -1,9 +1,10 @@
 //! Per-packet work allocates nothing on the live paths: a counting allocator (this test
 //! binary's global allocator; it counts the allocations of the calling thread only, so
 //! the other tests running beside it do not disturb the count) around
-//! - the one-device path of a capture session (`Opened::start_inline` + `Pipeline::
-//!   pump_inline`: frames straight from libpcap's buffer through decode and analysis),
-//!   on loopback (root; otherwise SKIP, a failure under CI),
+//! - the one-device path of a capture session and of a one-source agent
+//!   (`Opened::start_inline` + `Pipeline::pump_inline`: frames straight from libpcap's
+//!   buffer through decode and analysis, with and without reopening), on loopback (root;
+//!   otherwise SKIP, a failure under CI),
 //! - the merger's release of whole batches (`Merger::drain`, one source and several, and
 //!   `Merger::drain_sources`, the agent's), with nothing live,
 //! - file reads with `--jobs 1` and `--jobs 2` (`Pipeline::jobs`): the calling thread's
@@ -136,6 +137,13 @@ fn one_device_is_analyzed_from_libpcaps_buffer_without_allocating() {
         common::skip("capturing on loopback needs root");
         return;
     }
+    // As a capture session opens it, and as the agent does (a lost device reopened).
+    for reopen in [false, true] {
+        one_device_round(reopen);
+    }
+}
+
+fn one_device_round(reopen: bool) {
     let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
     let port = rx.local_addr().unwrap().port();
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -143,11 +151,12 @@ fn one_device_is_analyzed_from_libpcaps_buffer_without_allocating() {
         snaplen: 128,
         immediate: true,
         filter: Filter::Expr(format!("udp dst port {port}")),
+        reopen,
         ..LiveOptions::default()
     };
     let opened = LiveSource::open(&["lo".to_string()], opts).expect("open lo");
     let Ok((_live, mut inline)) = opened.start_inline() else {
-        panic!("one device without reopening reads inline");
+        panic!("one device reads inline, reopened or not");
     };
     let dcfg = dissectors::Config {
         roce_port: port,
@@ -176,7 +185,10 @@ fn one_device_is_analyzed_from_libpcaps_buffer_without_allocating() {
     // The first frames: the flow's state and the analyzer's tables are allocated.
     round(200, &mut p);
     let allocated = round(2000, &mut p);
-    assert_eq!(allocated, 0, "allocations while 2000 frames went through");
+    assert_eq!(
+        allocated, 0,
+        "allocations while 2000 frames went through (reopen {reopen})"
+    );
     let r = p.finish();
     assert_eq!(r.totals.frames, 2200);
 }

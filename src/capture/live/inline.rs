@@ -1,18 +1,21 @@
 //! One device read on the caller's own thread: no capture thread, no queue, no merge and
 //! no copy — every frame is handed on straight from libpcap's buffer. This is the path of
-//! a capture session with a single device (`rocetap capture -i X`, `analyze -i X`), where
-//! there is nothing to merge; several devices, and the agent (which reopens lost
-//! devices), keep a thread per device ([`Opened::start`]).
+//! every session with a single device (`rocetap capture -i X`, `analyze -i X`, an agent
+//! with one source), where there is nothing to merge; several devices keep a thread per
+//! device ([`Opened::start`]).
 //!
 //! Guarantees: frames come in capture order with the pcap header's timestamp; the
 //! source's counters ([`SourceStats`]) are kept as a capture thread keeps them (received
 //! per call, libpcap's statistics every 500 ms and at the end), so the status line and the
 //! final report read the same; nothing is dropped by rocetap (there is no queue: a slow
 //! consumer leaves frames in the kernel's ring, whose drops libpcap counts). A failing
-//! handle ends the source with libpcap's words in [`SourceStats::error`].
+//! handle ends the source with libpcap's words in [`SourceStats::error`] — or, with
+//! [`LiveOptions::reopen`](super::LiveOptions::reopen), marks it down and opens the device
+//! again with the capture threads' backoff, its counters carried over (they never go
+//! back), between two calls of [`Inline::pump`].
 
-use super::thread::read_pcap_stats;
-use super::{LiveSource, Opened, PcapStats, SourceStats, FLUSH_INTERVAL};
+use super::thread::{open_error_text, read_pcap_stats, Backoff};
+use super::{open_device, LiveOptions, LiveSource, Opened, PcapStats, SourceStats, FLUSH_INTERVAL};
 use crate::capture::Frame;
 use dissectors::LinkType;
 use nix::poll::{poll, PollFd, PollFlags};
@@ -33,31 +36,47 @@ pub struct Inline {
     link: LinkType,
     stats: Arc<SourceStats>,
     last_stats: Instant,
+    /// How a lost device is opened again, when it is.
+    reopen: Option<Reopen>,
+}
+
+/// What [`Inline`] needs to open a lost device again.
+struct Reopen {
+    name: String,
+    opts: LiveOptions,
+    backoff: Backoff,
+    /// When the current handle was opened.
+    opened: Instant,
+    /// When to try next while the device is down.
+    next_try: Instant,
+    /// libpcap's counts of the handles closed before the current one.
+    base: PcapStats,
 }
 
 impl Opened {
-    /// With exactly one device and no reopening: the running source's description and
-    /// counters (a [`LiveSource`] without threads; its queue is always empty) and the
-    /// device to read with [`Inline::pump`]. Otherwise the sources unchanged, to
-    /// [`Opened::start`].
+    /// With exactly one device: the running source's description and counters (a
+    /// [`LiveSource`] without threads; its queue is always empty) and the device to read
+    /// with [`Inline::pump`]. Otherwise the sources unchanged, to [`Opened::start`].
     pub fn start_inline(mut self) -> Result<(LiveSource, Inline), Opened> {
-        if self.sources.len() != 1 || self.opts.reopen {
+        if self.sources.len() != 1 {
             return Err(self);
         }
         let (info, cap) = self.sources.pop().expect("one source");
         let stats = Arc::new(SourceStats::default());
         stats.up.store(true, Ordering::Relaxed);
         let link = info.link;
+        let reopen = self.opts.reopen.then(|| Reopen {
+            name: info.name.clone(),
+            opts: self.opts.clone(),
+            backoff: Backoff::new(),
+            opened: Instant::now(),
+            next_try: Instant::now(),
+            base: PcapStats::default(),
+        });
         // Non-blocking reads plus poll(2), as the capture threads read.
-        let cap = match cap.setnonblock() {
-            Ok(c) => Some(c),
-            Err(e) => {
-                *stats
-                    .error
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e.to_string());
-                None
-            }
+        let (cap, failed) = match cap.setnonblock() {
+            Ok(c) => (Some(c), None),
+            Err(e) => (None, Some(e.to_string())),
         };
         // No thread sends anything: the receiver is disconnected from the start.
         let (_, rx) = sync_channel(1);
@@ -68,34 +87,109 @@ impl Opened {
             stop: Arc::new(AtomicBool::new(false)),
             threads: Vec::new(),
         };
-        Ok((
-            live,
-            Inline {
-                cap,
-                link,
-                stats,
-                last_stats: Instant::now(),
-            },
-        ))
+        let mut inline = Inline {
+            cap,
+            link,
+            stats,
+            last_stats: Instant::now(),
+            reopen,
+        };
+        if let Some(e) = failed {
+            inline.lost(e);
+        }
+        Ok((live, inline))
     }
 }
 
 impl Inline {
-    /// True once the device failed (its error is in the source's counters).
+    /// True once the device failed for good (its error is in the source's counters): a
+    /// device that is reopened is down for a while, never ended.
     pub fn ended(&self) -> bool {
-        self.cap.is_none()
+        self.cap.is_none() && self.reopen.is_none()
+    }
+
+    fn set_error(&self, e: Option<String>) {
+        *self
+            .stats
+            .error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = e;
+    }
+
+    /// Down, with reopening: waits until the next attempt is due (at most `wait`), then
+    /// tries to open the device again; true when it is back.
+    fn revive(&mut self, wait: Duration) -> bool {
+        let Some(r) = self.reopen.as_mut() else {
+            std::thread::sleep(wait.min(FLUSH_INTERVAL));
+            return false;
+        };
+        let now = Instant::now();
+        if now < r.next_try {
+            std::thread::sleep((r.next_try - now).min(wait));
+            return false;
+        }
+        let opened = open_device(&r.name, &r.opts)
+            .map_err(|e| open_error_text(&e))
+            .and_then(|(_, c)| c.setnonblock().map_err(|e| e.to_string()));
+        match opened {
+            Ok(c) => {
+                self.link = LinkType::from_linktype(c.get_datalink().0 as u32);
+                self.cap = Some(c);
+                r.opened = Instant::now();
+                self.set_error(None);
+                self.stats.reopens.fetch_add(1, Ordering::SeqCst);
+                self.stats.up.store(true, Ordering::SeqCst);
+                true
+            }
+            Err(e) => {
+                r.next_try = Instant::now() + r.backoff.next();
+                self.set_error(Some(e));
+                false
+            }
+        }
+    }
+
+    /// The handle failed: with reopening, down until [`Inline::revive`] brings it back.
+    fn lost(&mut self, why: String) {
+        self.set_error(Some(why));
+        self.cap = None;
+        if let Some(r) = self.reopen.as_mut() {
+            self.stats.up.store(false, Ordering::SeqCst);
+            self.stats.losses.fetch_add(1, Ordering::SeqCst);
+            r.backoff.was_up(r.opened.elapsed());
+            r.next_try = Instant::now() + r.backoff.next();
+            if let Some(p) = *self
+                .stats
+                .pcap
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+            {
+                r.base = p;
+            }
+        }
+    }
+
+    /// libpcap's counts of the handles closed before the current one.
+    fn base(&self) -> PcapStats {
+        self.reopen
+            .as_ref()
+            .map_or_else(PcapStats::default, |r| r.base)
     }
 
     /// Hands every frame the device delivers to `f`, straight from libpcap's buffer,
     /// for about `wait` (waiting in poll(2) while the device is idle), or until `f`
-    /// breaks (`Break`) or the device fails (`Continue`, and [`Inline::ended`]).
+    /// breaks (`Break`) or the device fails (`Continue`, and [`Inline::ended`] unless it
+    /// is reopened). While a lost device is down, waits for the next attempt to open it.
     pub fn pump(
         &mut self,
         wait: Duration,
         mut f: impl FnMut(&Frame<'_>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
+        if self.cap.is_none() && !self.revive(wait) {
+            return ControlFlow::Continue(());
+        }
+        let base = self.base();
         let Some(cap) = self.cap.as_mut() else {
-            std::thread::sleep(wait.min(FLUSH_INTERVAL));
             return ControlFlow::Continue(());
         };
         let start = Instant::now();
@@ -148,24 +242,20 @@ impl Inline {
         }
         self.stats.received.fetch_add(n, Ordering::Relaxed);
         if failed.is_some() || self.last_stats.elapsed() >= Duration::from_millis(500) {
-            read_pcap_stats(cap, PcapStats::default(), &self.stats);
+            read_pcap_stats(cap, base, &self.stats);
             self.last_stats = Instant::now();
         }
         if let Some(e) = failed {
-            *self
-                .stats
-                .error
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e.to_string());
-            self.cap = None;
+            self.lost(e.to_string());
         }
         flow
     }
 
     /// At the end: libpcap's final statistics into the source's counters.
     pub fn finish(mut self) {
+        let base = self.base();
         if let Some(cap) = self.cap.as_mut() {
-            read_pcap_stats(cap, PcapStats::default(), &self.stats);
+            read_pcap_stats(cap, base, &self.stats);
         }
     }
 }

@@ -45,20 +45,20 @@ fn cap_link(cap: &Capture<Active>) -> LinkType {
 /// The waits between attempts to reopen a lost device: [`REOPEN_FIRST`] doubling to
 /// [`REOPEN_MAX`]; back to the first once the device stayed up for [`REOPEN_MAX`].
 #[derive(Debug)]
-struct Backoff(Duration);
+pub(super) struct Backoff(Duration);
 
 impl Backoff {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Backoff(REOPEN_FIRST)
     }
     /// The wait before the next attempt (and doubles the one after).
-    fn next(&mut self) -> Duration {
+    pub(super) fn next(&mut self) -> Duration {
         let d = self.0;
         self.0 = (self.0 * 2).min(REOPEN_MAX);
         d
     }
     /// The device was up this long before it failed again.
-    fn was_up(&mut self, d: Duration) {
+    pub(super) fn was_up(&mut self, d: Duration) {
         if d >= REOPEN_MAX {
             self.0 = REOPEN_FIRST;
         }
@@ -124,7 +124,7 @@ pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx
     let _ = ctx.offer(std::mem::replace(&mut run.batch, Batch::new(ctx.source, 0)));
 }
 
-fn open_error_text(e: &OpenError) -> String {
+pub(super) fn open_error_text(e: &OpenError) -> String {
     match e {
         OpenError::Device { message, .. } => message.clone(),
         OpenError::Filter {
