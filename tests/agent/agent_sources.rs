@@ -291,6 +291,18 @@ fn too_small_a_budget_is_a_one_line_error() {
     }
 }
 
+/// The process' threads named as capture threads (`rocetap-src-N`).
+fn capture_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.starts_with("rocetap-src-"))
+        })
+        .count()
+}
+
 /// Deletes the `lost` wire of a running agent with `n` sources, checks it is reported
 /// and the agent still answers, recreates it and checks its traffic is counted again.
 fn lose_and_find(n: usize, lost: usize) {
@@ -313,6 +325,13 @@ fn lose_and_find(n: usize, lost: usize) {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut agent = start_agent(&args, &log);
     healthy(port);
+    // One source is read on the analysis thread (no capture thread, no queue); several
+    // have a capture thread each.
+    assert_eq!(
+        capture_threads(agent.0.id()),
+        if n == 1 { 0 } else { n },
+        "capture threads with {n} sources"
+    );
     let src = wires.host[lost].clone();
     let naks = truth("loss-upstream.pcap", "nak_psn_seq") as f64;
     let nak_series =
