@@ -5,8 +5,9 @@
 //! node at an interval, dumps the recorder when a `--dump-on` rule holds over the sliding
 //! window (or on SIGUSR1), and logs one line per notable event.
 //!
-//! Threads: the capture threads (one per source, `capture::live`), the analysis loop
-//! (this module: merge, decode, analyze, record, publish once a second), the HTTP server
+//! Threads: with several sources a capture thread each (`capture::live`; one source is
+//! read by the analysis loop itself, straight from libpcap's ring), the analysis loop
+//! (this module: decode, analyze, record, publish once a second), the HTTP server
 //! (`http`) and the netcheck pass (`netns`). They share only the published values
 //! ([`state::Published`]) and a channel for `/report`.
 
