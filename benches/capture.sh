@@ -14,6 +14,8 @@
 set -eu
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benches/lib.sh
+. "$here/benches/lib.sh"
 trace=${1:-$here/../shared/captures/public/rdma-nccl2.pcap}
 loops=${2:-400}
 runs=${3:-3}
@@ -28,23 +30,10 @@ fi
 a=rtbench-$$-a
 b=rtbench-$$-b
 work=$(mktemp -d)
-cleanup() {
-    ip netns del "$a" 2>/dev/null || true
-    ip netns del "$b" 2>/dev/null || true
-    rm -rf "$work"
-}
+cleanup() { netns_cleanup "$a" "$b" "$work"; }
 trap cleanup EXIT INT TERM
 
-ip netns add "$a"
-ip netns add "$b"
-ip link add rtb0 netns "$a" type veth peer name rtb1 netns "$b"
-for side in "$a rtb0 198.19.254.1/24" "$b rtb1 198.19.254.2/24"; do
-    set -- $side
-    ip netns exec "$1" sysctl -qw "net.ipv6.conf.$2.disable_ipv6=1"
-    ip -n "$1" link set "$2" mtu 9000
-    ip -n "$1" addr add "$3" dev "$2"
-    ip -n "$1" link set "$2" up
-done
+veth_pair "$a" rtb0 198.19.254.1/24 "$b" rtb1 198.19.254.2/24
 
 per_loop=$("$rocetap" decode -q "$trace" | wc -l)
 sent=$((per_loop * loops))

@@ -38,6 +38,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benches/lib.sh
+. "$here/benches/lib.sh"
 PACKETS=${PACKETS:-300000}
 RATES=${RATES:-100000 300000 0}
 RUNS=${RUNS:-3}
@@ -45,39 +47,18 @@ TOOLS=${TOOLS:-tcpdump capture agent agent-warm analyze}
 WARM=${WARM:-600000}
 BIN=${ROCETAP:-$here/target/release/rocetap}
 
-[ "$(id -u)" = 0 ] || { echo "benches/live.sh: needs root (network namespaces)" >&2; exit 2; }
-for t in trafgen netsniff-ng tcpdump curl python3; do
-    command -v $t > /dev/null || { echo "benches/live.sh: needs $t (apt-get install netsniff-ng tcpdump curl)" >&2; exit 2; }
-done
+needs_root_and benches/live.sh "apt-get install netsniff-ng tcpdump curl" trafgen netsniff-ng tcpdump curl python3
 [ -x "$BIN" ] || (cd "$here" && cargo build --release --quiet)
 
 A=rtlive-$$-a
 B=rtlive-$$-b
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/rocetap-live.XXXXXX")
 TOOL_PID=
-cleanup() {
-    [ -n "$TOOL_PID" ] && kill "$TOOL_PID" 2> /dev/null || true
-    ip netns del "$A" 2> /dev/null || true
-    ip netns del "$B" 2> /dev/null || true
-    rm -rf "$TMP"
-}
+cleanup() { netns_cleanup "$A" "$B" "$TMP" "$TOOL_PID"; }
 trap cleanup EXIT INT TERM
 
-ip netns add "$A"
-ip netns add "$B"
-ip link add rtl0 netns "$A" type veth peer name rtl1 netns "$B"
-for side in "$A rtl0 198.18.254.1/24" "$B rtl1 198.18.254.2/24"; do
-    set -- $side
-    ip netns exec "$1" sysctl -qw "net.ipv6.conf.$2.disable_ipv6=1"
-    ip -n "$1" link set "$2" mtu 9000
-    ip -n "$1" addr add "$3" dev "$2"
-    ip -n "$1" link set "$2" up
-    ip -n "$1" link set lo up
-done
-
-"$BIN" synth many-qp --qps 64 --peers 4 --msg-size 256 --packets 2048 -o "$TMP/t.pcap" > /dev/null
-netsniff-ng --in "$TMP/t.pcap" --out "$TMP/t.cfg" -s > /dev/null 2>&1
-[ -s "$TMP/t.cfg" ] || { echo "benches/live.sh: netsniff-ng made no trafgen config" >&2; exit 2; }
+veth_pair "$A" rtl0 198.18.254.1/24 "$B" rtl1 198.18.254.2/24
+trafgen_config "$BIN" "$TMP" benches/live.sh
 
 # thread_ns PID: a line "TID NAME NS" for every live thread of PID: nanoseconds on the CPU
 # (NAME with `_` for spaces; the main thread, named after the program, as `main`). The

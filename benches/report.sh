@@ -23,15 +23,14 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benches/lib.sh
+. "$here/benches/lib.sh"
 RATE=${RATE:-1000000}
 SECONDS_SENT=${SECONDS_SENT:-6}
 REPORTS=${REPORTS:-3}
 BIN=${ROCETAP:-$here/target/release/rocetap}
 
-[ "$(id -u)" = 0 ] || { echo "benches/report.sh: needs root (network namespaces)" >&2; exit 2; }
-for t in trafgen netsniff-ng curl; do
-    command -v $t > /dev/null || { echo "benches/report.sh: needs $t (apt-get install netsniff-ng curl)" >&2; exit 2; }
-done
+needs_root_and benches/report.sh "apt-get install netsniff-ng curl" trafgen netsniff-ng curl
 [ -x "$BIN" ] || (cd "$here" && cargo build --release --quiet)
 
 A=rtrep-$$-a
@@ -39,30 +38,11 @@ B=rtrep-$$-b
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/rocetap-report.XXXXXX")
 AGENT=
 SENDER=
-cleanup() {
-    [ -n "$SENDER" ] && kill "$SENDER" 2> /dev/null || true
-    [ -n "$AGENT" ] && kill "$AGENT" 2> /dev/null || true
-    ip netns del "$A" 2> /dev/null || true
-    ip netns del "$B" 2> /dev/null || true
-    rm -rf "$TMP"
-}
+cleanup() { netns_cleanup "$A" "$B" "$TMP" "$SENDER" "$AGENT"; }
 trap cleanup EXIT INT TERM
 
-ip netns add "$A"
-ip netns add "$B"
-ip link add rtr0 netns "$A" type veth peer name rtr1 netns "$B"
-for side in "$A rtr0 198.18.253.1/24" "$B rtr1 198.18.253.2/24"; do
-    set -- $side
-    ip netns exec "$1" sysctl -qw "net.ipv6.conf.$2.disable_ipv6=1"
-    ip -n "$1" link set "$2" mtu 9000
-    ip -n "$1" addr add "$3" dev "$2"
-    ip -n "$1" link set "$2" up
-    ip -n "$1" link set lo up
-done
-
-"$BIN" synth many-qp --qps 64 --peers 4 --msg-size 256 --packets 2048 -o "$TMP/t.pcap" > /dev/null
-netsniff-ng --in "$TMP/t.pcap" --out "$TMP/t.cfg" -s > /dev/null 2>&1
-[ -s "$TMP/t.cfg" ] || { echo "benches/report.sh: netsniff-ng made no trafgen config" >&2; exit 2; }
+veth_pair "$A" rtr0 198.18.253.1/24 "$B" rtr1 198.18.253.2/24
+trafgen_config "$BIN" "$TMP" benches/report.sh
 
 PORT=$((20000 + $$ % 20000))
 ip netns exec "$B" "$BIN" agent -i rtr1 --listen "127.0.0.1:$PORT" --netcheck-interval 0 \
