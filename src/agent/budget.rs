@@ -114,8 +114,11 @@ pub fn plan(w: &Wanted) -> Result<Plan, TooSmall> {
     // while that thread is busy elsewhere wait in it).
     let batch = w.batch_frames.max(1) as u64 * BATCH_FRAME_COST;
     let (pcap_buffer, queue_batches) = if n == 1 {
-        let ring = (cap / 2).min(u64::from(w.pcap_buffer)) + cap / 2;
-        (ring.min(u64::from(i32::MAX as u32)) as u32, 0)
+        // At most what the ring and the queue were asked for together (libpcap takes a
+        // buffer size that fits an i32).
+        let queue = (w.queue_batches as u64).saturating_mul(batch);
+        let ring = (cap / 2).min(u64::from(w.pcap_buffer)) + (cap / 2).min(queue);
+        (ring.min(i32::MAX as u64) as u32, 0)
     } else {
         let ring = (cap / 2 / n).min(u64::from(w.pcap_buffer)) as u32;
         let queue = ((cap / 2 / batch) as usize).clamp(2, w.queue_batches.max(2));
@@ -276,6 +279,11 @@ mod tests {
         assert_eq!(p.recorder_bytes, 32 << 20);
         assert_eq!((p.pcap_buffer, p.queue_batches), (24 << 20, 0));
         assert_eq!((p.events, p.summaries), (9_830, 1_024));
+        // A large budget: the one ring is still what ring and queue were asked for.
+        let w = wanted(4 << 30, 1);
+        let p = plan(&w).unwrap();
+        let asked = u64::from(w.pcap_buffer) + w.queue_batches as u64 * 256 * BATCH_FRAME_COST;
+        assert_eq!(u64::from(p.pcap_buffer), asked);
     }
 
     #[test]

@@ -157,6 +157,29 @@ pub struct SourceStats {
     pub reopens: AtomicU64,
 }
 
+impl SourceStats {
+    /// Says why the source is down or ended (`None`: it is fine).
+    fn set_error(&self, e: Option<String>) {
+        *self
+            .error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = e;
+    }
+
+    /// The device was lost and will be opened again.
+    fn went_down(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        self.losses.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A lost device was opened again.
+    fn came_back(&self) {
+        self.set_error(None);
+        self.reopens.fetch_add(1, Ordering::SeqCst);
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
 /// libpcap's counters for one device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PcapStats {

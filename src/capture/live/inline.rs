@@ -108,14 +108,6 @@ impl Inline {
         self.cap.is_none() && self.reopen.is_none()
     }
 
-    fn set_error(&self, e: Option<String>) {
-        *self
-            .stats
-            .error
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = e;
-    }
-
     /// Down, with reopening: waits until the next attempt is due (at most `wait`), then
     /// tries to open the device again; true when it is back.
     fn revive(&mut self, wait: Duration) -> bool {
@@ -136,14 +128,12 @@ impl Inline {
                 self.link = LinkType::from_linktype(c.get_datalink().0 as u32);
                 self.cap = Some(c);
                 r.opened = Instant::now();
-                self.set_error(None);
-                self.stats.reopens.fetch_add(1, Ordering::SeqCst);
-                self.stats.up.store(true, Ordering::SeqCst);
+                self.stats.came_back();
                 true
             }
             Err(e) => {
                 r.next_try = Instant::now() + r.backoff.next();
-                self.set_error(Some(e));
+                self.stats.set_error(Some(e));
                 false
             }
         }
@@ -151,11 +141,10 @@ impl Inline {
 
     /// The handle failed: with reopening, down until [`Inline::revive`] brings it back.
     fn lost(&mut self, why: String) {
-        self.set_error(Some(why));
+        self.stats.set_error(Some(why));
         self.cap = None;
         if let Some(r) = self.reopen.as_mut() {
-            self.stats.up.store(false, Ordering::SeqCst);
-            self.stats.losses.fetch_add(1, Ordering::SeqCst);
+            self.stats.went_down();
             r.backoff.was_up(r.opened.elapsed());
             r.next_try = Instant::now() + r.backoff.next();
             if let Some(p) = last_pcap_stats(&self.stats) {

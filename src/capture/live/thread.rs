@@ -92,18 +92,11 @@ pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx
         let opened = Instant::now();
         let res = capture(c, link, dev.margin, &ctx, &mut run);
         let Err(why) = res else { break };
-        let set_error = |e: String| {
-            *ctx.stats
-                .error
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
-        };
-        set_error(why.to_string());
+        ctx.stats.set_error(Some(why.to_string()));
         if !dev.opts.reopen {
             break;
         }
-        ctx.stats.up.store(false, Ordering::SeqCst);
-        ctx.stats.losses.fetch_add(1, Ordering::SeqCst);
+        ctx.stats.went_down();
         backoff.was_up(opened.elapsed());
         // Down: wait, try again, and say meanwhile that nothing came.
         loop {
@@ -114,15 +107,10 @@ pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx
                 Ok((_, c)) => {
                     let l = cap_link(&c);
                     cap = Some((c, l));
-                    *ctx.stats
-                        .error
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
-                    ctx.stats.reopens.fetch_add(1, Ordering::SeqCst);
-                    ctx.stats.up.store(true, Ordering::SeqCst);
+                    ctx.stats.came_back();
                     break;
                 }
-                Err(e) => set_error(open_error_text(&e)),
+                Err(e) => ctx.stats.set_error(Some(open_error_text(&e))),
             }
         }
     }
