@@ -247,9 +247,13 @@ SWITCH_SCENARIOS = [
     # packet in flight per QP: netem's reordering reorders no QP's packets. -u 20 (a 4 s
     # retransmit timeout): rxe's timer, armed once for a stream of single packets, fires
     # early under 100 ms round trips and would resend packets that were never lost.
+    # 240 messages a QP: the median of n draws from a 100 ms uniform spread wanders by
+    # 50/sqrt(n) ms (one sigma), and rocetap reports the larger of the two QPs' medians;
+    # with 60 (6.5 ms) runs measured 40-65 ms, with 240 (3.2 ms) the 25 % the test allows
+    # is 3.9 sigma.
     Scenario("switch-jitter", "1 KiB WRITEs, one in flight per QP (-t 1, -u 20), 2 QPs; the switch delays its port "
              "toward B by 100 ms +- 50 ms (uniform): queueing between the taps, median 50 ms above the minimum",
-             "ib_write_bw", 60, size=1024, flags="-q 2 -t 1 -u 20", snap=128, tap="A+B",
+             "ib_write_bw", 240, size=1024, flags="-q 2 -t 1 -u 20", snap=128, tap="A+B",
              faults=[at_switch("B", "delay 100ms 50ms")]),
 ]
 

@@ -20,7 +20,8 @@
 //! * CE marks added at S: B's capture has netem's count, A's none;
 //! * the jitter at S: `queueing_delay_median_s` within 25 % of netem's jitter (netem
 //!   draws the delay uniformly from [D − J, D + J) without a distribution table, so the
-//!   median above the minimum is J).
+//!   median above the minimum is J; 240 messages a QP, so that the sample's median, one
+//!   sigma J/√240, stays inside the 25 % with the larger of two QPs' taken).
 //!
 //! The analysis runs with `--tap-window 2`: under TCG a guest timestamps a packet when its
 //! vCPU gets a host core, tens of ms late at times (one run: B's view of A's packets moved
