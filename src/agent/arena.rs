@@ -1,7 +1,8 @@
 //! One malloc arena for the whole agent (glibc): with several sources every capture
 //! thread allocates the batches the analysis thread frees; with an arena per thread
-//! (glibc's default, up to 8 per core) each arena keeps the room of the most batches that
-//! were ever in flight from its thread, so the freed memory of eight sources is held eight times over.
+//! (glibc's default, up to 8 per core) each arena keeps the room of the most batches
+//! that were ever in flight from its thread, so the freed memory of eight sources is
+//! held eight times over.
 //! Measured with 8 sources at tcpreplay --topspeed (release build): VmHWM 188 MB with an
 //! arena per thread, 171 MB with one (`MALLOC_ARENA_MAX=1`, which this sets for the
 //! process the same way); the CPU cost per packet did not change measurably.

@@ -166,11 +166,7 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
             .iter()
             .zip(&names)
             .filter_map(|(s, n)| {
-                let e = s
-                    .error
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .clone()?;
+                let e = s.error()?;
                 Some(format!("{n}: {e}"))
             })
             .collect();

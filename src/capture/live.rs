@@ -158,6 +158,23 @@ pub struct SourceStats {
 }
 
 impl SourceStats {
+    /// libpcap's counters as last read, every handle's so far (`None` before the first
+    /// read).
+    pub fn pcap_stats(&self) -> Option<PcapStats> {
+        *self
+            .pcap
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Why the source is down or ended (`None`: it is fine).
+    pub fn error(&self) -> Option<String> {
+        self.error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Says why the source is down or ended (`None`: it is fine).
     fn set_error(&self, e: Option<String>) {
         *self

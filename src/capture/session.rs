@@ -352,12 +352,7 @@ fn end(
     }
     let mut errors = Vec::new();
     for (n, s) in names.iter().zip(stats) {
-        if let Some(e) = s
-            .error
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-        {
+        if let Some(e) = s.error() {
             errors.push(format!("{n}: {e}"));
         }
     }

@@ -21,11 +21,7 @@ fn counts(stats: &[Arc<SourceStats>]) -> Vec<Counts> {
     stats
         .iter()
         .map(|s| {
-            let p = s
-                .pcap
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .unwrap_or_default();
+            let p = s.pcap_stats().unwrap_or_default();
             Counts {
                 received: s.received.load(Ordering::Relaxed),
                 queue_dropped: s.queue_dropped.load(Ordering::Relaxed),

@@ -352,11 +352,7 @@ fn serve_writes(rings: &Rings, dir: &Path, tx: &SyncSender<Action>, ctl: &Receiv
 fn drops(live: &LiveSource) -> Drops {
     let mut d = Drops::default();
     for s in live.stats() {
-        let p = s
-            .pcap
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .unwrap_or_default();
+        let p = s.pcap_stats().unwrap_or_default();
         d.kernel += p.kernel_dropped;
         d.iface += p.if_dropped;
         d.rocetap += s.queue_dropped.load(Ordering::Relaxed);
@@ -413,12 +409,7 @@ pub fn live(
             let dr = drops(&live);
             let mut errors = Vec::new();
             for (n, s) in names.iter().zip(live.stats()) {
-                if let Some(e) = s
-                    .error
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .clone()
-                {
+                if let Some(e) = s.error() {
                     errors.push(format!("{n}: {e}"));
                 }
             }

@@ -44,18 +44,10 @@ impl Loop<'_> {
             if let Some(st) = stats.get(i) {
                 s.received = st.received.load(Ordering::Relaxed);
                 s.queue_dropped = st.queue_dropped.load(Ordering::Relaxed);
-                let pc = st
-                    .pcap
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .unwrap_or_default();
+                let pc = st.pcap_stats().unwrap_or_default();
                 s.kernel_dropped = pc.kernel_dropped;
                 s.if_dropped = pc.if_dropped;
-                s.error = st
-                    .error
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .clone();
+                s.error = st.error();
                 s.up = st.up.load(Ordering::SeqCst);
                 s.losses = st.losses.load(Ordering::SeqCst);
                 s.reopens = st.reopens.load(Ordering::SeqCst);

@@ -14,7 +14,7 @@
 //! again with the capture threads' backoff, its counters carried over (they never go
 //! back), between two calls of [`Inline::pump`].
 
-use super::thread::{last_pcap_stats, open_error_text, read_pcap_stats, Backoff};
+use super::thread::{open_error_text, read_pcap_stats, Backoff};
 use super::{open_device, LiveOptions, LiveSource, Opened, PcapStats, SourceStats, FLUSH_INTERVAL};
 use crate::capture::Frame;
 use dissectors::LinkType;
@@ -147,7 +147,7 @@ impl Inline {
             self.stats.went_down();
             r.backoff.was_up(r.opened.elapsed());
             r.next_try = Instant::now() + r.backoff.next();
-            if let Some(p) = last_pcap_stats(&self.stats) {
+            if let Some(p) = self.stats.pcap_stats() {
                 r.base = p;
             }
         }

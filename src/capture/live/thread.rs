@@ -30,13 +30,6 @@ pub(super) fn read_pcap_stats(cap: &mut Capture<Active>, base: PcapStats, st: &S
     }
 }
 
-/// The libpcap statistics last read into `st` (every handle's so far).
-pub(super) fn last_pcap_stats(st: &SourceStats) -> Option<PcapStats> {
-    *st.pcap
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// What a capture thread needs to open its device again.
 pub(super) struct Device {
     pub(super) name: String,
@@ -244,7 +237,7 @@ fn capture(
     }
     received.fetch_add(unsent, Ordering::Relaxed);
     read_pcap_stats(&mut cap, run.base, &ctx.stats);
-    if let Some(p) = last_pcap_stats(&ctx.stats) {
+    if let Some(p) = ctx.stats.pcap_stats() {
         run.base = p;
     }
     failed.map_or(Ok(()), Err)
