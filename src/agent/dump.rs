@@ -209,6 +209,7 @@ fn write_parts(
             link: s.link,
             snaplen: s.snaplen,
             name: Some(s.name.to_string()),
+            description: None,
         })
         .collect();
     let comment = format!("rocetap agent flight recorder, dumped on {reason}");

@@ -434,6 +434,7 @@ mod tests {
             link: LinkType::Ethernet,
             snaplen: 65535,
             name: None,
+            description: None,
         }];
         let mut w = Writer::new(Vec::new(), Format::PcapNs, &ifs).unwrap();
         for i in 0..n {

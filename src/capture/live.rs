@@ -14,6 +14,9 @@
 //!   [`FLUSH_INTERVAL`]).
 //! - Per-frame work allocates nothing: frame bytes are appended to the batch's one buffer.
 //!
+//! - A device read in lanes ([`LiveOptions::lanes`], [`fanout`]) is several sources, one
+//!   per libpcap handle, each frame in one of them; the merger puts them back in order.
+//!
 //! Use: [`LiveSource::open`] (privileged: opens every handle and compiles the filters),
 //! then drop privileges, then [`Opened::start`] — or, for a single device whose frames
 //! need no merging, [`Opened::start_inline`]: no thread, no queue, no copy ([`Inline`]).
@@ -21,6 +24,7 @@
 use super::merge::Batch;
 use dissectors::LinkType;
 use pcap::{Active, Capture, Precision};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -58,6 +62,11 @@ pub struct LiveOptions {
     /// ([`REOPEN_FIRST`] doubling to [`REOPEN_MAX`]) instead of ending its source; the
     /// source keeps sending heartbeats meanwhile, so the others are not held back.
     pub reopen: bool,
+    /// Libpcap handles per interface, joined in one `PACKET_FANOUT` group that splits the
+    /// frames by host pair ([`fanout`]); each is a source of its own. 1: one handle.
+    pub lanes: u16,
+    /// The UDP port the lanes take for RoCE v2 (the RoCE filter's port otherwise).
+    pub roce_port: u16,
 }
 
 /// The first wait before reopening a lost device.
@@ -76,6 +85,8 @@ impl Default for LiveOptions {
             batch_frames: 256,
             queue_batches: 256,
             reopen: false,
+            lanes: 1,
+            roce_port: crate::config::ROCE_PORT,
         }
     }
 }
@@ -110,6 +121,18 @@ pub struct SourceInfo {
     pub snaplen: u32,
     /// The filter applied, if any.
     pub filter: Option<String>,
+    /// Its lane, when the device is read in lanes ([`LiveOptions::lanes`]).
+    pub lane: Option<fanout::Lane>,
+}
+
+impl SourceInfo {
+    /// The name, with the lane when there is one: `eth0`, `eth0 lane 2/4`.
+    pub fn label(&self) -> String {
+        match self.lane {
+            Some(l) => format!("{} lane {}/{}", self.name, l.index + 1, l.count),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// Why a source could not be opened.
@@ -134,6 +157,13 @@ pub enum OpenError {
         filter: String,
         /// libpcap's words.
         message: String,
+    },
+    /// The device cannot be read in lanes (`--lanes`).
+    Lanes {
+        /// The device.
+        name: String,
+        /// Why, in words (the kernel's error, or the link type).
+        why: String,
     },
 }
 
@@ -210,7 +240,7 @@ pub struct PcapStats {
 
 /// Sources opened but not yet running: every privileged step is done.
 pub struct Opened {
-    sources: Vec<(SourceInfo, Capture<Active>)>,
+    sources: Vec<(SourceInfo, Capture<Active>, Joined)>,
     opts: LiveOptions,
 }
 
@@ -236,7 +266,12 @@ impl LiveSource {
     pub fn open(devices: &[String], opts: LiveOptions) -> Result<Opened, OpenError> {
         let mut sources = Vec::with_capacity(devices.len());
         for name in devices {
-            sources.push(open_device(name, &opts)?);
+            if opts.lanes > 1 {
+                sources.extend(open_lanes(name, &opts)?);
+            } else {
+                let (info, cap) = open_device(name, &opts)?;
+                sources.push((info, cap, Joined::default()));
+            }
         }
         Ok(Opened { sources, opts })
     }
@@ -298,7 +333,7 @@ impl LiveSource {
 impl Opened {
     /// The sources, in the order given.
     pub fn sources(&self) -> Vec<SourceInfo> {
-        self.sources.iter().map(|(i, _)| i.clone()).collect()
+        self.sources.iter().map(|(i, _, _)| i.clone()).collect()
     }
 
     /// Starts one thread per source.
@@ -308,7 +343,7 @@ impl Opened {
         let mut infos = Vec::new();
         let mut stats = Vec::new();
         let mut threads = Vec::new();
-        for (i, (info, cap)) in self.sources.into_iter().enumerate() {
+        for (i, (info, cap, joined)) in self.sources.into_iter().enumerate() {
             let st = Arc::new(SourceStats::default());
             st.up.store(true, Ordering::Relaxed);
             let ctx = Ctx {
@@ -327,6 +362,7 @@ impl Opened {
                 name: info.name.clone(),
                 opts: self.opts.clone(),
                 margin,
+                joined,
             };
             let t = std::thread::Builder::new()
                 .name(format!("rocetap-src-{i}"))
@@ -405,9 +441,56 @@ fn open_device(name: &str, opts: &LiveOptions) -> Result<(SourceInfo, Capture<Ac
             link,
             snaplen: opts.snaplen,
             filter,
+            lane: None,
         },
         cap,
     ))
+}
+
+/// A lane's group, and the time from which its frames are its own: see [`fanout`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Joined {
+    /// The group the lane is in (`None`: not a lane).
+    pub group: Option<fanout::Group>,
+    /// Frames stamped earlier are not the lane's alone: they are skipped.
+    pub start_ns: u64,
+}
+
+/// Opens `opts.lanes` handles on `name` and joins them in one fanout group.
+fn open_lanes(
+    name: &str,
+    opts: &LiveOptions,
+) -> Result<Vec<(SourceInfo, Capture<Active>, Joined)>, OpenError> {
+    let lanes_err = |why: String| OpenError::Lanes {
+        name: name.to_string(),
+        why,
+    };
+    let count = opts.lanes.min(fanout::MAX_LANES);
+    let mut out = Vec::with_capacity(usize::from(count));
+    let mut group = None;
+    for index in 0..count {
+        let (mut info, cap) = open_device(name, opts)?;
+        if info.link != LinkType::Ethernet {
+            return Err(lanes_err(format!(
+                "lanes need an Ethernet interface; this one is {:?}",
+                info.link
+            )));
+        }
+        let fd = cap.as_fd();
+        let joined = match group {
+            None => fanout::create(fd, opts.roce_port).map(|g| group = Some(g)),
+            Some(g) => fanout::join(fd, g, opts.roce_port),
+        };
+        joined.map_err(|e| lanes_err(format!("PACKET_FANOUT: {e}")))?;
+        info.lane = Some(fanout::Lane { index, count });
+        out.push((info, cap, Joined { group, start_ns: 0 }));
+    }
+    // Every lane is in the group: frames stamped from now on went to one lane only.
+    let start_ns = now_ns();
+    for (_, _, j) in &mut out {
+        j.start_ns = start_ns;
+    }
+    Ok(out)
 }
 
 struct Ctx {
@@ -438,6 +521,7 @@ impl Ctx {
     }
 }
 
+pub mod fanout;
 mod inline;
 mod thread;
 pub use inline::Inline;

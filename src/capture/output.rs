@@ -414,6 +414,7 @@ mod tests {
                 link: LinkType::Ethernet,
                 snaplen: 65535,
                 name: None,
+                description: None,
             }],
             comment: None,
             rotate_bytes: None,

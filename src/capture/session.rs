@@ -121,11 +121,19 @@ pub fn run_to_end(cfg: &Config, pipeline: &mut Pipeline) -> Result<Ended, Sessio
         Ok((live, inline)) => (live, Some(inline)),
         Err(opened) => (opened.start(), None),
     };
-    let names: Vec<String> = live.sources().iter().map(|s| s.name.clone()).collect();
+    let names: Vec<String> = live.sources().iter().map(SourceInfo::label).collect();
     if !cfg.quiet {
-        for s in live.sources() {
+        // A device read in lanes: one line, for its first lane.
+        for s in live
+            .sources()
+            .iter()
+            .filter(|s| s.lane.is_none_or(|l| l.index == 0))
+        {
+            let lanes = s.lane.map_or(String::new(), |l| {
+                format!(" in {} lanes (PACKET_FANOUT by IP pair)", l.count)
+            });
             eprintln!(
-                "capturing on {} ({:?}), snapshot length {} bytes, filter: {}",
+                "capturing on {}{lanes} ({:?}), snapshot length {} bytes, filter: {}",
                 crate::escape::term(&s.name),
                 s.link,
                 cfg.live.snaplen,
@@ -208,6 +216,14 @@ fn create_output(
             link: i.link,
             snaplen: cfg.live.snaplen,
             name: Some(i.name.clone()),
+            description: i.lane.map(|l| {
+                format!(
+                    "{} lane {} of {} (PACKET_FANOUT by IP pair)",
+                    i.name,
+                    l.index + 1,
+                    l.count
+                )
+            }),
         })
         .collect();
     Output::create(OutputOptions {

@@ -28,6 +28,8 @@ pub struct Interface {
     pub snaplen: u32,
     /// Its name (pcapng `if_name`).
     pub name: Option<String>,
+    /// What it is, when the name does not say (pcapng `if_description`).
+    pub description: Option<String>,
 }
 
 /// Writes frames as pcap or pcapng to any `Write`.
@@ -86,6 +88,9 @@ impl<W: Write> Writer<W> {
                     let mut opts = Vec::new();
                     if let Some(n) = &i.name {
                         push_option(&mut opts, 2, n.as_bytes());
+                    }
+                    if let Some(d) = &i.description {
+                        push_option(&mut opts, 3, d.as_bytes());
                     }
                     push_option(&mut opts, 9, &[9]); // if_tsresol: 10^-9
                     push_option(&mut opts, 0, &[]);
@@ -235,11 +240,13 @@ mod tests {
                     link: LinkType::Ethernet,
                     snaplen: 65535,
                     name: Some("eth0".into()),
+                    description: None,
                 },
                 Interface {
                     link: LinkType::LinuxSll2,
                     snaplen: 65535,
                     name: None,
+                    description: None,
                 },
             ];
             let mut w =
@@ -287,6 +294,7 @@ mod tests {
             link: LinkType::Ethernet,
             snaplen: 65535,
             name: None,
+            description: None,
         }];
         let mut w = Writer::new(Vec::new(), Format::Pcap, &ifaces).unwrap();
         w.write(0, 0, &[0; 64], 64, None).unwrap();

@@ -429,6 +429,13 @@ pub struct CaptureArgs {
     /// buffer / snaplen frames (drops in bursts unless -s is small).
     #[arg(long)]
     pub immediate: bool,
+    /// Read each interface with N handles (1-64), each on its own thread, joined in a
+    /// Linux PACKET_FANOUT group that gives every RoCE v2 host pair (both directions of
+    /// its QPs) to one of them and everything else to the first; frames are merged back
+    /// in timestamp order. Network interfaces only, not RDMA devices.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub lanes: u16,
     /// Do not put the interface into promiscuous mode.
     #[arg(short = 'p', long = "no-promiscuous-mode")]
     pub no_promisc: bool,

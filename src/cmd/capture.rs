@@ -65,7 +65,24 @@ pub fn config(a: &CaptureArgs) -> Result<session::Config, Failure> {
     } else {
         Filter::RoceAndMirrors { port: a.roce_port }
     };
+    let sysfs_root = rocetap::config::sysfs_dir(&a.sysfs_root);
+    if a.lanes > 1 {
+        if let Some(i) = a
+            .interfaces
+            .iter()
+            .find(|i| rocetap::capture::rdma::parse_name(&sysfs_root, i).is_some())
+        {
+            return Err(Failure::new(format!(
+                "capture: --lanes {}: {i} is an RDMA device, read through libpcap's RDMA \
+                 sniffer, which has no AF_PACKET socket to split",
+                a.lanes
+            ))
+            .hint("capture its netdev in lanes, or leave out --lanes"));
+        }
+    }
     let mut cfg = session::Config::new(a.interfaces.clone());
+    cfg.live.lanes = a.lanes;
+    cfg.live.roce_port = a.roce_port;
     cfg.live.snaplen = snaplen;
     cfg.live.buffer_bytes = a.buffer_kib.saturating_mul(1024);
     cfg.live.promisc = !a.no_promisc;
@@ -83,7 +100,7 @@ pub fn config(a: &CaptureArgs) -> Result<session::Config, Failure> {
     cfg.count = a.count;
     cfg.duration = duration;
     cfg.quiet = a.quiet;
-    cfg.sysfs_root = rocetap::config::sysfs_dir(&a.sysfs_root);
+    cfg.sysfs_root = sysfs_root;
     Ok(cfg)
 }
 

@@ -133,6 +133,7 @@ impl<'w> Out<'w> {
             link,
             snaplen,
             name: Some(ifname.to_string()),
+            description: None,
         }];
         Ok(Out {
             w: Writer::new(w, format, &ifaces)?,

@@ -217,6 +217,7 @@ pub fn write<W: Write>(spec: &Spec, outs: Vec<W>) -> io::Result<Truth> {
         link: LinkType::Ethernet,
         snaplen: 65535,
         name: None,
+        description: None,
     }];
     for (k, w) in outs.into_iter().enumerate() {
         let drops = spec.capture_drops.iter().find(|d| d.0 == k).map(|d| d.1);

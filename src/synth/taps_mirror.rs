@@ -79,6 +79,7 @@ fn pcap<'a>(frames: impl Iterator<Item = (u64, &'a [u8], u32)>) -> io::Result<Ve
         link: LinkType::Ethernet,
         snaplen: 65535,
         name: None,
+        description: None,
     }];
     let mut w = Writer::new(Vec::new(), Format::PcapNs, &iface)?;
     for (ts, f, orig) in frames {

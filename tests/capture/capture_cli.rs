@@ -172,6 +172,51 @@ fn rdma_device_without_rdma_libpcap_explains_why_and_what_to_do() {
     }
 }
 
+/// `--lanes` takes 1-64, and refuses an RDMA device (libpcap's RDMA sniffer has no
+/// AF_PACKET socket to split) before opening anything; `any` (Linux cooked) is refused by
+/// the open, with what the kernel path needs.
+#[test]
+fn lanes_errors() {
+    let d = TempDir::new("cap-lanes-err");
+    fake_sysfs(&d.0);
+    let f = d.path("x.pcap");
+    let f = f.to_str().unwrap();
+    for bad in ["0", "65", "two"] {
+        let out = rocetap(&["capture", "-i", "lo", "-w", f, "--lanes", bad]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("--lanes"), "{err}");
+    }
+    let root = d.0.to_str().unwrap();
+    let out = rocetap(&[
+        "capture",
+        "-i",
+        "mlx5_0",
+        "-w",
+        f,
+        "--lanes",
+        "2",
+        "--sysfs-root",
+        root,
+    ]);
+    fails(
+        &out,
+        "capture: --lanes 2: mlx5_0 is an RDMA device",
+        Some("capture its netdev in lanes"),
+    );
+    if !is_root() {
+        skip("the rest needs root (opening `any`)");
+        return;
+    }
+    let out = rocetap(&["capture", "-i", "any", "-w", f, "--lanes", "2"]);
+    fails(
+        &out,
+        "capturing on any in lanes: lanes need an Ethernet interface",
+        Some("AF_PACKET"),
+    );
+    assert!(!Path::new(f).exists());
+}
+
 #[test]
 fn unknown_device_and_bad_filter() {
     if !is_root() {

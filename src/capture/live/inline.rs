@@ -61,7 +61,7 @@ impl Opened {
         if self.sources.len() != 1 {
             return Err(self);
         }
-        let (info, cap) = self.sources.pop().expect("one source");
+        let (info, cap, _) = self.sources.pop().expect("one source");
         let stats = Arc::new(SourceStats::default());
         stats.up.store(true, Ordering::Relaxed);
         let link = info.link;

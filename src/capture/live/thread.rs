@@ -3,8 +3,8 @@
 //! heartbeats and opens the device again with backoff.
 
 use super::{
-    now_ns, open_device, Ctx, LiveOptions, OpenError, PcapStats, SourceStats, FLUSH_INTERVAL,
-    REOPEN_FIRST, REOPEN_MAX,
+    fanout, now_ns, open_device, Ctx, Joined, LiveOptions, OpenError, PcapStats, SourceStats,
+    FLUSH_INTERVAL, REOPEN_FIRST, REOPEN_MAX,
 };
 use crate::capture::merge::Batch;
 use crate::capture::Frame;
@@ -36,6 +36,19 @@ pub(super) struct Device {
     pub(super) opts: LiveOptions,
     /// How far behind now an idle source's watermark stays.
     pub(super) margin: Duration,
+    /// Its lane's group, if it is a lane, and where its frames start.
+    pub(super) joined: Joined,
+}
+
+/// Opens the device again; a lane joins its group again, and its frames start after.
+fn reopen(dev: &Device, run: &mut Run) -> Result<Capture<Active>, String> {
+    let (_, c) = open_device(&dev.name, &dev.opts).map_err(|e| open_error_text(&e))?;
+    if let Some(g) = dev.joined.group {
+        fanout::join(c.as_fd(), g, dev.opts.roce_port)
+            .map_err(|e| format!("PACKET_FANOUT: {e}"))?;
+        run.start_ns = now_ns();
+    }
+    Ok(c)
 }
 
 fn cap_link(cap: &Capture<Active>) -> LinkType {
@@ -71,6 +84,8 @@ struct Run {
     last_ts: u64,
     /// libpcap's counts of the handles closed before the current one.
     base: PcapStats,
+    /// Frames stamped earlier are skipped (a lane's, before its group was whole).
+    start_ns: u64,
 }
 
 pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx: Ctx) {
@@ -78,6 +93,7 @@ pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx
         batch: Batch::new(ctx.source, ctx.batch_frames),
         last_ts: 0,
         base: PcapStats::default(),
+        start_ns: dev.joined.start_ns,
     };
     let mut cap = Some((cap, link));
     let mut backoff = Backoff::new();
@@ -96,14 +112,14 @@ pub(super) fn run_device(cap: Capture<Active>, link: LinkType, dev: &Device, ctx
             if !idle_until(Instant::now() + backoff.next(), dev.margin, &ctx, &mut run) {
                 break;
             }
-            match open_device(&dev.name, &dev.opts) {
-                Ok((_, c)) => {
+            match reopen(dev, &mut run) {
+                Ok(c) => {
                     let l = cap_link(&c);
                     cap = Some((c, l));
                     ctx.stats.came_back();
                     break;
                 }
-                Err(e) => ctx.stats.set_error(Some(open_error_text(&e))),
+                Err(e) => ctx.stats.set_error(Some(e)),
             }
         }
     }
@@ -118,6 +134,7 @@ pub(super) fn open_error_text(e: &OpenError) -> String {
         OpenError::Filter {
             filter, message, ..
         } => format!("filter '{filter}': {message}"),
+        OpenError::Lanes { why, .. } => why.clone(),
     }
 }
 
@@ -174,6 +191,10 @@ fn capture(
                 let ts_ns = (h.ts.tv_sec as u64)
                     .wrapping_mul(1_000_000_000)
                     .wrapping_add(h.ts.tv_usec as u64);
+                if ts_ns < run.start_ns {
+                    // A lane's frame from before its group was whole: every lane had it.
+                    continue;
+                }
                 run.last_ts = run.last_ts.max(ts_ns);
                 run.batch.push(&Frame {
                     ts_ns,

@@ -45,6 +45,13 @@ pub enum SessionError {
         /// The device.
         name: String,
     },
+    /// A device that cannot be read in lanes (`--lanes`).
+    Lanes {
+        /// The device.
+        name: String,
+        /// Why.
+        why: String,
+    },
     /// Any other failure to open a device.
     Device {
         /// The device.
@@ -120,6 +127,11 @@ impl SessionError {
             SessionError::NoSuchDevice { .. } => {
                 "rocetap interfaces lists the devices to capture from".to_string()
             }
+            SessionError::Lanes { .. } => {
+                "lanes split a network interface read through an AF_PACKET socket (an Ethernet \
+                 netdev, a VF, a mirror port); leave out --lanes for other devices"
+                    .to_string()
+            }
             SessionError::LinkTypes { .. } => {
                 "write pcapng (a .pcapng file name or --format pcapng)".to_string()
             }
@@ -179,6 +191,9 @@ impl fmt::Display for SessionError {
                 write!(f, "capturing on {name}: no such device")
             }
             SessionError::Device { name, message } => write!(f, "capturing on {name}: {message}"),
+            SessionError::Lanes { name, why } => {
+                write!(f, "capturing on {name} in lanes: {why}")
+            }
             SessionError::Privileges(e) => write!(f, "capture: dropping privileges: {e}"),
             SessionError::LinkTypes { first, other } => write!(
                 f,
@@ -224,6 +239,7 @@ pub fn explain(e: OpenError, sysfs_root: &Path) -> SessionError {
             filter,
             message,
         },
+        OpenError::Lanes { name, why } => SessionError::Lanes { name, why },
         OpenError::Device {
             name,
             message,

@@ -104,6 +104,7 @@ impl Rings {
                 link,
                 snaplen: crate::config::DEFAULT_SNAPLEN,
                 name: None,
+                description: None,
             })
             .collect();
         let mut path = dir.join(format!("rocetap-flow{id}.pcapng"));
