@@ -23,6 +23,10 @@
 # thread; `rocetap-web`: the agent's HTTP server; threads of one name summed), so that a
 # change can be placed.
 #
+# `capture-lanes` is `rocetap capture --lanes LANES` (2): the interface read by LANES
+# libpcap handles in one PACKET_FANOUT group, a capture thread each, the main thread
+# merging them back in time order and writing (not in the default TOOLS).
+#
 # `agent-warm` is the agent in its steady state: before its measured packets it is sent
 # WARM (600,000) frames unpaced, enough to write its flight recorder's ring through once
 # (32 MiB of 128-byte slots with one source), so the first pass's page faults, which a
@@ -32,7 +36,7 @@
 # Usage (root): benches/live.sh
 # Env: PACKETS (300000), RATES ("100000 300000 0"), RUNS (3), ROCETAP=path (default
 # target/release/rocetap, built if missing), TOOLS ("tcpdump capture agent agent-warm
-# analyze"), WARM (600000).
+# analyze"; also capture-lanes), WARM (600000), LANES (2).
 # Needs trafgen and netsniff-ng (apt-get install netsniff-ng), tcpdump, curl, python3.
 # Everything is removed on exit: the namespaces by name, the tools by PID.
 set -euo pipefail
@@ -45,6 +49,7 @@ RATES=${RATES:-100000 300000 0}
 RUNS=${RUNS:-3}
 TOOLS=${TOOLS:-tcpdump capture agent agent-warm analyze}
 WARM=${WARM:-600000}
+LANES=${LANES:-2}
 BIN=${ROCETAP:-$here/target/release/rocetap}
 
 needs_root_and benches/live.sh "apt-get install netsniff-ng tcpdump curl" trafgen netsniff-ng tcpdump curl python3
@@ -88,6 +93,8 @@ run() {
     case $tool in
         tcpdump) ip netns exec "$B" tcpdump -i rtl1 -n -s 128 -w "$TMP/out.pcap" 2> "$err" & ;;
         capture) ip netns exec "$B" "$BIN" capture -i rtl1 -s 128 -w "$TMP/out.pcap" --force 2> "$err" & ;;
+        capture-lanes) ip netns exec "$B" "$BIN" capture -i rtl1 --lanes "$LANES" -s 128 -w "$TMP/out.pcap" --force \
+            2> "$err" & ;;
         analyze) ip netns exec "$B" "$BIN" analyze -i rtl1 -s 128 > "$TMP/report" 2> "$err" & ;;
         agent | agent-warm) ip netns exec "$B" "$BIN" agent -i rtl1 --listen "127.0.0.1:$PORT" --netcheck-interval 0 \
             --idle-timeout 10m 2> "$err" & ;;
@@ -125,7 +132,7 @@ run() {
             handled=$(sed -n 's/^\([0-9]*\) packets captured$/\1/p' "$err" | tail -1)
             dropped=$(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' "$err" | tail -1)
             ;;
-        capture)
+        capture | capture-lanes)
             handled=$(sed -n 's/^\([0-9]*\) packets written.*/\1/p' "$err" | tail -1)
             dropped=$(sed -n 's/^\([0-9]*\) packets dropped by \(kernel\|rocetap\).*/\1/p' "$err" | awk '{s += $1} END {print s + 0}')
             ;;
