@@ -55,6 +55,8 @@ pub mod sflow;
 pub mod synth;
 pub mod sysfile;
 pub mod taps;
+#[cfg(test)]
+mod testfiles;
 #[cfg(feature = "tui")]
 pub mod tui;
 pub mod yaml;

@@ -3,7 +3,6 @@ use crate::capture::input::for_each_frame_of;
 use dissectors::RoceVersion;
 use std::net::Ipv4Addr;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
 
 const PORT: u16 = udp::ROCE_V2_PORT;
 
@@ -145,38 +144,12 @@ fn decoded_route(d: &dissectors::Decoded) -> Route {
     }
 }
 
-fn captures_under(dir: &Path, all: bool) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .filter(|p| {
-            let n = p.to_string_lossy();
-            if all {
-                !(n.ends_with(".md") || n.ends_with(".json"))
-            } else {
-                n.ends_with(".pcap") || n.ends_with(".pcapng")
-            }
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 /// The peek agrees with the decoder on every frame of every sample, tap sample and shared
 /// capture (when present): the sharded analysis then sees each frame exactly where the
 /// one-thread analysis's state for it lives.
 #[test]
 fn the_peek_agrees_with_the_decoder_on_every_capture() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut files = captures_under(&root.join("samples"), false);
-    files.extend(captures_under(&root.join("samples/taps"), false));
-    let shared = root.join("../shared/captures");
-    for sub in ["public", "reference"] {
-        files.extend(captures_under(&shared.join(sub), true));
-    }
+    let files = crate::testfiles::every_capture();
     assert!(files.len() >= 25, "captures found: {}", files.len());
     let cfg = dissectors::Config::default();
     let mut d = dissectors::decode(LinkType::Ethernet, &[], 0, &cfg);

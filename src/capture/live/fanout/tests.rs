@@ -7,7 +7,6 @@ use crate::capture::input::for_each_frame_of;
 use dissectors::{LinkType, RoceVersion};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
 
 const PORT: u16 = dissectors::udp::ROCE_V2_PORT;
 
@@ -223,39 +222,13 @@ fn fragments_options_cut_frames_and_other_protocols_go_to_lane_zero() {
     );
 }
 
-fn captures_under(dir: &Path, all: bool) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .filter(|p| {
-            let n = p.to_string_lossy();
-            if all {
-                !(n.ends_with(".md") || n.ends_with(".json"))
-            } else {
-                n.ends_with(".pcap") || n.ends_with(".pcapng")
-            }
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 /// On every Ethernet frame of every sample, tap sample and shared capture (when present),
 /// the program gives what the plain rules give, and every RoCE v2 frame the decoder reads
 /// outside a tunnel (IPv4, or IPv6 straight to UDP) goes by its decoded addresses: both
 /// directions of each QP in one lane, whatever the lane count.
 #[test]
 fn the_program_routes_every_captured_frame_as_the_rules_and_the_decoder_say() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut files = captures_under(&root.join("samples"), false);
-    files.extend(captures_under(&root.join("samples/taps"), false));
-    let shared = root.join("../shared/captures");
-    for sub in ["public", "reference"] {
-        files.extend(captures_under(&shared.join(sub), true));
-    }
+    let files = crate::testfiles::every_capture();
     assert!(files.len() >= 25, "captures found: {}", files.len());
     let p = program(PORT);
     let cfg = dissectors::Config::default();
