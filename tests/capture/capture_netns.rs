@@ -1105,13 +1105,23 @@ fn several_interfaces_merge_in_timestamp_order_into_pcapng() {
     assert!(err.contains(&format!("  {y}: 60 captured")), "{err}");
 }
 
-/// `f` (untagged IPv4) from `src` to `dst`, its IP checksum made again.
+/// Where the IPv4 header of `f` (Ethernet, at most one 802.1Q tag) starts.
+fn ip_at(f: &[u8]) -> usize {
+    if f[12..14] == [0x81, 0x00] {
+        18
+    } else {
+        14
+    }
+}
+
+/// `f` (IPv4) from `src` to `dst`, its IP checksum made again.
 fn between(mut f: Vec<u8>, src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
-    f[26..30].copy_from_slice(&src);
-    f[30..34].copy_from_slice(&dst);
-    f[24..26].copy_from_slice(&[0, 0]);
-    let sum = ipv4_checksum(&f[14..34]);
-    f[24..26].copy_from_slice(&sum.to_be_bytes());
+    let ip = ip_at(&f);
+    f[ip + 12..ip + 16].copy_from_slice(&src);
+    f[ip + 16..ip + 20].copy_from_slice(&dst);
+    f[ip + 10..ip + 12].copy_from_slice(&[0, 0]);
+    let sum = ipv4_checksum(&f[ip..ip + 20]);
+    f[ip + 10..ip + 12].copy_from_slice(&sum.to_be_bytes());
     f
 }
 
@@ -1124,16 +1134,18 @@ fn lanes_split_by_host_pair_and_merge_back_whole() {
     }
     let dir = TempDir::new("cap-lanes");
     let ns = Netns::new();
-    // 16 host pairs, requests one way and ACKs the other, interleaved; ARP among them.
+    // 16 host pairs, requests one way (every third VLAN-tagged: the kernel takes the tag
+    // off before the lane program runs, libpcap puts it back) and ACKs the other,
+    // interleaved; ARP among them.
     let mut sent = vec![arp_request()];
     for i in 0..10u32 {
         for n in 0..16u8 {
             let (a, b) = ([198, 18, 1, n], [198, 18, 2, n]);
-            sent.push(between(
-                Roce::send(0x40 + u32::from(n), i, 64).bytes(),
-                a,
-                b,
-            ));
+            let mut req = Roce::send(0x40 + u32::from(n), i, 64);
+            if (i + u32::from(n)) % 3 == 0 {
+                req.vlan = Some(100);
+            }
+            sent.push(between(req.bytes(), a, b));
             if i % 2 == 1 {
                 let mut ack = Roce::send(0x80 + u32::from(n), i, 0);
                 ack.opcode = 0x11;
@@ -1178,9 +1190,10 @@ fn lanes_split_by_host_pair_and_merge_back_whole() {
     let mut per_lane = [0u32; 2];
     for (lane, _, f) in &recs {
         per_lane[*lane as usize] += 1;
-        let want = if f[12..14] == [0x08, 0x00] {
-            let ip = |at: usize| Ipv4Addr::new(f[at], f[at + 1], f[at + 2], f[at + 3]).into();
-            u32::from(lane_of(ip(26), ip(30), 2))
+        let at = ip_at(f);
+        let want = if f[at - 2..at] == [0x08, 0x00] {
+            let ip = |o: usize| Ipv4Addr::new(f[o], f[o + 1], f[o + 2], f[o + 3]).into();
+            u32::from(lane_of(ip(at + 12), ip(at + 16), 2))
         } else {
             0
         };
