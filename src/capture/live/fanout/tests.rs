@@ -274,3 +274,35 @@ fn the_program_routes_every_captured_frame_as_the_rules_and_the_decoder_say() {
         "{frames} frames, {roce} RoCE v2, {zero} ARP / PAUSE"
     );
 }
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// RoCE v2 frames (IPv4 behind 0-3 tags of any kind, IPv6) with a few bytes
+        /// changed and cut anywhere: the program gives what the plain rules give.
+        #[test]
+        fn damaged_frames_route_as_the_rules_say(
+            tags in 0usize..4,
+            tpid in prop_oneof![Just(0x8100u16), Just(0x88a8), Just(0x9100), Just(0x0800)],
+            v6 in any::<bool>(),
+            edits in proptest::collection::vec((0usize..90, any::<u8>()), 0..4),
+            cut in 0usize..100,
+        ) {
+            let mut f = if v6 {
+                v6_frame(1, 2, 17)
+            } else {
+                v4_frame(tags, tpid, A, B, PORT)
+            };
+            for (at, b) in edits {
+                if let Some(x) = f.get_mut(at) {
+                    *x = b;
+                }
+            }
+            f.truncate(cut);
+            let p = program(PORT);
+            prop_assert_eq!(run(&p, &f), reference(&f, PORT), "{:02x?}", f);
+        }
+    }
+}
