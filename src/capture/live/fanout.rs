@@ -3,15 +3,16 @@
 //! group after libpcap opened them: libpcap has no call for it, but on Linux a handle's
 //! file descriptor is its `AF_PACKET` socket, so `setsockopt(PACKET_FANOUT)` on it works
 //! and libpcap's own ring, filter and counters stay as they are (no reader of our own).
-//! An RDMA device read through libpcap's RDMA sniffer has no such socket: the kernel
-//! refuses and the error says so.
+//! An RDMA device read through libpcap's RDMA sniffer has no such socket: `capture`
+//! refuses it before opening anything, and a link that is not Ethernet (`any`) is refused
+//! when opened.
 //!
 //! Which lane a frame goes to is decided by a classic BPF program of ours
 //! (`PACKET_FANOUT_CBPF`), not the kernel's `PACKET_FANOUT_HASH`: that hash is symmetric
 //! only for a reversed 4-tuple, and RoCE v2 sends both directions of a connection to UDP
 //! port 4791, each from its own source port, so the kernel's hash puts a QP's requests in
-//! one lane and its ACKs and NAKs in another (measured: `docs/perf.md`, "Several
-//! cores"). [`program`] hashes the IP pair instead, the same both ways:
+//! one lane and its ACKs and NAKs in another (measured: `docs/perf.md`, "Sharding by
+//! host pair"). [`program`] hashes the IP pair instead, the same both ways:
 //!
 //! - RoCE v2 (IPv4 without fragmentation, or IPv6 straight to UDP, to the RoCE port,
 //!   behind at most two VLAN tags left in the frame): [`lane_of`] its source and
@@ -301,7 +302,7 @@ pub fn program(roce_port: u16) -> Vec<Insn> {
 const PACKET_FANOUT: libc::c_int = 18;
 const PACKET_FANOUT_DATA: libc::c_int = 22;
 const PACKET_FANOUT_CBPF: u32 = 6;
-/// The kernel picks a group id no other group in the network namespace has (Linux 4.20).
+/// The kernel picks a group id no other group in the network namespace has.
 const PACKET_FANOUT_FLAG_UNIQUEID: u32 = 0x2000;
 
 /// A group the first lane made: the others join it by its id.
