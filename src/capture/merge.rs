@@ -130,11 +130,16 @@ impl Merger {
     }
 
     fn head(&self, s: usize) -> Option<u64> {
-        self.queues[s].front().map(|(b, i)| b.frame(*i).ts_ns)
+        self.queues[s].front().map(|(b, i)| b.meta[*i].ts_ns)
     }
 
     /// Hands every releasable frame to `f`, in timestamp order, until `f` breaks.
     /// With `all`, releases everything queued regardless of watermarks (at the end).
+    ///
+    /// Frames go in runs: once the source with the earliest frame is found, its frames
+    /// follow one another without looking at the other sources again for as long as they
+    /// come before every other source's first queued frame and within every waiting
+    /// source's watermark (neither changes while one source's frames are released).
     pub fn drain(
         &mut self,
         all: bool,
@@ -151,22 +156,37 @@ impl Merger {
             else {
                 return std::ops::ControlFlow::Continue(());
             };
+            // The run ends before the first frame of another source that sorts before
+            // it (an equal time goes to the lower source index)...
+            let next = (0..self.queues.len())
+                .filter(|&o| o != s)
+                .filter_map(|o| self.head(o).map(|t| (t, o)))
+                .min();
+            // ...and past what a source with nothing queued may still send.
+            let mut waits = u64::MAX;
             if !all {
-                let blocked = (0..self.queues.len()).any(|o| {
-                    o != s && !self.done[o] && self.queues[o].is_empty() && self.watermark[o] < ts
-                });
-                if blocked {
+                for o in 0..self.queues.len() {
+                    if o != s && !self.done[o] && self.queues[o].is_empty() {
+                        waits = waits.min(self.watermark[o]);
+                    }
+                }
+                if waits < ts {
                     return std::ops::ControlFlow::Continue(());
                 }
             }
             let q = &mut self.queues[s];
-            let (b, i) = q.front_mut().expect("head exists");
-            let flow = f(&b.frame(*i));
-            *i += 1;
-            if *i >= b.len() {
-                q.pop_front();
+            while let Some((b, i)) = q.front_mut() {
+                let t = b.meta[*i].ts_ns;
+                if t > waits || next.is_some_and(|n| (t, s) > n) {
+                    break;
+                }
+                let flow = f(&b.frame(*i));
+                *i += 1;
+                if *i >= b.len() {
+                    q.pop_front();
+                }
+                flow?;
             }
-            flow?;
         }
     }
 }
@@ -301,5 +321,135 @@ pub(crate) mod tests {
         let rest: Vec<u64> = drain(&mut m, false).into_iter().map(|x| x.1).collect();
         assert_eq!(rest, vec![5, 6, 7, 9]);
         assert!(m.is_done());
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// The merger as it was before runs: every frame chosen alone, by looking at every
+        /// source's first frame and every waiting source's watermark.
+        #[derive(Default)]
+        struct Reference {
+            queues: Vec<std::collections::VecDeque<u64>>,
+            watermark: Vec<u64>,
+            done: Vec<bool>,
+        }
+
+        impl Reference {
+            fn drain(&mut self, all: bool, mut budget: usize, out: &mut Vec<(u32, u64)>) {
+                loop {
+                    let Some((ts, s)) = (0..self.queues.len())
+                        .filter_map(|s| self.queues[s].front().map(|t| (*t, s)))
+                        .min()
+                    else {
+                        return;
+                    };
+                    let blocked = !all
+                        && (0..self.queues.len()).any(|o| {
+                            o != s
+                                && !self.done[o]
+                                && self.queues[o].is_empty()
+                                && self.watermark[o] < ts
+                        });
+                    if blocked || budget == 0 {
+                        return;
+                    }
+                    self.queues[s].pop_front();
+                    out.push((s as u32, ts));
+                    budget -= 1;
+                }
+            }
+        }
+
+        /// One step: a batch of a source (frames after its last, a watermark at or past
+        /// its newest, maybe its end), or a drain that may stop after a few frames.
+        #[derive(Clone, Debug)]
+        enum Step {
+            Push {
+                source: usize,
+                gaps: Vec<u64>,
+                ahead: u64,
+                last: bool,
+            },
+            Drain {
+                all: bool,
+                budget: usize,
+            },
+        }
+
+        fn step(sources: usize) -> impl Strategy<Value = Step> {
+            prop_oneof![
+                (
+                    0..sources,
+                    proptest::collection::vec(0u64..4, 0..6),
+                    0u64..5,
+                    proptest::bool::weighted(0.1)
+                )
+                    .prop_map(|(source, gaps, ahead, last)| Step::Push {
+                        source,
+                        gaps,
+                        ahead,
+                        last
+                    }),
+                (any::<bool>(), 0usize..8).prop_map(|(all, budget)| Step::Drain { all, budget }),
+            ]
+        }
+
+        proptest! {
+            /// Runs release exactly what frame-by-frame choosing released, in the same
+            /// order, whatever the batches, watermarks, ends and stops.
+            #[test]
+            fn runs_release_what_choosing_each_frame_released(
+                sources in 2usize..5,
+                steps in (2usize..5).prop_flat_map(|n| proptest::collection::vec(step(n), 1..40)),
+            ) {
+                let mut m = Merger::new(sources);
+                let mut r = Reference {
+                    queues: vec![Default::default(); sources],
+                    watermark: vec![0; sources],
+                    done: vec![false; sources],
+                };
+                let mut newest = vec![0u64; sources];
+                let (mut got, mut want) = (Vec::new(), Vec::new());
+                for st in steps {
+                    match st {
+                        Step::Push { source, gaps, ahead, last } => {
+                            let source = source % sources;
+                            if r.done[source] {
+                                continue;
+                            }
+                            let mut ts = Vec::new();
+                            for g in gaps {
+                                newest[source] += g;
+                                ts.push(newest[source]);
+                            }
+                            let wm = if last { u64::MAX } else { newest[source] + ahead };
+                            newest[source] = newest[source].max(wm.min(u64::MAX / 2));
+                            m.push(batch(source as u32, &ts, wm, last));
+                            r.queues[source].extend(&ts);
+                            r.watermark[source] = r.watermark[source].max(wm);
+                            r.done[source] |= last;
+                        }
+                        Step::Drain { all, budget } => {
+                            // The frame `f` breaks on was handed over: it counts.
+                            let budget = budget.max(1);
+                            let mut n = 0;
+                            let _ = m.drain(all, |f| {
+                                got.push((f.source, f.ts_ns));
+                                n += 1;
+                                if n == budget {
+                                    ControlFlow::Break(())
+                                } else {
+                                    ControlFlow::Continue(())
+                                }
+                            });
+                            r.drain(all, budget, &mut want);
+                        }
+                    }
+                    prop_assert_eq!(&got, &want);
+                }
+            }
+        }
     }
 }
