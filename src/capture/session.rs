@@ -216,14 +216,9 @@ fn create_output(
             link: i.link,
             snaplen: cfg.live.snaplen,
             name: Some(i.name.clone()),
-            description: i.lane.map(|l| {
-                format!(
-                    "{} lane {} of {} (PACKET_FANOUT by IP pair)",
-                    i.name,
-                    l.index + 1,
-                    l.count
-                )
-            }),
+            description: i
+                .lane
+                .map(|_| format!("{} (PACKET_FANOUT by IP pair)", i.label())),
         })
         .collect();
     Output::create(OutputOptions {

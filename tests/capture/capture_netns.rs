@@ -1180,6 +1180,14 @@ fn lanes_split_by_host_pair_and_merge_back_whole() {
         vec![ns.if_b.clone(), ns.if_b.clone()],
         "one interface block a lane"
     );
+    let file = std::fs::read(&out).unwrap();
+    for lane in 1..=2 {
+        let d = format!("{} lane {lane}/2 (PACKET_FANOUT by IP pair)", ns.if_b);
+        assert!(
+            file.windows(d.len()).any(|w| w == d.as_bytes()),
+            "if_description {d:?}"
+        );
+    }
     assert!(
         recs.windows(2).all(|w| w[0].1 <= w[1].1),
         "timestamps never go back"
