@@ -20,8 +20,8 @@
 # per packet over tcpdump's in the same run and rate (tcpdump runs first: keep it first in
 # TOOLS). `threads` splits a rocetap tool's CPU per packet by thread name (`main`: the
 # main thread, which analyzes or, for `capture`, writes; `rocetap-src-N`: a capture
-# thread; `rocetap-web`: the agent's HTTP server; threads of one name summed), so that a
-# change can be placed.
+# thread, or the agent's thread that reads and analyzes source N; `rocetap-web`: the
+# agent's HTTP server; threads of one name summed), so that a change can be placed.
 #
 # `capture-lanes` is `rocetap capture --lanes LANES` (2): the interface read by LANES
 # libpcap handles in one PACKET_FANOUT group, a capture thread each, the main thread
@@ -31,12 +31,14 @@
 # WARM (600,000) frames unpaced, enough to write its flight recorder's ring through once
 # (32 MiB of 128-byte slots with one source), so the first pass's page faults, which a
 # long-running agent takes once, are not counted; its handled and dropped frames are
-# counted from there. `agent` counts from its start.
+# counted from there. `agent` counts from its start. `agent-lanes` is `agent-warm` with
+# `--lanes LANES`: the interface read and analyzed by LANES threads (not in the default
+# TOOLS).
 #
 # Usage (root): benches/live.sh
 # Env: PACKETS (300000), RATES ("100000 300000 0"), RUNS (3), ROCETAP=path (default
 # target/release/rocetap, built if missing), TOOLS ("tcpdump capture agent agent-warm
-# analyze"; also capture-lanes), WARM (600000), LANES (2).
+# analyze"; also capture-lanes and agent-lanes), WARM (600000), LANES (2).
 # Needs trafgen and netsniff-ng (apt-get install netsniff-ng), tcpdump, curl, python3.
 # Everything is removed on exit: the namespaces by name, the tools by PID.
 set -euo pipefail
@@ -98,12 +100,14 @@ run() {
         analyze) ip netns exec "$B" "$BIN" analyze -i rtl1 -s 128 > "$TMP/report" 2> "$err" & ;;
         agent | agent-warm) ip netns exec "$B" "$BIN" agent -i rtl1 --listen "127.0.0.1:$PORT" --netcheck-interval 0 \
             --idle-timeout 10m 2> "$err" & ;;
+        agent-lanes) ip netns exec "$B" "$BIN" agent -i rtl1 --lanes "$LANES" --listen "127.0.0.1:$PORT" \
+            --netcheck-interval 0 --idle-timeout 10m 2> "$err" & ;;
     esac
     TOOL_PID=$! # `ip netns exec` execs the tool: this is its PID
     local h0=0 d0=0
     if [ "$tool" != "${tool#agent}" ]; then
         for _ in $(seq 50); do ip netns exec "$B" curl -sf "127.0.0.1:$PORT/healthz" > /dev/null && break; sleep 0.2; done
-        if [ "$tool" = agent-warm ]; then
+        if [ "$tool" = agent-warm ] || [ "$tool" = agent-lanes ]; then
             # Steady state: the flight recorder's ring written through once (its pages
             # mapped) and the flows known, before the measured packets.
             ip netns exec "$A" trafgen --dev rtl0 --conf "$TMP/t.cfg" --num "$WARM" --cpus 1 -q > /dev/null 2>&1

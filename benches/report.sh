@@ -2,9 +2,9 @@
 # The agent answering `/report` while it captures: how long each `/report` takes with a
 # full flight recorder, and whether the capture dropped anything meanwhile.
 #
-# With one source the agent reads libpcap's ring on its analysis thread, which also runs
-# the `/report` re-analysis: the frames that arrive meanwhile wait in the kernel ring.
-# This checks that ring holds them at RATE.
+# The agent reads each source's ring on the source's own thread, which waits while the
+# `/report` re-analysis reads its flight recorder: the frames that arrive meanwhile wait
+# in the kernel ring. This checks that ring holds them at RATE.
 #
 # Traffic: a `rocetap synth many-qp` trace (64 QPs over 4 peers, 256-byte WRITEs and their
 # ACKs, 2,048 frames) as a trafgen config, sent by `trafgen --cpus 1` into a veth between

@@ -17,6 +17,8 @@ mod agent;
 mod agent_days;
 #[path = "agent/agent_http.rs"]
 mod agent_http;
+#[path = "agent/agent_lanes.rs"]
+mod agent_lanes;
 #[path = "agent/agent_mirror.rs"]
 mod agent_mirror;
 #[path = "agent/agent_priv.rs"]

@@ -1,11 +1,11 @@
-//! One malloc arena for the whole agent (glibc): with several sources every capture
-//! thread allocates the batches the analysis thread frees; with an arena per thread
-//! (glibc's default, up to 8 per core) each arena keeps the room of the most batches
-//! that were ever in flight from its thread, so the freed memory of eight sources is
-//! held eight times over.
-//! Measured with 8 sources at tcpreplay --topspeed (release build): VmHWM 188 MB with an
-//! arena per thread, 171 MB with one (`MALLOC_ARENA_MAX=1`, which this sets for the
-//! process the same way); the CPU cost per packet did not change measurably.
+//! One malloc arena for the whole agent (glibc): with an arena per thread (glibc's
+//! default, up to 8 per core) each source's thread would keep the room of the most its
+//! analyzer ever held, so memory freed by eight sources is held eight times over.
+//! Measured with 8 sources at tcpreplay --topspeed (release build), when capture threads
+//! allocated batches an analysis thread freed: VmHWM 188 MB with an arena per thread, 171
+//! MB with one (`MALLOC_ARENA_MAX=1`, which this sets for the process the same way); the
+//! CPU cost per packet did not change measurably. The sources' threads allocate nothing
+//! per packet, so they do not contend for the one arena.
 #![allow(unsafe_code)]
 
 /// glibc's `M_ARENA_MAX` parameter of `mallopt(3)`.

@@ -7,13 +7,13 @@
 //! | `recorder` | 35 %, split evenly over sources   | the flight-recorder rings (`--recorder-bytes` at most) |
 //! | `analyzer` | 30 %, pooled over sources         | live flows, kept events and flow summaries, the per-second snapshot |
 //! | `report`   | 15 %                              | one `/report` or dump re-analysis at a time |
-//! | `capture`  | 20 %: half kernel rings, half queue | libpcap's rings (per source) and the batch queue; one source (read without a queue): its ring |
+//! | `capture`  | 20 %, split evenly over sources   | libpcap's kernel rings (each source is read by its own thread, without a queue) |
 //!
 //! `BASE` is the program, its threads, the HTTP server and netcheck (measured: 26 MB of
 //! mapped code and libraries in a release build, see docs/perf.md). A part that is full degrades instead of growing: rings evict
 //! their oldest frames, an analyzer stops following new flows (their packets are
-//! counted), events and summaries beyond their caps are counted, the queue and the
-//! kernel drop frames (counted). The costs below are upper estimates per item, checked
+//! counted), events and summaries beyond their caps are counted, the kernel drops
+//! frames (counted). The costs below are upper estimates per item, checked
 //! against `size_of` in the tests.
 
 use std::fmt::Write as _;
@@ -50,8 +50,6 @@ pub struct Plan {
     pub recorder_bytes: u64,
     /// libpcap's kernel ring per source.
     pub pcap_buffer: u32,
-    /// Batches the capture queue holds.
-    pub queue_batches: usize,
     /// Live flows, every analyzer together.
     pub flows: usize,
     /// Events each analyzer keeps.
@@ -109,21 +107,14 @@ pub fn plan(w: &Wanted) -> Result<Plan, TooSmall> {
     let per_source = rec / n;
     let recorder_bytes =
         (per_source / (slot + SLOT_META + REPLAY_ENTRY) * slot).min(w.recorder_bytes);
-    // Capture: half kernel rings, half the queue. One source is read on the analysis
-    // thread with no queue: its ring takes the queue's half too (the frames that come
-    // while that thread is busy elsewhere wait in it).
+    // Capture: each source is read on its own thread with no queue, so its ring takes
+    // the queue's half of its share too (the frames that come while its analysis is lent
+    // to a `/report` or a dump wait in it): at most what the ring and the queue were
+    // asked for together (libpcap takes a buffer size that fits an i32).
     let batch = w.batch_frames.max(1) as u64 * BATCH_FRAME_COST;
-    let (pcap_buffer, queue_batches) = if n == 1 {
-        // At most what the ring and the queue were asked for together (libpcap takes a
-        // buffer size that fits an i32).
-        let queue = (w.queue_batches as u64).saturating_mul(batch);
-        let ring = (cap / 2).min(u64::from(w.pcap_buffer)) + (cap / 2).min(queue);
-        (ring.min(i32::MAX as u64) as u32, 0)
-    } else {
-        let ring = (cap / 2 / n).min(u64::from(w.pcap_buffer)) as u32;
-        let queue = ((cap / 2 / batch) as usize).clamp(2, w.queue_batches.max(2));
-        (ring, queue)
-    };
+    let queue = (w.queue_batches as u64).saturating_mul(batch);
+    let ring = (cap / 2 / n).min(u64::from(w.pcap_buffer)) + (cap / 2 / n).min(queue);
+    let pcap_buffer = ring.min(i32::MAX as u64) as u32;
     // Analyzers: a tenth each for events and summaries per source, the rest flows.
     let events = ((ana / 10 / n / EVENT_COST) as usize).min(w.events);
     let summaries = ((ana / 10 / n / SUMMARY_COST) as usize).min(w.summaries);
@@ -146,7 +137,6 @@ pub fn plan(w: &Wanted) -> Result<Plan, TooSmall> {
         ],
         recorder_bytes,
         pcap_buffer,
-        queue_batches,
         flows,
         events,
         summaries,
@@ -239,8 +229,7 @@ mod tests {
         let n = w.sources as u64;
         let slot = u64::from(w.snaplen);
         let rec = n * (p.recorder_bytes / slot) * (slot + SLOT_META + REPLAY_ENTRY);
-        let cap = n * u64::from(p.pcap_buffer)
-            + p.queue_batches as u64 * w.batch_frames as u64 * BATCH_FRAME_COST;
+        let cap = n * u64::from(p.pcap_buffer);
         let ana = p.flows as u64 * FLOW_COST
             + n * (p.events as u64 * EVENT_COST + p.summaries as u64 * SUMMARY_COST);
         let rep = p.report.0 as u64 * FLOW_COST
@@ -269,15 +258,16 @@ mod tests {
     #[test]
     fn defaults_for_eight_sources_and_for_one() {
         let p = plan(&wanted(DEFAULT_LIMIT, 8)).unwrap();
-        // 160 MiB after the base: 56 MiB of rings (and their index) over 8 sources.
+        // 160 MiB after the base: 56 MiB of rings (and their index) over 8 sources, and
+        // 32 MiB of capture share: 4 MiB of kernel ring each, no queue.
         assert_eq!(p.recorder_bytes >> 20, 4);
-        assert_eq!(p.pcap_buffer >> 10, 2048);
+        assert_eq!(p.pcap_buffer >> 10, 4096);
         assert!(p.flows > 12_000, "{}", p.flows);
         let p = plan(&wanted(DEFAULT_LIMIT, 1)).unwrap();
         // One source: what was asked for, not more; no queue, whose half of the 32 MiB
         // capture share goes to the ring.
         assert_eq!(p.recorder_bytes, 32 << 20);
-        assert_eq!((p.pcap_buffer, p.queue_batches), (24 << 20, 0));
+        assert_eq!(p.pcap_buffer, 24 << 20);
         assert_eq!((p.events, p.summaries), (9_830, 1_024));
         // A large budget: the one ring is still what ring and queue were asked for.
         let w = wanted(4 << 30, 1);

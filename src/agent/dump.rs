@@ -30,6 +30,9 @@ use std::time::SystemTime;
 pub struct Recorded<'a> {
     /// The device or netdev.
     pub name: &'a str,
+    /// Which lane of it, when it is read in lanes (`eth0 lane 1/2`): the pcapng
+    /// interface's description.
+    pub lane: Option<String>,
     /// Its link type.
     pub link: LinkType,
     /// Its snapshot length.
@@ -90,8 +93,11 @@ pub fn analyze(
 /// Ends a replay: the report, and what was read with the flows matched to the kernel's
 /// QPs (`analyze --qp-table`) when `qp` is given.
 fn finish(p: Pipeline, srcs: &[Recorded<'_>], qp: Option<&[QpEntry]>) -> (Report, Input) {
+    let mut files: Vec<String> = srcs.iter().map(|s| s.name.to_string()).collect();
+    // An interface read in lanes is one input.
+    files.dedup();
     let mut input = Input {
-        files: srcs.iter().map(|s| s.name.to_string()).collect(),
+        files,
         frames: p.frames(),
         bytes: p.bytes(),
         cut_short: Vec::new(),
@@ -209,7 +215,7 @@ fn write_parts(
             link: s.link,
             snaplen: s.snaplen,
             name: Some(s.name.to_string()),
-            description: None,
+            description: s.lane.clone(),
         })
         .collect();
     let comment = format!("rocetap agent flight recorder, dumped on {reason}");

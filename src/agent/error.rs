@@ -63,6 +63,15 @@ pub enum Error {
     Signals(io::Error),
     /// The HTTP server's thread could not be started.
     Http(io::Error),
+    /// `--lanes` with an RDMA device, read through the RDMA sniffer (no AF_PACKET socket).
+    LanesRdma {
+        /// The device.
+        device: String,
+        /// The lanes asked for.
+        lanes: u16,
+    },
+    /// A source's thread could not be started.
+    Thread(io::Error),
     /// Every source ended ("name: why" for those that said why).
     SourcesEnded(Vec<String>),
 }
@@ -91,7 +100,9 @@ impl Error {
             | Error::Privileges(_)
             | Error::Signals(_)
             | Error::Http(_)
+            | Error::Thread(_)
             | Error::SourcesEnded(_) => return None,
+            Error::LanesRdma { .. } => "capture its netdev in lanes (-i auto does), or leave out --lanes",
         };
         Some(h.to_string())
     }
@@ -122,6 +133,12 @@ impl fmt::Display for Error {
             Error::Privileges(e) => write!(f, "agent: dropping privileges: {e}"),
             Error::Signals(e) => write!(f, "agent: installing signal handlers: {e}"),
             Error::Http(e) => write!(f, "agent: starting the HTTP server: {e}"),
+            Error::Thread(e) => write!(f, "agent: starting a source's thread: {e}"),
+            Error::LanesRdma { device, lanes } => write!(
+                f,
+                "agent: --lanes {lanes}: {device} is an RDMA device, read through libpcap's RDMA \
+                 sniffer, which has no AF_PACKET socket to split"
+            ),
             Error::SourcesEnded(errs) => {
                 f.write_str("agent: every source ended")?;
                 if !errs.is_empty() {
@@ -139,7 +156,8 @@ impl std::error::Error for Error {
             Error::DumpDir { error: e, .. }
             | Error::Listen { error: e, .. }
             | Error::Signals(e)
-            | Error::Http(e) => Some(e),
+            | Error::Http(e)
+            | Error::Thread(e) => Some(e),
             Error::QpTableLive(e) | Error::QpTable(e) => Some(e),
             Error::Device(e) => Some(e),
             _ => None,

@@ -15,11 +15,12 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The keys the file may hold, and whether each takes a list.
-pub const KEYS: [(&str, bool); 30] = [
+pub const KEYS: [(&str, bool); 31] = [
     ("interface", true),
     ("listen", false),
     ("node_name", false),
     ("snaplen", false),
+    ("lanes", false),
     ("filter", false),
     ("roce_port", false),
     ("netcheck_interval", false),

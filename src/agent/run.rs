@@ -17,16 +17,15 @@ use super::window::{self, Window};
 use super::Config;
 use super::Error;
 use crate::analysis::{Analyzer, Report};
-use crate::capture::live::{Inline, LiveSource, SourceInfo, SourceStats, FLUSH_INTERVAL};
-use crate::capture::merge::Merger;
+use crate::capture::live::{LiveSource, SourceInfo, SourceStats, FLUSH_INTERVAL};
 use crate::capture::{rdma, session};
 use crate::error::exit;
 use crate::pipeline::Pipeline;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Counters whose start and end in the window are logged (keys of the totals).
@@ -55,10 +54,11 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
     check(cfg)?;
     let tables = side::QpTables::load(&cfg.qp_table)?;
     let devices = resolve(cfg)?;
-    let plan = budget::plan(&wanted(cfg, devices.len())).map_err(Error::Budget)?;
+    // Each lane of an interface is a source of its own: its analyzer, recorder and ring.
+    let n_sources = devices.len() * usize::from(cfg.live.lanes.max(1));
+    let plan = budget::plan(&wanted(cfg, n_sources)).map_err(Error::Budget)?;
     let live_opts = crate::capture::live::LiveOptions {
         buffer_bytes: plan.pcap_buffer,
-        queue_batches: plan.queue_batches,
         reopen: true,
         ..cfg.live.clone()
     };
@@ -83,7 +83,9 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
         said.push(("threads_not_restricted", kept.other_threads.to_string()));
     }
     log.event("privileges", &said);
-    let names: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
+    // The interfaces (an interface read in lanes once).
+    let mut names: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
+    names.dedup();
     let shared = Arc::new(Mutex::new(Published::new(cfg.node.clone(), &names)));
     {
         let mut p = shared
@@ -103,15 +105,16 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
         let (shared, stop, cfg) = (shared.clone(), stop.clone(), cfg.clone());
         std::thread::spawn(move || side::netcheck_loop(&cfg, every, &shared, &stop, &join_tx, log))
     });
-    log.event(
-        "started",
-        &[
-            ("node", cfg.node.clone()),
-            ("sources", names.join(",")),
-            ("listen", cfg.listen.to_string()),
-            ("snaplen", cfg.live.snaplen.to_string()),
-        ],
-    );
+    let mut said = vec![
+        ("node", cfg.node.clone()),
+        ("sources", names.join(",")),
+        ("listen", cfg.listen.to_string()),
+        ("snaplen", cfg.live.snaplen.to_string()),
+    ];
+    if cfg.live.lanes > 1 {
+        said.push(("lanes", cfg.live.lanes.to_string()));
+    }
+    log.event("started", &said);
     log.event(
         "memory_budget",
         &[
@@ -121,38 +124,30 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
                 "pcap_buffer_per_source",
                 budget::size(plan.pcap_buffer.into()),
             ),
-            ("queue_batches", plan.queue_batches.to_string()),
             ("flows", plan.flows.to_string()),
             ("events_per_source", plan.events.to_string()),
             ("summaries_per_source", plan.summaries.to_string()),
         ],
     );
-    // Before the capture threads start: they then share the one arena.
+    // Before the sources' threads start: they then share the one arena.
     let _ = super::arena::one_arena();
-    // One source is read on this thread, straight from libpcap's ring (no capture
-    // thread, queue or copy): its kernel ring takes the capture share the queue would
-    // have had (`budget::plan`) and holds the frames that come while this thread is busy
-    // elsewhere (a `/report`, a dump). Several sources: a thread each and the queue.
-    let (live, mut inline) = match opened.start_inline() {
-        Ok((live, inline)) => (live, Some(inline)),
-        Err(opened) => (opened.start(), None),
-    };
+    // Each source is read, analyzed and recorded on a thread of its own, straight from
+    // libpcap's ring (no queue, copy or merge: `work`): its kernel ring takes the whole
+    // capture share (`budget::plan`) and holds the frames that come while the source's
+    // work is lent to this thread (a `/report`, a dump).
+    let sources = opened.start_each();
+    let stats: Vec<Arc<SourceStats>> = sources.iter().map(|(_, s)| s.stats().clone()).collect();
     let mut lp = Loop::new(cfg, &infos, log, tables, plan);
-    let reason = lp.run(
-        (&live, inline.as_mut()),
-        &stop,
-        &usr1,
-        (&rep_rx, &join_rx),
-        &shared,
-    );
-    let stats = live.stats().to_vec();
-    let rest = live.finish();
-    for b in rest {
-        lp.merger.push(b);
+    let halt = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for (i, ((_, src), lane)) in sources.into_iter().zip(&lp.lanes).enumerate() {
+        let t = work::spawn(i, src, lane.clone(), lp.privacy.clone(), halt.clone());
+        threads.push(t.map_err(Error::Thread)?);
     }
-    lp.drain();
-    if let Some(i) = inline {
-        i.finish();
+    let reason = lp.run(&stats, &stop, &usr1, (&rep_rx, &join_rx), &shared);
+    halt.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
     }
     lp.publish(&stats, &shared);
     stop.store(true, Ordering::SeqCst);
@@ -164,10 +159,10 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
     if reason == "all sources ended" {
         let errs: Vec<String> = stats
             .iter()
-            .zip(&names)
-            .filter_map(|(s, n)| {
+            .zip(&infos)
+            .filter_map(|(s, i)| {
                 let e = s.error()?;
-                Some(format!("{n}: {e}"))
+                Some(format!("{}: {e}", i.label()))
             })
             .collect();
         return Err(Error::SourcesEnded(errs));
@@ -229,7 +224,7 @@ fn prepare_dir(d: &Path) -> Result<(), Error> {
 }
 
 /// `auto` becomes the node's RDMA devices: each through the libpcap RDMA sniffer when
-/// this libpcap lists it, else its netdevs.
+/// this libpcap lists it and no lanes are asked for, else its netdevs.
 fn resolve(cfg: &Config) -> Result<Vec<String>, Error> {
     let mut out = Vec::new();
     for i in &cfg.interfaces {
@@ -248,7 +243,8 @@ fn resolve(cfg: &Config) -> Result<Vec<String>, Error> {
             });
         }
         for d in devs {
-            if listed.contains(&d.name) {
+            // Lanes split an AF_PACKET socket, which the RDMA sniffer has not: its netdevs.
+            if listed.contains(&d.name) && cfg.live.lanes <= 1 {
                 out.push(d.name);
             } else {
                 out.extend(d.netdevs);
@@ -256,6 +252,15 @@ fn resolve(cfg: &Config) -> Result<Vec<String>, Error> {
         }
     }
     out.dedup();
+    if cfg.live.lanes > 1 {
+        let sysfs = crate::config::sysfs_dir(&cfg.sysfs_root);
+        if let Some(d) = out.iter().find(|d| rdma::parse_name(&sysfs, d).is_some()) {
+            return Err(Error::LanesRdma {
+                device: d.clone(),
+                lanes: cfg.live.lanes,
+            });
+        }
+    }
     Ok(out)
 }
 
@@ -276,9 +281,8 @@ struct Loop<'c> {
     cfg: &'c Config,
     log: Log,
     infos: Vec<SourceInfo>,
-    merger: Merger,
-    pipes: Vec<Pipeline>,
-    recs: Vec<Recorder>,
+    /// Each source's analysis and recorder, updated by its thread.
+    lanes: Vec<Arc<Lane>>,
     tops: Vec<TopN>,
     peers: Vec<super::peers::Peers>,
     window: Window,
@@ -295,25 +299,6 @@ struct Loop<'c> {
     limited: Vec<[bool; 3]>,
     /// The last `/report` or dump re-analysis, in bytes (estimated).
     report_bytes: u64,
-}
-
-/// Records each frame the pipeline decoded, as [`Privacy`] keeps it.
-struct Recording<'a> {
-    rec: &'a mut Recorder,
-    privacy: &'a Privacy,
-}
-
-impl crate::pipeline::Sink for Recording<'_> {
-    #[inline]
-    fn after(
-        &mut self,
-        f: &crate::capture::Frame<'_>,
-        d: Option<&dissectors::Decoded>,
-        _: &Analyzer,
-    ) -> std::ops::ControlFlow<()> {
-        self.rec.record(f, d, self.privacy);
-        std::ops::ControlFlow::Continue(())
-    }
 }
 
 impl<'c> Loop<'c> {
@@ -336,18 +321,17 @@ impl<'c> Loop<'c> {
             cfg,
             log,
             infos: infos.to_vec(),
-            merger: Merger::new(n),
-            pipes: (0..n)
-                .map(|_| Pipeline::new(cfg.decode, Analyzer::new(analyzer)))
-                .collect(),
-            recs: infos
+            lanes: infos
                 .iter()
                 .map(|i| {
-                    Recorder::new(
-                        plan.recorder_bytes,
-                        i.snaplen,
-                        cfg.recorder_seconds * 1_000_000_000,
-                    )
+                    Lane::new(Work {
+                        pipe: Pipeline::new(cfg.decode, Analyzer::new(analyzer)),
+                        rec: Recorder::new(
+                            plan.recorder_bytes,
+                            i.snaplen,
+                            cfg.recorder_seconds * 1_000_000_000,
+                        ),
+                    })
                 })
                 .collect(),
             tops: (0..n).map(|_| TopN::new(cfg.top_flows)).collect(),
@@ -376,33 +360,9 @@ impl<'c> Loop<'c> {
         }
     }
 
-    fn drain(&mut self) {
-        let (pipes, recs, privacy) = (&mut self.pipes, &mut self.recs, &self.privacy);
-        // Every source has its own pipeline and recorder: nothing to merge, so a source
-        // never waits for another's watermark and batches are taken whole.
-        let _ = self.merger.drain_sources(|f| {
-            let s = f.source as usize;
-            // Recorded once decoded: the decoder says where the headers end.
-            pipes[s].feed(
-                f,
-                &mut Recording {
-                    rec: &mut recs[s],
-                    privacy,
-                },
-            )
-        });
-    }
-
-    /// Reads the one source read inline for up to `wait`, each frame analyzed and
-    /// recorded straight from libpcap's buffer.
-    fn pump(&mut self, src: &mut Inline, wait: Duration) {
-        let (pipe, rec, privacy) = (&mut self.pipes[0], &mut self.recs[0], &self.privacy);
-        let _ = src.pump(wait, |f| pipe.feed(f, &mut Recording { rec, privacy }));
-    }
-
     fn run(
         &mut self,
-        (live, mut inline): (&LiveSource, Option<&mut Inline>),
+        stats: &[Arc<SourceStats>],
         stop: &AtomicBool,
         usr1: &AtomicBool,
         (reports, analyses): (&Receiver<ReportRequest>, &Receiver<SyncSender<Vec<Report>>>),
@@ -411,49 +371,49 @@ impl<'c> Loop<'c> {
         let started = Instant::now();
         let mut last_tick = Instant::now();
         loop {
-            if let Some(src) = inline.as_deref_mut() {
-                // Back within a flush interval, so a `/report` waits no longer for its turn
-                // than it would behind a capture thread's batch.
-                self.pump(src, FLUSH_INTERVAL);
-            } else {
-                if let Some(b) = live.recv_timeout(Duration::from_millis(100)) {
-                    self.merger.push(b);
-                    while let Ok(b) = live.receiver().try_recv() {
-                        self.merger.push(b);
-                    }
+            // The sources' threads do the reading: this one waits for a `/report`.
+            let first = match reports.recv_timeout(FLUSH_INTERVAL) {
+                Ok(tx) => Some(tx),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(FLUSH_INTERVAL);
+                    None
                 }
-                self.drain();
-            }
+            };
             if stop.load(Ordering::SeqCst) {
                 return "signal";
             }
             if self.cfg.duration.is_some_and(|d| started.elapsed() >= d) {
                 return "duration reached";
             }
-            let ended = match inline.as_deref() {
-                Some(src) => src.ended(),
-                None => self.merger.is_done(),
-            };
-            if ended {
+            if self.lanes.iter().all(|l| l.ended()) {
                 return "all sources ended";
             }
-            while let Ok(tx) = reports.try_recv() {
+            let more = std::iter::from_fn(|| reports.try_recv().ok());
+            for tx in first.into_iter().chain(more) {
                 let qp = self.tables.now();
+                let lanes = self.lanes.clone();
+                let work = lock_all(&lanes);
                 let (r, input) = dump::analyze(
-                    &self.recorded(),
-                    self.window_start_ns(),
+                    &self.recorded(&work),
+                    window_start_ns(&work, self.cfg.dump_seconds),
                     self.analysis(),
                     qp.as_deref(),
                 );
+                drop(work);
                 let json = dump::report_json(&r, &input);
                 self.report_bytes = tick::report_cost(&r) + json.len() as u64;
                 let _ = tx.try_send(json);
             }
             while let Ok(tx) = analyses.try_recv() {
                 let reps = self
-                    .pipes
+                    .lanes
                     .iter()
-                    .map(|p| p.analyzer().snapshot(p.analyzer().events_recorded()))
+                    .map(|l| {
+                        let w = l.lock();
+                        let an = w.pipe.analyzer();
+                        an.snapshot(an.events_recorded())
+                    })
                     .collect();
                 let _ = tx.try_send(reps);
             }
@@ -462,21 +422,23 @@ impl<'c> Loop<'c> {
             }
             if last_tick.elapsed() >= Duration::from_secs(1) {
                 last_tick = Instant::now();
-                self.publish(live.stats(), shared);
+                self.publish(stats, shared);
                 self.judge(shared);
             }
         }
     }
 
-    fn recorded(&self) -> Vec<Recorded<'_>> {
+    /// Every source's recorder, from the sources' work the caller holds.
+    fn recorded<'a>(&'a self, work: &'a [MutexGuard<'_, Work>]) -> Vec<Recorded<'a>> {
         self.infos
             .iter()
-            .zip(&self.recs)
-            .map(|(i, r)| Recorded {
+            .zip(work)
+            .map(|(i, w)| Recorded {
                 name: &i.name,
+                lane: i.lane.map(|_| i.label()),
                 link: i.link,
                 snaplen: i.snaplen,
-                rec: r,
+                rec: &w.rec,
             })
             .collect()
     }
@@ -492,18 +454,25 @@ impl<'c> Loop<'c> {
             },
         }
     }
+}
 
-    /// The first timestamp a dump or `/report` covers: `dump_seconds` before the newest
-    /// frame recorded.
-    fn window_start_ns(&self) -> u64 {
-        let newest = self
-            .recs
-            .iter()
-            .filter_map(Recorder::newest_ts)
-            .max()
-            .unwrap_or(0);
-        newest.saturating_sub(self.cfg.dump_seconds * 1_000_000_000)
-    }
+/// Every source's work, each held until the guards are dropped.
+fn lock_all(lanes: &[Arc<Lane>]) -> Vec<MutexGuard<'_, Work>> {
+    lanes.iter().map(|l| l.lock()).collect()
+}
+
+/// The first timestamp a dump or `/report` covers: `seconds` before the newest frame
+/// recorded.
+fn window_start_ns(work: &[MutexGuard<'_, Work>], seconds: u64) -> u64 {
+    let newest = work
+        .iter()
+        .filter_map(|w| w.rec.newest_ts())
+        .max()
+        .unwrap_or(0);
+    newest.saturating_sub(seconds * 1_000_000_000)
 }
 
 mod tick;
+mod work;
+
+use work::{Lane, Work};

@@ -50,6 +50,82 @@ pub struct SourceState {
     pub peer_flows_aggregated: u64,
 }
 
+impl SourceState {
+    /// Adds the state of another lane of the same interface (`--lanes`): each frame was
+    /// analyzed in one lane and each host pair, both ways, in one lane, so counts add up,
+    /// a connection's or a peer pair's series is in one lane only (the `other` ones, which
+    /// every lane has, are summed), and the interface is up when every lane is.
+    pub fn absorb(&mut self, o: SourceState) {
+        // Destructured without `..`: a new field does not compile until it is added here.
+        let SourceState {
+            name: _,
+            totals,
+            pfc,
+            latency,
+            tracked,
+            received,
+            kernel_dropped,
+            if_dropped,
+            queue_dropped,
+            top,
+            other,
+            error,
+            up,
+            losses,
+            reopens,
+            untracked_packets,
+            recorded_frames,
+            peers,
+            peer_flows_aggregated,
+        } = o;
+        self.totals.absorb(&totals);
+        for (a, b) in self.pfc.iter_mut().zip(pfc) {
+            a.0 += b.0;
+            a.1 += b.1;
+        }
+        self.latency.absorb(&latency);
+        for (a, b) in [
+            (&mut self.tracked, tracked),
+            (&mut self.received, received),
+            (&mut self.kernel_dropped, kernel_dropped),
+            (&mut self.if_dropped, if_dropped),
+            (&mut self.queue_dropped, queue_dropped),
+            (&mut self.losses, losses),
+            (&mut self.reopens, reopens),
+            (&mut self.untracked_packets, untracked_packets),
+            (&mut self.recorded_frames, recorded_frames),
+            (&mut self.peer_flows_aggregated, peer_flows_aggregated),
+        ] {
+            *a += b;
+        }
+        self.top.extend(top);
+        for (a, b) in self.other.iter_mut().zip(other) {
+            *a += b;
+        }
+        if self.error.is_none() {
+            self.error = error;
+        }
+        self.up &= up;
+        for p in peers {
+            let same = self
+                .peers
+                .iter_mut()
+                .find(|q| q.local == p.local && q.peer == p.peer);
+            match same {
+                Some(q) => {
+                    for (a, b) in q.sent.iter_mut().zip(p.sent) {
+                        *a += b;
+                    }
+                    for (a, b) in q.received.iter_mut().zip(p.received) {
+                        *a += b;
+                    }
+                }
+                None => self.peers.push(p),
+            }
+        }
+    }
+}
+
 /// A pod a network namespace belongs to, as far as the node can tell.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pod {
@@ -162,5 +238,76 @@ impl Published {
             memory: MemoryState::default(),
             topology: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::peers::PeerSeries;
+    use super::super::topn::Series;
+    use super::SourceState;
+
+    fn peer(local: &str, peer: &str, packets: u64) -> PeerSeries {
+        PeerSeries {
+            local: local.into(),
+            peer: peer.into(),
+            sent: [packets, 0, 0, 0, 0, 0],
+            ..PeerSeries::default()
+        }
+    }
+
+    #[test]
+    fn lanes_add_up_into_one_state() {
+        let series = |qp: &str| Series {
+            qp: qp.into(),
+            ..Series::default()
+        };
+        let mut a = SourceState {
+            name: "eth0".into(),
+            received: 10,
+            pfc: [(1, 0.5); 8],
+            top: vec![series("0x11")],
+            other: [1, 0, 0, 0, 0],
+            up: true,
+            peers: vec![
+                peer("198.18.0.1", "198.18.0.2", 4),
+                peer("other", "other", 1),
+            ],
+            ..SourceState::default()
+        };
+        a.totals.frames = 10;
+        let mut b = SourceState {
+            name: "eth0 lane 2/2".into(),
+            received: 5,
+            pfc: [(0, 0.0); 8],
+            top: vec![series("0x22")],
+            other: [2, 0, 0, 0, 1],
+            up: false,
+            error: Some("down (lost), reopening".into()),
+            peers: vec![
+                peer("198.18.1.1", "198.18.1.2", 7),
+                peer("other", "other", 2),
+            ],
+            ..SourceState::default()
+        };
+        b.totals.frames = 5;
+        b.latency.ack.record(1_000);
+        a.absorb(b);
+        assert_eq!(a.name, "eth0");
+        assert_eq!(
+            (a.received, a.totals.frames, a.latency.ack.count),
+            (15, 15, 1)
+        );
+        assert_eq!((a.pfc[3], a.other), ((1, 0.5), [3, 0, 0, 0, 1]));
+        assert_eq!(a.top.len(), 2);
+        // Down when a lane is, with its reason.
+        assert!(!a.up && a.error.as_deref() == Some("down (lost), reopening"));
+        // A pair is in one lane; `other` is in every lane: summed into one series.
+        let sent: Vec<(&str, u64)> = a
+            .peers
+            .iter()
+            .map(|p| (p.local.as_str(), p.sent[0]))
+            .collect();
+        assert_eq!(sent, [("198.18.0.1", 4), ("other", 3), ("198.18.1.1", 7)]);
     }
 }

@@ -49,6 +49,15 @@ impl Buckets {
         self.count += 1;
     }
 
+    /// Adds the samples of another distribution of the same bounds.
+    pub fn absorb(&mut self, o: &Buckets) {
+        for (a, b) in self.counts.iter_mut().zip(o.counts) {
+            *a += b;
+        }
+        self.sum_ns = self.sum_ns.saturating_add(o.sum_ns);
+        self.count += o.count;
+    }
+
     /// Cumulative counts, one per bound and then `+Inf` (= `count`), as Prometheus
     /// histograms expose them.
     pub fn cumulative(&self) -> [u64; BOUNDS_NS.len() + 1] {
@@ -67,6 +76,14 @@ pub struct LatencyBuckets {
     pub ack: Buckets,
     /// First CE mark since the last CNP → the CNP answering it, over every flow.
     pub ce_to_cnp: Buckets,
+}
+
+impl LatencyBuckets {
+    /// Adds the samples of another part of the same traffic (`Totals::absorb`).
+    pub fn absorb(&mut self, o: &LatencyBuckets) {
+        self.ack.absorb(&o.ack);
+        self.ce_to_cnp.absorb(&o.ce_to_cnp);
+    }
 }
 
 #[cfg(test)]

@@ -497,6 +497,12 @@ pub struct AgentArgs {
     /// Bytes kept per frame [default: 128, every RoCE header and no payload].
     #[arg(short = 's', long, value_name = "SNAPLEN")]
     pub snaplen: Option<u32>,
+    /// Read and analyze each interface in N lanes (1-64), each on its own thread and core:
+    /// a Linux PACKET_FANOUT group gives every RoCE v2 host pair (both directions of its
+    /// QPs) to one lane, everything else to the first; the metrics add the lanes up.
+    /// Network interfaces only, not RDMA devices [default: 1].
+    #[arg(long, value_name = "N")]
+    pub lanes: Option<u16>,
     /// Capture filter (BPF) instead of the RoCE/ARP/PFC default.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,

@@ -26,6 +26,7 @@ fn cli_pairs(a: &AgentArgs) -> Vec<(&'static str, Vec<String>)> {
     one("listen", a.listen.clone());
     one("node_name", a.node_name.clone());
     one("snaplen", a.snaplen.map(|x| x.to_string()));
+    one("lanes", a.lanes.map(|x| x.to_string()));
     one("filter", a.filter.clone());
     one("roce_port", a.roce_port.map(|x| x.to_string()));
     one("netcheck_interval", a.netcheck_interval.clone());
@@ -171,6 +172,13 @@ fn apply(
                 ));
             }
             cfg.live.snaplen = n;
+        }
+        "lanes" => {
+            let n: u16 = num(first)?;
+            if !(1..=64).contains(&n) {
+                return Err(format!("{n}: give 1 to 64 lanes"));
+            }
+            cfg.live.lanes = n;
         }
         "filter" => *filter = Some(first.to_string()),
         "roce_port" => *roce_port = Some(num(first)?),

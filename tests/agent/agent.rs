@@ -419,6 +419,28 @@ fn bad_configurations_are_one_line_errors() {
     std::fs::create_dir_all(&empty).unwrap();
     let e = refused(&["-i", "auto", "--sysfs-root", empty.to_str().unwrap()]);
     assert!(e.contains("--interface auto: no RDMA device"), "{e}");
+    for bad in ["0", "65"] {
+        let e = refused(&["-i", "lo", "--lanes", bad]);
+        assert!(
+            e.contains("--lanes") && e.contains("give 1 to 64 lanes"),
+            "{e}"
+        );
+    }
+    // Lanes split an AF_PACKET socket: not an RDMA device read through the sniffer (a
+    // fake sysfs names it one), refused before anything is opened.
+    std::fs::create_dir_all(empty.join("class/infiniband/mlx5_0")).unwrap();
+    let e = refused(&[
+        "-i",
+        "mlx5_0",
+        "--lanes",
+        "2",
+        "--sysfs-root",
+        empty.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("--lanes 2: mlx5_0 is an RDMA device") && e.contains("its netdev"),
+        "{e}"
+    );
     let cfg = tmp.path("agent.yaml");
     std::fs::write(&cfg, "interface: [lo]\nlisten: 127.0.0.1:1\nbogus: 1\n").unwrap();
     let e = refused(&["--config", cfg.to_str().unwrap()]);
@@ -429,6 +451,12 @@ fn bad_configurations_are_one_line_errors() {
     std::fs::write(&cfg, "interface: lo\nwindow: forever\n").unwrap();
     let e = refused(&["--config", cfg.to_str().unwrap()]);
     assert!(e.contains("'window'") && e.contains("bad duration"), "{e}");
+    std::fs::write(&cfg, "interface: lo\nlanes: many\n").unwrap();
+    let e = refused(&["--config", cfg.to_str().unwrap()]);
+    assert!(
+        e.contains("'lanes'") && e.contains("not a valid number"),
+        "{e}"
+    );
     // a billion laughs: refused by the YAML reader's value limit, before any source opens
     let mut bomb = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
     for (n, prev) in ('b'..='i').zip('a'..) {

@@ -291,7 +291,7 @@ fn too_small_a_budget_is_a_one_line_error() {
     }
 }
 
-/// The process' threads named as capture threads (`rocetap-src-N`).
+/// The process' threads named as the sources' threads (`rocetap-src-N`).
 fn capture_threads(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .unwrap()
@@ -325,12 +325,11 @@ fn lose_and_find(n: usize, lost: usize) {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut agent = start_agent(&args, &log);
     healthy(port);
-    // One source is read on the analysis thread (no capture thread, no queue); several
-    // have a capture thread each.
+    // Each source is read and analyzed on a thread of its own.
     assert_eq!(
         capture_threads(agent.0.id()),
-        if n == 1 { 0 } else { n },
-        "capture threads with {n} sources"
+        n,
+        "source threads with {n} sources"
     );
     let src = wires.host[lost].clone();
     let naks = truth("loss-upstream.pcap", "nak_psn_seq") as f64;

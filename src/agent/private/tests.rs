@@ -67,6 +67,7 @@ fn record(path: &PathBuf, privacy: &Privacy) -> (Recorder, Recorder, LinkType, u
 fn report(rec: &Recorder, link: LinkType) -> Value {
     let srcs = [Recorded {
         name: "s",
+        lane: None,
         link,
         snaplen: SNAPLEN as u32,
         rec,

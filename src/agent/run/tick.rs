@@ -16,24 +16,29 @@ impl Loop<'_> {
         let wall = std::time::UNIX_EPOCH
             .elapsed()
             .map_or(0, |d| d.as_nanos() as u64);
-        self.pipes
-            .iter_mut()
-            .for_each(|p| p.analyzer_mut().advance(wall));
         let mut analyzer_bytes = 0u64;
-        let mut states = Vec::with_capacity(self.pipes.len());
+        let mut recorded = 0u64;
+        let mut states = Vec::with_capacity(self.lanes.len());
         let mut vals = Vec::new();
-        for (i, p) in self.pipes.iter().enumerate() {
-            let an = p.analyzer();
+        for i in 0..self.lanes.len() {
+            // The source's thread waits while its analysis is read.
+            let mut w = self.lanes[i].lock();
+            w.pipe.analyzer_mut().advance(wall);
+            let an = w.pipe.analyzer();
             let snap = an.snapshot(an.events_recorded());
+            let (live, events) = (an.live_flows(), an.events_recorded());
+            // A lane's own name until the lanes are summed: its log lines say which.
             let mut s = SourceState {
-                name: self.infos[i].name.clone(),
-                totals: snap.totals,
-                latency: snap.latency,
-                tracked: an.live_flows() as u64,
+                name: self.infos[i].label(),
+                tracked: live as u64,
                 untracked_packets: an.untracked_packets(),
-                recorded_frames: self.recs[i].len() as u64,
+                recorded_frames: w.rec.len() as u64,
                 ..SourceState::default()
             };
+            drop(w);
+            recorded += s.recorded_frames;
+            s.totals = snap.totals;
+            s.latency = snap.latency;
             for sender in &snap.pfc {
                 for pr in &sender.per_priority {
                     let e = &mut s.pfc[usize::from(pr.priority & 7)];
@@ -58,9 +63,9 @@ impl Loop<'_> {
                     ));
                 }
             }
-            let summaries = snap.flows.len().saturating_sub(an.live_flows());
-            analyzer_bytes += an.live_flows() as u64 * budget::FLOW_COST
-                + an.events_recorded() as u64 * budget::EVENT_COST
+            let summaries = snap.flows.len().saturating_sub(live);
+            analyzer_bytes += live as u64 * budget::FLOW_COST
+                + events as u64 * budget::EVENT_COST
                 + summaries as u64 * budget::SUMMARY_COST;
             let (top, other) = self.tops[i].update(now, &snap.flows, topn::totals(&snap.totals));
             s.top = top;
@@ -80,13 +85,30 @@ impl Loop<'_> {
         self.window.push(now, window::sum(vals));
         self.note_drops(now, drops);
         self.note_sources(&states);
-        let memory = self.memory(analyzer_bytes);
+        let memory = self.memory(analyzer_bytes, recorded);
+        let states = self.by_interface(states);
         let mut p = shared
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         p.sources = states;
         p.memory = memory;
         p.tick = now;
+    }
+
+    /// The lanes of each interface summed into one state (`SourceState::absorb`),
+    /// named by the interface.
+    fn by_interface(&self, states: Vec<SourceState>) -> Vec<SourceState> {
+        let mut out: Vec<SourceState> = Vec::with_capacity(states.len());
+        for (info, mut s) in self.infos.iter().zip(states) {
+            match (info.lane, out.last_mut()) {
+                (Some(l), Some(first)) if l.index > 0 => first.absorb(s),
+                _ => {
+                    s.name.clone_from(&info.name);
+                    out.push(s);
+                }
+            }
+        }
+        out
     }
 
     /// Logs sources lost and back, and each limit of the budget a source hits (once);
@@ -134,30 +156,23 @@ impl Loop<'_> {
                 }
             }
         }
-        let live: Vec<usize> = self
-            .pipes
+        let live: Vec<usize> = states.iter().map(|s| s.tracked as usize).collect();
+        for (l, cap) in self
+            .lanes
             .iter()
-            .map(|p| p.analyzer().live_flows())
-            .collect();
-        for (p, cap) in self
-            .pipes
-            .iter_mut()
             .zip(budget::flow_caps(&live, self.plan.flows))
         {
-            p.analyzer_mut().set_max_flows(cap);
+            l.lock().pipe.analyzer_mut().set_max_flows(cap);
         }
     }
 
     /// The budget's parts in use (estimates from what each part holds) and the
     /// process' resident size.
-    fn memory(&self, analyzer_bytes: u64) -> crate::agent::state::MemoryState {
+    fn memory(&self, analyzer_bytes: u64, recorded: u64) -> crate::agent::state::MemoryState {
         let slot = u64::from(self.cfg.live.snaplen.max(1)) + budget::SLOT_META;
-        let recorder: u64 = self.recs.iter().map(|r| r.len() as u64 * slot).sum();
-        let n = self.recs.len() as u64;
-        let capture = n * u64::from(self.plan.pcap_buffer)
-            + self.plan.queue_batches as u64
-                * self.cfg.live.batch_frames as u64
-                * budget::BATCH_FRAME_COST;
+        let recorder = recorded * slot;
+        let n = self.lanes.len() as u64;
+        let capture = n * u64::from(self.plan.pcap_buffer);
         crate::agent::state::MemoryState {
             budget: self.plan.limit,
             shares: self.plan.shares.clone(),
@@ -264,15 +279,18 @@ impl Loop<'_> {
             return;
         };
         let qp = self.tables.now();
+        let lanes = self.lanes.clone();
+        let work = super::lock_all(&lanes);
         let res = dump::write(
             dir,
-            &self.recorded(),
-            self.window_start_ns(),
+            &self.recorded(&work),
+            super::window_start_ns(&work, self.cfg.dump_seconds),
             self.analysis(),
             why,
             self.cfg.dump_keep,
             qp.as_deref(),
         );
+        drop(work);
         let mut fields = vec![("reason", why.to_string())];
         if let Some(r) = rule {
             fields.push(("rule", r.to_string()));

@@ -200,6 +200,183 @@ pub struct Totals {
     pub nak_psn_seq_reorder: u64,
 }
 
+impl Totals {
+    /// Adds the totals of another part of the same traffic, analyzed apart (the agent's
+    /// lanes of one interface: each frame in one part, each host pair in one part): every
+    /// count summed; `cut_at_bytes` kept where both parts cut at the same length or only
+    /// one cut any, 0 where they cut at different lengths.
+    pub fn absorb(&mut self, o: &Totals) {
+        // Destructured without `..`: a new field does not compile until it is added here.
+        let Totals {
+            frames,
+            roce_packets,
+            flows,
+            connections,
+            flows_expired,
+            flows_restarted,
+            nak_psn_seq,
+            nak_invalid_request,
+            nak_remote_access,
+            nak_remote_operational,
+            nak_invalid_rd_request,
+            nak_reserved,
+            rnr_nak,
+            psn_gap_events,
+            missing_psns,
+            recovered_gap_events,
+            unrecovered_gap_events,
+            capture_loss_gap_events,
+            gaps_filled_late,
+            retransmitted_packets,
+            retransmission_episodes,
+            nak_retransmission_episodes,
+            rnr_retransmission_episodes,
+            timeout_retransmission_episodes,
+            read_retransmission_episodes,
+            duplicate_packets,
+            reordered_packets,
+            nak_retransmissions,
+            rnr_retransmissions,
+            timeout_retransmissions,
+            read_retransmissions,
+            unknown_retransmissions,
+            reads,
+            read_rerequests,
+            read_missing_responses,
+            read_responses_resent,
+            ce_marked,
+            ecn_not_ect,
+            ecn_ect0,
+            ecn_ect1,
+            cnp,
+            ce_without_cnp,
+            cnp_without_ce,
+            icrc_ok,
+            icrc_bad,
+            icrc_unchecked,
+            icrc_cut,
+            cut_at_bytes,
+            malformed,
+            truncated,
+            unsupported,
+            pfc_pause_frames,
+            pfc_resume_frames,
+            pfc_stalls,
+            arp_requests,
+            arp_replies,
+            arp_unanswered,
+            arp_cross_subnet,
+            arp_cross_subnet_unanswered,
+            arp_reply_path_mismatch,
+            arp_duplicate_address,
+            arp_state_dropped,
+            events_dropped,
+            input_cut_short,
+            flow_summaries_dropped,
+            qos_direction_mismatch,
+            data_dscp_mixed,
+            data_dscp0,
+            data_not_ect,
+            cnp_other_dscp,
+            roce_v1_and_v2,
+            nak_psn_seq_after_rnr,
+            nak_psn_seq_gap_at_tap,
+            timeout_episodes_gap_at_tap,
+            timeout_episodes_acked,
+            retry_exhausted,
+            stalled_connections,
+            ud_psn_jumps,
+            qps_failed,
+            nak_psn_seq_reorder,
+        } = *o;
+        self.cut_at_bytes = match (self.icrc_cut, icrc_cut) {
+            (_, 0) => self.cut_at_bytes,
+            (0, _) => cut_at_bytes,
+            _ if self.cut_at_bytes == cut_at_bytes => cut_at_bytes,
+            _ => 0,
+        };
+        self.frames += frames;
+        self.roce_packets += roce_packets;
+        self.flows += flows;
+        self.connections += connections;
+        self.flows_expired += flows_expired;
+        self.flows_restarted += flows_restarted;
+        self.nak_psn_seq += nak_psn_seq;
+        self.nak_invalid_request += nak_invalid_request;
+        self.nak_remote_access += nak_remote_access;
+        self.nak_remote_operational += nak_remote_operational;
+        self.nak_invalid_rd_request += nak_invalid_rd_request;
+        self.nak_reserved += nak_reserved;
+        self.rnr_nak += rnr_nak;
+        self.psn_gap_events += psn_gap_events;
+        self.missing_psns += missing_psns;
+        self.recovered_gap_events += recovered_gap_events;
+        self.unrecovered_gap_events += unrecovered_gap_events;
+        self.capture_loss_gap_events += capture_loss_gap_events;
+        self.gaps_filled_late += gaps_filled_late;
+        self.retransmitted_packets += retransmitted_packets;
+        self.retransmission_episodes += retransmission_episodes;
+        self.nak_retransmission_episodes += nak_retransmission_episodes;
+        self.rnr_retransmission_episodes += rnr_retransmission_episodes;
+        self.timeout_retransmission_episodes += timeout_retransmission_episodes;
+        self.read_retransmission_episodes += read_retransmission_episodes;
+        self.duplicate_packets += duplicate_packets;
+        self.reordered_packets += reordered_packets;
+        self.nak_retransmissions += nak_retransmissions;
+        self.rnr_retransmissions += rnr_retransmissions;
+        self.timeout_retransmissions += timeout_retransmissions;
+        self.read_retransmissions += read_retransmissions;
+        self.unknown_retransmissions += unknown_retransmissions;
+        self.reads += reads;
+        self.read_rerequests += read_rerequests;
+        self.read_missing_responses += read_missing_responses;
+        self.read_responses_resent += read_responses_resent;
+        self.ce_marked += ce_marked;
+        self.ecn_not_ect += ecn_not_ect;
+        self.ecn_ect0 += ecn_ect0;
+        self.ecn_ect1 += ecn_ect1;
+        self.cnp += cnp;
+        self.ce_without_cnp += ce_without_cnp;
+        self.cnp_without_ce += cnp_without_ce;
+        self.icrc_ok += icrc_ok;
+        self.icrc_bad += icrc_bad;
+        self.icrc_unchecked += icrc_unchecked;
+        self.icrc_cut += icrc_cut;
+        self.malformed += malformed;
+        self.truncated += truncated;
+        self.unsupported += unsupported;
+        self.pfc_pause_frames += pfc_pause_frames;
+        self.pfc_resume_frames += pfc_resume_frames;
+        self.pfc_stalls += pfc_stalls;
+        self.arp_requests += arp_requests;
+        self.arp_replies += arp_replies;
+        self.arp_unanswered += arp_unanswered;
+        self.arp_cross_subnet += arp_cross_subnet;
+        self.arp_cross_subnet_unanswered += arp_cross_subnet_unanswered;
+        self.arp_reply_path_mismatch += arp_reply_path_mismatch;
+        self.arp_duplicate_address += arp_duplicate_address;
+        self.arp_state_dropped += arp_state_dropped;
+        self.events_dropped += events_dropped;
+        self.input_cut_short += input_cut_short;
+        self.flow_summaries_dropped += flow_summaries_dropped;
+        self.qos_direction_mismatch += qos_direction_mismatch;
+        self.data_dscp_mixed += data_dscp_mixed;
+        self.data_dscp0 += data_dscp0;
+        self.data_not_ect += data_not_ect;
+        self.cnp_other_dscp += cnp_other_dscp;
+        self.roce_v1_and_v2 += roce_v1_and_v2;
+        self.nak_psn_seq_after_rnr += nak_psn_seq_after_rnr;
+        self.nak_psn_seq_gap_at_tap += nak_psn_seq_gap_at_tap;
+        self.timeout_episodes_gap_at_tap += timeout_episodes_gap_at_tap;
+        self.timeout_episodes_acked += timeout_episodes_acked;
+        self.retry_exhausted += retry_exhausted;
+        self.stalled_connections += stalled_connections;
+        self.ud_psn_jumps += ud_psn_jumps;
+        self.qps_failed += qps_failed;
+        self.nak_psn_seq_reorder += nak_psn_seq_reorder;
+    }
+}
+
 /// Rates derived from the totals (usable in `--fail-on` rules).
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Derived {
@@ -233,4 +410,45 @@ pub struct Latency {
     pub p99_ns: Option<u64>,
     /// Largest sample, ns; `None` without samples.
     pub max_ns: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Totals;
+
+    #[test]
+    fn absorb_adds_every_count_and_keeps_a_common_cut() {
+        let a = Totals {
+            frames: 10,
+            nak_psn_seq: 2,
+            icrc_cut: 3,
+            cut_at_bytes: 128,
+            ..Totals::default()
+        };
+        let b = Totals {
+            frames: 5,
+            nak_psn_seq: 1,
+            retry_exhausted: 1,
+            ..Totals::default()
+        };
+        let mut t = a;
+        t.absorb(&b);
+        assert_eq!((t.frames, t.nak_psn_seq, t.retry_exhausted), (15, 3, 1));
+        // Only one side cut any ICRC: its length.
+        assert_eq!((t.icrc_cut, t.cut_at_bytes), (3, 128));
+        let mut t = b;
+        t.absorb(&a);
+        assert_eq!((t.icrc_cut, t.cut_at_bytes), (3, 128));
+        // Both cut at the same length: kept; at different lengths: 0, as one analyzer says.
+        let mut t = a;
+        t.absorb(&a);
+        assert_eq!((t.icrc_cut, t.cut_at_bytes), (6, 128));
+        let other = Totals {
+            icrc_cut: 1,
+            cut_at_bytes: 96,
+            ..Totals::default()
+        };
+        t.absorb(&other);
+        assert_eq!((t.icrc_cut, t.cut_at_bytes), (7, 0));
+    }
 }

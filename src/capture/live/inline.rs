@@ -15,7 +15,10 @@
 //! back), between two calls of [`Inline::pump`].
 
 use super::thread::{open_error_text, read_pcap_stats, Backoff};
-use super::{open_device, LiveOptions, LiveSource, Opened, PcapStats, SourceStats, FLUSH_INTERVAL};
+use super::{
+    fanout, now_ns, open_device, Joined, LiveOptions, LiveSource, Opened, PcapStats, SourceInfo,
+    SourceStats, FLUSH_INTERVAL,
+};
 use crate::capture::Frame;
 use dissectors::LinkType;
 use nix::poll::{poll, PollFd, PollFlags};
@@ -38,6 +41,8 @@ pub struct Inline {
     last_stats: Instant,
     /// How a lost device is opened again, when it is.
     reopen: Option<Reopen>,
+    /// Its lane's group, if it is a lane, and where its frames start.
+    joined: Joined,
 }
 
 /// What [`Inline`] needs to open a lost device again.
@@ -61,13 +66,43 @@ impl Opened {
         if self.sources.len() != 1 {
             return Err(self);
         }
-        let (info, cap, _) = self.sources.pop().expect("one source");
+        let (info, cap, joined) = self.sources.pop().expect("one source");
+        let inline = Inline::new(&info, cap, joined, &self.opts);
+        // No thread sends anything: the receiver is disconnected from the start.
+        let (_, rx) = sync_channel(1);
+        let live = LiveSource {
+            infos: vec![info],
+            stats: vec![inline.stats.clone()],
+            rx,
+            stop: Arc::new(AtomicBool::new(false)),
+            threads: Vec::new(),
+        };
+        Ok((live, inline))
+    }
+
+    /// Every device (every lane of one, [`LiveOptions::lanes`]) to be read on a thread of
+    /// the caller's choosing, each with its description, in the order of
+    /// [`Opened::sources`]: no queue and no merge, for a caller that keeps each source
+    /// apart (the agent: a lane's frames are analyzed apart from the other lanes').
+    pub fn start_each(self) -> Vec<(SourceInfo, Inline)> {
+        let opts = self.opts;
+        self.sources
+            .into_iter()
+            .map(|(info, cap, joined)| {
+                let inline = Inline::new(&info, cap, joined, &opts);
+                (info, inline)
+            })
+            .collect()
+    }
+}
+
+impl Inline {
+    fn new(info: &SourceInfo, cap: Capture<Active>, joined: Joined, opts: &LiveOptions) -> Inline {
         let stats = Arc::new(SourceStats::default());
         stats.up.store(true, Ordering::Relaxed);
-        let link = info.link;
-        let reopen = self.opts.reopen.then(|| Reopen {
+        let reopen = opts.reopen.then(|| Reopen {
             name: info.name.clone(),
-            opts: self.opts.clone(),
+            opts: opts.clone(),
             backoff: Backoff::new(),
             opened: Instant::now(),
             next_try: Instant::now(),
@@ -78,30 +113,25 @@ impl Opened {
             Ok(c) => (Some(c), None),
             Err(e) => (None, Some(e.to_string())),
         };
-        // No thread sends anything: the receiver is disconnected from the start.
-        let (_, rx) = sync_channel(1);
-        let live = LiveSource {
-            infos: vec![info],
-            stats: vec![stats.clone()],
-            rx,
-            stop: Arc::new(AtomicBool::new(false)),
-            threads: Vec::new(),
-        };
         let mut inline = Inline {
             cap,
-            link,
+            link: info.link,
             stats,
             last_stats: Instant::now(),
             reopen,
+            joined,
         };
         if let Some(e) = failed {
             inline.lost(e);
         }
-        Ok((live, inline))
+        inline
     }
-}
 
-impl Inline {
+    /// The source's counters (shared: they may be read from any thread).
+    pub fn stats(&self) -> &Arc<SourceStats> {
+        &self.stats
+    }
+
     /// True once the device failed for good (its error is in the source's counters): a
     /// device that is reopened is down for a while, never ended.
     pub fn ended(&self) -> bool {
@@ -120,11 +150,22 @@ impl Inline {
             std::thread::sleep((r.next_try - now).min(wait));
             return false;
         }
+        let group = self.joined.group;
         let opened = open_device(&r.name, &r.opts)
             .map_err(|e| open_error_text(&e))
-            .and_then(|(_, c)| c.setnonblock().map_err(|e| e.to_string()));
+            .and_then(|(_, c)| {
+                // A lane joins its group again; its frames start after.
+                if let Some(g) = group {
+                    fanout::join(c.as_fd(), g, r.opts.roce_port)
+                        .map_err(|e| format!("PACKET_FANOUT: {e}"))?;
+                }
+                c.setnonblock().map_err(|e| e.to_string())
+            });
         match opened {
             Ok(c) => {
+                if group.is_some() {
+                    self.joined.start_ns = now_ns();
+                }
                 self.link = LinkType::from_linktype(c.get_datalink().0 as u32);
                 self.cap = Some(c);
                 r.opened = Instant::now();
@@ -173,6 +214,7 @@ impl Inline {
             return ControlFlow::Continue(());
         }
         let base = self.base();
+        let start_ns = self.joined.start_ns;
         let Some(cap) = self.cap.as_mut() else {
             return ControlFlow::Continue(());
         };
@@ -189,6 +231,10 @@ impl Inline {
                     let ts_ns = (h.ts.tv_sec as u64)
                         .wrapping_mul(1_000_000_000)
                         .wrapping_add(h.ts.tv_usec as u64);
+                    if ts_ns < start_ns {
+                        // A lane's frame from before its group was whole: every lane had it.
+                        continue;
+                    }
                     n += 1;
                     flow = f(&Frame {
                         ts_ns,
