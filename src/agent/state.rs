@@ -54,7 +54,8 @@ impl SourceState {
     /// Adds the state of another lane of the same interface (`--lanes`): each frame was
     /// analyzed in one lane and each host pair, both ways, in one lane, so counts add up,
     /// a connection's or a peer pair's series is in one lane only (the `other` ones, which
-    /// every lane has, are summed), and the interface is up when every lane is.
+    /// every lane has, are summed), and the interface is up when every lane is. Every lane
+    /// loses the device when it goes: its losses and reopens are the most any lane counts.
     pub fn absorb(&mut self, o: SourceState) {
         // Destructured without `..`: a new field does not compile until it is added here.
         let SourceState {
@@ -90,14 +91,14 @@ impl SourceState {
             (&mut self.kernel_dropped, kernel_dropped),
             (&mut self.if_dropped, if_dropped),
             (&mut self.queue_dropped, queue_dropped),
-            (&mut self.losses, losses),
-            (&mut self.reopens, reopens),
             (&mut self.untracked_packets, untracked_packets),
             (&mut self.recorded_frames, recorded_frames),
             (&mut self.peer_flows_aggregated, peer_flows_aggregated),
         ] {
             *a += b;
         }
+        self.losses = self.losses.max(losses);
+        self.reopens = self.reopens.max(reopens);
         self.top.extend(top);
         for (a, b) in self.other.iter_mut().zip(other) {
             *a += b;
@@ -269,6 +270,7 @@ mod tests {
             top: vec![series("0x11")],
             other: [1, 0, 0, 0, 0],
             up: true,
+            losses: 1,
             peers: vec![
                 peer("198.18.0.1", "198.18.0.2", 4),
                 peer("other", "other", 1),
@@ -283,6 +285,7 @@ mod tests {
             top: vec![series("0x22")],
             other: [2, 0, 0, 0, 1],
             up: false,
+            losses: 1,
             error: Some("down (lost), reopening".into()),
             peers: vec![
                 peer("198.18.1.1", "198.18.1.2", 7),
@@ -300,8 +303,9 @@ mod tests {
         );
         assert_eq!((a.pfc[3], a.other), ((1, 0.5), [3, 0, 0, 0, 1]));
         assert_eq!(a.top.len(), 2);
-        // Down when a lane is, with its reason.
+        // Down when a lane is, with its reason; one loss of the device, seen by each lane.
         assert!(!a.up && a.error.as_deref() == Some("down (lost), reopening"));
+        assert_eq!(a.losses, 1);
         // A pair is in one lane; `other` is in every lane: summed into one series.
         let sent: Vec<(&str, u64)> = a
             .peers

@@ -303,9 +303,11 @@ fn capture_threads(pid: u32) -> usize {
         .count()
 }
 
-/// Deletes the `lost` wire of a running agent with `n` sources, checks it is reported
-/// and the agent still answers, recreates it and checks its traffic is counted again.
-fn lose_and_find(n: usize, lost: usize) {
+/// Deletes the `lost` wire of a running agent with `n` sources, each read in `lanes`
+/// lanes, checks it is reported and the agent still answers, recreates it and checks its
+/// traffic is counted again (with lanes: every lane back in its fanout group, the traffic
+/// counted once).
+fn lose_and_find(n: usize, lost: usize, lanes: u16) {
     let tmp = TempDir::new("agent-reopen");
     let wires = Wires::new(n);
     let port = free_port();
@@ -322,14 +324,17 @@ fn lose_and_find(n: usize, lost: usize) {
         args.push("-i".into());
         args.push(h.clone());
     }
+    if lanes > 1 {
+        args.extend(["--lanes".into(), lanes.to_string()]);
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut agent = start_agent(&args, &log);
     healthy(port);
-    // Each source is read and analyzed on a thread of its own.
+    // Each source (each lane) is read and analyzed on a thread of its own.
     assert_eq!(
         capture_threads(agent.0.id()),
-        n,
-        "source threads with {n} sources"
+        n * usize::from(lanes),
+        "source threads with {n} sources in {lanes} lanes"
     );
     let src = wires.host[lost].clone();
     let naks = truth("loss-upstream.pcap", "nak_psn_seq") as f64;
@@ -403,7 +408,7 @@ fn one_source_lost_and_back() {
     if !ready(&["tcpreplay"]) {
         return;
     }
-    lose_and_find(1, 0);
+    lose_and_find(1, 0, 1);
 }
 
 #[test]
@@ -414,5 +419,16 @@ fn one_of_three_sources_lost_and_back() {
     if !ready(&["tcpreplay"]) {
         return;
     }
-    lose_and_find(3, 1);
+    lose_and_find(3, 1, 1);
+}
+
+#[test]
+fn a_source_in_lanes_lost_and_back() {
+    let _lock = NETNS_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !ready(&["tcpreplay"]) {
+        return;
+    }
+    lose_and_find(2, 0, 2);
 }
