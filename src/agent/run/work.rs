@@ -1,9 +1,9 @@
 //! Each source read, decoded, analyzed and recorded on a thread of its own, straight from
 //! libpcap's buffer (no copy, no queue, no merge: sources are analyzed apart). The
 //! analysis loop's thread takes a source's [`Work`] for its once-a-second publishing, a
-//! `/report` or a dump; a thread holds it while it reads (at most a flush interval at a
-//! time), and gives it up at once when the loop asks ([`Lane::lock`]), so the loop waits
-//! for no more than the batch of frames in hand.
+//! `/report` or a dump; a thread holds it only while it reads frames that are there (it
+//! waits for more without it), and gives it up within 64 frames when the loop asks
+//! ([`Lane::lock`]).
 
 use crate::agent::private::Privacy;
 use crate::agent::recorder::Recorder;
@@ -42,8 +42,8 @@ impl Lane {
         })
     }
 
-    /// The source's work, for the loop: the thread finishes the frames in hand (at most
-    /// [`Inline::pump`]'s turn) and waits until the guard is dropped.
+    /// The source's work, for the loop: the thread finishes the frames in hand (at most 64)
+    /// and waits until the guard is dropped.
     pub(super) fn lock(&self) -> MutexGuard<'_, Work> {
         self.wanted.fetch_add(1, Ordering::SeqCst);
         let g = self
@@ -99,6 +99,9 @@ pub(super) fn spawn(
                     std::thread::sleep(YIELD);
                     continue;
                 }
+                // Waiting for frames without the work, so the loop never waits for a quiet
+                // source; then what the ring holds (at most 256 frames a turn).
+                src.wait_ready(FLUSH_INTERVAL);
                 let mut w = lane
                     .work
                     .lock()
@@ -110,7 +113,7 @@ pub(super) fn spawn(
                 };
                 let wanted = &lane.wanted;
                 let mut n = 0u32;
-                let _ = src.pump(FLUSH_INTERVAL, |f| {
+                let _ = src.pump(Duration::ZERO, |f| {
                     let flow = pipe.feed(f, &mut sink);
                     n = n.wrapping_add(1);
                     // Every 64 frames, a look at whether the loop is waiting.

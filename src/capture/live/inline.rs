@@ -201,6 +201,24 @@ impl Inline {
             .map_or_else(PcapStats::default, |r| r.base)
     }
 
+    /// Waits, for at most `max`, until the device has frames to read (poll(2)), or, while
+    /// a lost device is down, until its next attempt to be opened is due: for a caller
+    /// that waits without holding what [`Inline::pump`] feeds.
+    pub fn wait_ready(&self, max: Duration) {
+        match (&self.cap, &self.reopen) {
+            (Some(cap), _) => {
+                let ms = max.as_millis().clamp(1, u128::from(u16::MAX)) as u16;
+                let mut fds = [PollFd::new(cap.as_fd(), PollFlags::POLLIN)];
+                let _ = poll(&mut fds, ms);
+            }
+            (None, Some(r)) => {
+                let now = Instant::now();
+                std::thread::sleep(r.next_try.saturating_duration_since(now).min(max));
+            }
+            (None, None) => std::thread::sleep(max),
+        }
+    }
+
     /// Hands every frame the device delivers to `f`, straight from libpcap's buffer,
     /// for about `wait` (waiting in poll(2) while the device is idle), or until `f`
     /// breaks (`Break`) or the device fails (`Continue`, and [`Inline::ended`] unless it
