@@ -50,18 +50,6 @@ fn summed(text: &str, name: &str, source: &str) -> f64 {
         .sum()
 }
 
-/// The process' threads named as the sources' threads.
-fn source_threads(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm"))
-                .is_ok_and(|c| c.starts_with("rocetap-src-"))
-        })
-        .count()
-}
-
 #[test]
 fn two_lanes_count_what_one_analyzer_counts() {
     let _lock = NETNS_LOCK

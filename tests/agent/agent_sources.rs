@@ -291,18 +291,6 @@ fn too_small_a_budget_is_a_one_line_error() {
     }
 }
 
-/// The process' threads named as the sources' threads (`rocetap-src-N`).
-fn capture_threads(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm"))
-                .is_ok_and(|c| c.starts_with("rocetap-src-"))
-        })
-        .count()
-}
-
 /// Deletes the `lost` wire of a running agent with `n` sources, each read in `lanes`
 /// lanes, checks it is reported and the agent still answers, recreates it and checks its
 /// traffic is counted again (with lanes: every lane back in its fanout group, the traffic
@@ -332,7 +320,7 @@ fn lose_and_find(n: usize, lost: usize, lanes: u16) {
     healthy(port);
     // Each source (each lane) is read and analyzed on a thread of its own.
     assert_eq!(
-        capture_threads(agent.0.id()),
+        source_threads(agent.0.id()),
         n * usize::from(lanes),
         "source threads with {n} sources in {lanes} lanes"
     );

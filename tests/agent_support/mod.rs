@@ -126,6 +126,19 @@ impl Drop for Wire {
     }
 }
 
+/// The agent's threads named as the sources' threads (`rocetap-src-N`: one per source,
+/// one per lane).
+pub fn source_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.starts_with("rocetap-src-"))
+        })
+        .count()
+}
+
 /// A child process killed (by PID) on drop.
 pub struct Proc(pub Child);
 
