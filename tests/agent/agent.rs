@@ -479,6 +479,12 @@ fn bad_configurations_are_one_line_errors() {
         assert!(e.contains("listening on"), "{e}");
         let e = refused(&["-i", "rocetap-nosuchdev0", "--netcheck-interval", "0"]);
         assert!(e.contains("rocetap-nosuchdev0"), "{e}");
+        // Lanes need an Ethernet interface: `any` (Linux cooked capture) is refused.
+        let e = refused(&["-i", "any", "--lanes", "2", "--netcheck-interval", "0"]);
+        assert!(
+            e.contains("capturing on any in lanes: lanes need an Ethernet interface"),
+            "{e}"
+        );
     }
 }
 
