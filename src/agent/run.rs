@@ -140,14 +140,29 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
     let mut lp = Loop::new(cfg, &infos, log, tables, plan);
     let halt = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
+    let mut failed = None;
     for (i, ((_, src), lane)) in sources.into_iter().zip(&lp.lanes).enumerate() {
-        let t = work::spawn(i, src, lane.clone(), lp.privacy.clone(), halt.clone());
-        threads.push(t.map_err(Error::Thread)?);
+        match work::spawn(i, src, lane.clone(), lp.privacy.clone(), halt.clone()) {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
     }
-    let reason = lp.run(&stats, &stop, &usr1, (&rep_rx, &join_rx), &shared);
+    let reason = match failed {
+        None => lp.run(&stats, &stop, &usr1, (&rep_rx, &join_rx), &shared),
+        Some(_) => "",
+    };
+    // The sources' threads stop (also those started before one failed to start).
     halt.store(true, Ordering::SeqCst);
     for t in threads {
         let _ = t.join();
+    }
+    if let Some(e) = failed {
+        stop.store(true, Ordering::SeqCst);
+        let _ = http.join();
+        return Err(Error::Thread(e));
     }
     lp.publish(&stats, &shared);
     stop.store(true, Ordering::SeqCst);
