@@ -115,9 +115,7 @@ pub(super) fn age(f: &mut Flow, now: u64, log: &mut EventLog) {
     // A requester retrying one PSN with no progress is failing to recover these: lost in
     // the network, as `super::stop::settle_stop` would say when it gives up, not packets
     // the capture missed.
-    let failing = f.trouble.as_deref().and_then(|t| t.retry).is_some_and(|r| {
-        r.count >= super::stop::GIVE_UP_RETRIES && f.req.last_new_ts <= r.first_ns
-    });
+    let failing = super::stop::failing(f).is_some();
     for resp in [false, true] {
         let gaps = if resp { &f.resp.gaps } else { &f.req.gaps };
         let n = gaps.len();

@@ -31,28 +31,25 @@ pub(super) fn settle_stop(f: &mut Flow, end_ns: u64) -> bool {
     if !rc || !f.req.started {
         return false;
     }
-    if let Some(r) = f.trouble.as_deref().and_then(|t| t.retry) {
-        // Nothing new since the retries began and none of them acknowledged.
-        if r.count >= GIVE_UP_RETRIES && f.req.last_new_ts <= r.first_ns {
-            let apart = (r.last_ns - r.first_ns) / u64::from(r.count - 1);
-            let silent = end_ns.saturating_sub(f.last_ts) > 2 * apart.max(1);
-            let gave_up = silent || r.count == MAX_RETRIES;
-            let kind = if gave_up {
-                f.counters.retry_exhausted = 1;
-                StopKind::RetryExhausted
-            } else {
-                f.counters.stalled = 1;
-                StopKind::Stalled
-            };
-            f.trouble_mut().stop = Some(Stop {
-                kind,
-                psn: r.psn,
-                retries: r.count,
-                first_ns: r.first_ns,
-                last_ns: f.last_ts,
-            });
-            return gave_up;
-        }
+    if let Some(r) = failing(f) {
+        let apart = (r.last_ns - r.first_ns) / u64::from(r.count - 1);
+        let silent = end_ns.saturating_sub(f.last_ts) > 2 * apart.max(1);
+        let gave_up = silent || r.count == MAX_RETRIES;
+        let kind = if gave_up {
+            f.counters.retry_exhausted = 1;
+            StopKind::RetryExhausted
+        } else {
+            f.counters.stalled = 1;
+            StopKind::Stalled
+        };
+        f.trouble_mut().stop = Some(Stop {
+            kind,
+            psn: r.psn,
+            retries: r.count,
+            first_ns: r.first_ns,
+            last_ns: f.last_ts,
+        });
+        return gave_up;
     }
     // A transfer under way (at least one message done before) that stops mid-message; a
     // stream that shows only part of its first message says nothing of how it ended.
@@ -69,6 +66,18 @@ pub(super) fn settle_stop(f: &mut Flow, end_ns: u64) -> bool {
     false
 }
 
+/// The retries of one PSN of a requester making no progress: at least
+/// `GIVE_UP_RETRIES` rewinds to it, none acknowledged (an ACK past it ends the count:
+/// `gaps::acked`), and no PSN sent for the first time since the second of them. The
+/// first resend run may go past the highest PSN sent before it (the timer fired while
+/// the window was still being sent: the lab's dead-link run sent 11950613..=11950735,
+/// rewound to 11950612 and resent it through 11950740); a requester that went on
+/// after its retries sends new PSNs after the later ones.
+pub(super) fn failing(f: &Flow) -> Option<Retry> {
+    let r = f.trouble.as_deref().and_then(|t| t.retry)?;
+    (r.count >= GIVE_UP_RETRIES && f.req.last_new_ts <= r.second_ns).then_some(r)
+}
+
 /// A rewind to `p`: the same PSN as the rewinds before it with no progress since (an ACK
 /// past it ends the count: `gaps::acked`), or a new one.
 pub(super) fn note_retry(f: &mut Flow, p: Psn, ts: u64) {
@@ -76,6 +85,9 @@ pub(super) fn note_retry(f: &mut Flow, p: Psn, ts: u64) {
     match t.retry.as_mut() {
         Some(r) if r.psn == p => {
             r.count += 1;
+            if r.count == 2 {
+                r.second_ns = ts;
+            }
             r.last_ns = ts;
         }
         _ => {
@@ -83,6 +95,7 @@ pub(super) fn note_retry(f: &mut Flow, p: Psn, ts: u64) {
                 psn: p,
                 count: 1,
                 first_ns: ts,
+                second_ns: ts,
                 last_ns: ts,
             });
         }

@@ -6,12 +6,14 @@
 use super::ring::Ring;
 use dissectors::Psn;
 
-/// A requester retrying one PSN: how often, since when, until when.
+/// A requester retrying one PSN: how often, since when (the first rewind, and the
+/// second: the first resend run may still carry PSNs never sent before), until when.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Retry {
     pub psn: Psn,
     pub count: u32,
     pub first_ns: u64,
+    pub second_ns: u64,
     pub last_ns: u64,
 }
 

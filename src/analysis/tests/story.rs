@@ -125,6 +125,57 @@ fn a_requester_that_retries_one_psn_and_falls_silent_gave_up() {
     assert!(finding(&r, "retry_exhausted").is_none());
 }
 
+/// A SEND acknowledged, then a WRITE whose first resend run goes past the PSNs sent
+/// before the timer fired (2..=3 sent, 2..=4 resent: the lab's dead-link run), then
+/// `rounds` more resends of 2..=4, 10 ms apart; no ACK past 1.
+fn retried_past_max(rounds: u32) -> Vec<(u64, Decoded)> {
+    let mut v = vec![(1_000, req(SEND_ONLY, 1)), (2_000, ack(1))];
+    let mut id = 1u16;
+    let mut send = |v: &mut Vec<(u64, Decoded)>, t: u64, op: u8, p: u32| {
+        v.push((t, req_id(op, p, id)));
+        id += 1;
+    };
+    send(&mut v, 3_000, WRITE_FIRST, 2);
+    send(&mut v, 4_000, WRITE_MIDDLE, 3);
+    for round in 1..=rounds {
+        let t = u64::from(round) * 10_000_000;
+        send(&mut v, t, WRITE_FIRST, 2);
+        send(&mut v, t + 1_000, WRITE_MIDDLE, 3);
+        send(&mut v, t + 2_000, WRITE_MIDDLE, 4);
+    }
+    v
+}
+
+#[test]
+fn a_first_resend_run_past_the_sent_psns_is_not_progress() {
+    // Retrying without end, mid-message: a stall whose retries reached the tap, so not
+    // a link that died before it.
+    let r = run_at(&retried_past_max(20));
+    assert_eq!(
+        (r.totals.retry_exhausted, r.totals.stalled_connections),
+        (0, 1)
+    );
+    let f = finding(&r, "connection_stalled").unwrap();
+    assert_eq!(f.cause(), Some((Cause::Unknown, Location::Unknown)));
+    // Seven retries and silence: it gave up.
+    let r = run_at(&retried_past_max(7));
+    assert_eq!(r.totals.retry_exhausted, 1);
+    assert_eq!(r.findings[0].code(), "retry_exhausted");
+    // Three retries, then new PSNs long after (their ACKs not seen): it went on.
+    let mut frames = retried(3);
+    for p in 4..=6u32 {
+        frames.push((
+            200_000_000 + u64::from(p),
+            req_id(SEND_ONLY, p, 100 + p as u16),
+        ));
+    }
+    let r = run_at(&frames);
+    assert_eq!(
+        (r.totals.retry_exhausted, r.totals.stalled_connections),
+        (0, 0)
+    );
+}
+
 #[test]
 fn a_stream_that_stops_mid_message_stalled() {
     let r = run(&[
