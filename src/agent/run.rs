@@ -26,6 +26,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Counters whose start and end in the window are logged (keys of the totals).
@@ -140,30 +141,21 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
     let mut lp = Loop::new(cfg, &infos, log, tables, plan);
     let halt = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
-    let mut failed = None;
     for (i, ((_, src), lane)) in sources.into_iter().zip(&lp.lanes).enumerate() {
         match work::spawn(i, src, lane.clone(), lp.privacy.clone(), halt.clone()) {
             Ok(t) => threads.push(t),
             Err(e) => {
-                failed = Some(e);
-                break;
+                // The threads started before it stop, and HTTP; netcheck ends with the
+                // process (it may be waiting for the loop, which never ran).
+                halt_all(&halt, threads);
+                stop.store(true, Ordering::SeqCst);
+                let _ = http.join();
+                return Err(Error::Thread(e));
             }
         }
     }
-    let reason = match failed {
-        None => lp.run(&stats, &stop, &usr1, (&rep_rx, &join_rx), &shared),
-        Some(_) => "",
-    };
-    // The sources' threads stop (also those started before one failed to start).
-    halt.store(true, Ordering::SeqCst);
-    for t in threads {
-        let _ = t.join();
-    }
-    if let Some(e) = failed {
-        stop.store(true, Ordering::SeqCst);
-        let _ = http.join();
-        return Err(Error::Thread(e));
-    }
+    let reason = lp.run(&stats, &stop, &usr1, (&rep_rx, &join_rx), &shared);
+    halt_all(&halt, threads);
     lp.publish(&stats, &shared);
     stop.store(true, Ordering::SeqCst);
     let _ = http.join();
@@ -183,6 +175,14 @@ pub fn run(cfg: &Config) -> Result<i32, Error> {
         return Err(Error::SourcesEnded(errs));
     }
     Ok(exit::OK)
+}
+
+/// Stops the sources' threads and waits for them.
+fn halt_all(halt: &AtomicBool, threads: Vec<JoinHandle<()>>) {
+    halt.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
+    }
 }
 
 /// What the budget is split for: the configuration's asks and the sources.

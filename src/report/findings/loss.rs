@@ -84,7 +84,7 @@ pub(super) fn message(f: &Finding, r: &Report, w: &str, at: &str) -> Option<Stri
             last_ns,
             after,
         } if *retries > 0 => format!(
-            "{connections} {} made no progress: the requester retried PSN {psn} {retries} times over {} with no ACK past it and was still retrying when the capture ended (last packet at {}) — it had not given up by then; the requests passed the tap, so they were lost after it or their ACKs were lost — a capture at the other end would tell{at}{}; on {w}",
+            "{connections} {} made no progress: the requester retried PSN {psn} {retries} times over {} with no ACK past it and was still retrying when the capture ended (last packet at {}) — it had not given up by then; the requests passed the tap, so they were lost after it, their ACKs were lost, or the responder stopped answering — a capture at the other end would tell{at}{}; on {w}",
             connections_word(*connections),
             duration(*over_ns),
             at_time(r, *last_ns),
