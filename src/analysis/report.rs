@@ -11,13 +11,13 @@ use super::Global;
 use dissectors::{Addr, Psn, Qpn};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
-use std::fmt::Display;
 
 mod counters;
 mod finding;
 mod opcodes;
 mod qos;
 mod summary;
+mod text;
 mod totals;
 pub(in crate::analysis) use finding::not_followed;
 pub use finding::{
@@ -35,13 +35,13 @@ pub struct FlowSummary {
     /// connections name flows by it.
     pub id: u32,
     /// Network source address (IP, or GID/LID for RoCE v1 and native IB).
-    #[serde(serialize_with = "display")]
+    #[serde(serialize_with = "text::addr")]
     pub src: Addr,
     /// Network destination address.
-    #[serde(serialize_with = "display")]
+    #[serde(serialize_with = "text::addr")]
     pub dst: Addr,
     /// The BTH DestQP.
-    #[serde(serialize_with = "display")]
+    #[serde(serialize_with = "text::qpn")]
     pub qp: Qpn,
     /// Id of the peer flow (the other direction of the RC connection); `None` when
     /// unpaired.
@@ -163,16 +163,6 @@ impl FlowSummary {
     }
 }
 
-/// Serializes a value as its `Display` text (addresses, QPNs, MACs).
-fn display<T: Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(v)
-}
-
-/// Serializes a pair of QPNs as their text.
-fn qps<S: Serializer>(v: &[Qpn; 2], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(v.iter().map(ToString::to_string))
-}
-
 /// Serializes a MAC address as `aa:bb:cc:dd:ee:ff`.
 fn mac<S: Serializer>(v: &[u8; 6], s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&dissectors::ethernet::Mac(v))
@@ -189,13 +179,13 @@ pub struct Connection {
     /// The two flows (one per direction) of an RC connection.
     pub flows: [u32; 2],
     /// One end's address (the source of `flows[0]`).
-    #[serde(serialize_with = "display")]
+    #[serde(serialize_with = "text::addr")]
     pub a: Addr,
     /// The other end's address (the destination of `flows[0]`).
-    #[serde(serialize_with = "display")]
+    #[serde(serialize_with = "text::addr")]
     pub b: Addr,
     /// DestQP of each flow: the QP at the other end.
-    #[serde(serialize_with = "qps")]
+    #[serde(serialize_with = "text::qpns")]
     pub qps: [Qpn; 2],
 }
 
