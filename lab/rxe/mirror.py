@@ -135,7 +135,7 @@ def overlay(samples, out_img):
             shutil.copy(os.path.join(REPO, "samples", f"{s}.pcap"), f"{d}/root/samples/")
         for p in ("usr", "usr/local", "usr/local/bin", "root", "root/samples"):
             os.chmod(f"{d}/{p}", 0o755)
-        cpio = subprocess.run("find usr root -print | cpio -o -H newc -R 0:0 --quiet | gzip -1",
+        cpio = subprocess.run("find usr root -print | cpio -o -H newc -R 0:0 --quiet",
                               shell=True, cwd=d, check=True, stdout=subprocess.PIPE).stdout
         with open(out_img, "wb") as f:
             with open(os.path.join(vm.LAB, "rocetap-initrd.img"), "rb") as base:

@@ -50,8 +50,9 @@ if [ -n "$bin" ] && [ -x "$bin" ]; then
   strip -o "$overlay/root/usr/local/bin/rocetap" "$bin" 2>/dev/null || cp "$bin" "$overlay/root/usr/local/bin/rocetap"
   chmod 0755 "$overlay/root/usr" "$overlay/root/usr/local" "$overlay/root/usr/local/bin" "$overlay/root/usr/local/bin/rocetap"
   # only usr/...: an entry for "." would give the guest's / the temporary directory's mode
-  ( cd "$overlay/root" && find usr -print | cpio -o -H newc -R 0:0 --quiet | gzip -1 ) > "$overlay/bin.cpio.gz"
-  cat "$L/rocetap-initrd.img" "$overlay/bin.cpio.gz" > "$overlay/initrd.img"
+  # not compressed, as build.sh's image: copied faster than a TCG guest gunzips it
+  ( cd "$overlay/root" && find usr -print | cpio -o -H newc -R 0:0 --quiet ) > "$overlay/bin.cpio"
+  cat "$L/rocetap-initrd.img" "$overlay/bin.cpio" > "$overlay/initrd.img"
   export RXE_INITRD="$overlay/initrd.img" RXE_ROCETAP_BIN="$bin"
 else
   echo "no rocetap binary for the VMs (set ROCETAP_BIN or install cargo): the QP-table checks will fail" >&2
