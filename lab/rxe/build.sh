@@ -124,7 +124,7 @@ if [ ! -f "$IMG" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$SIG" ]; then
   depmod -b "$S" "$KVER"
   echo "$list" | sed "s#$KM/##" > "$L/rocetap-modules.list"
   install -m 0755 "$here/init.sh" "$S/init"
-  # Not compressed: the kernel unpacks 116 MB of cpio in about 2 s of a TCG guest's boot,
+  # Not compressed: the kernel unpacks the 114 MB of cpio in about 2 s of a TCG guest's boot,
   # and took 3.5-4.7 s to gunzip the 43 MB it was compressed to.
   ( cd "$S" && find . -print | cpio -o -H newc --quiet ) > "$IMG.tmp"
   mv "$IMG.tmp" "$IMG"
