@@ -13,11 +13,11 @@ use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
 mod counters;
+mod display;
 mod finding;
 mod opcodes;
 mod qos;
 mod summary;
-mod text;
 mod totals;
 pub(in crate::analysis) use finding::not_followed;
 pub use finding::{
@@ -35,13 +35,13 @@ pub struct FlowSummary {
     /// connections name flows by it.
     pub id: u32,
     /// Network source address (IP, or GID/LID for RoCE v1 and native IB).
-    #[serde(serialize_with = "text::addr")]
+    #[serde(serialize_with = "display::addr")]
     pub src: Addr,
     /// Network destination address.
-    #[serde(serialize_with = "text::addr")]
+    #[serde(serialize_with = "display::addr")]
     pub dst: Addr,
     /// The BTH DestQP.
-    #[serde(serialize_with = "text::qpn")]
+    #[serde(serialize_with = "display::qpn")]
     pub qp: Qpn,
     /// Id of the peer flow (the other direction of the RC connection); `None` when
     /// unpaired.
@@ -179,13 +179,13 @@ pub struct Connection {
     /// The two flows (one per direction) of an RC connection.
     pub flows: [u32; 2],
     /// One end's address (the source of `flows[0]`).
-    #[serde(serialize_with = "text::addr")]
+    #[serde(serialize_with = "display::addr")]
     pub a: Addr,
     /// The other end's address (the destination of `flows[0]`).
-    #[serde(serialize_with = "text::addr")]
+    #[serde(serialize_with = "display::addr")]
     pub b: Addr,
     /// DestQP of each flow: the QP at the other end.
-    #[serde(serialize_with = "text::qpns")]
+    #[serde(serialize_with = "display::qpns")]
     pub qps: [Qpn; 2],
 }
 

@@ -92,14 +92,10 @@ pub(super) fn qpn<S: Serializer>(q: &Qpn, s: S) -> Result<S::Ok, S::Error> {
 
 /// Serializes a pair of QPNs as a list of their text.
 pub(super) fn qpns<S: Serializer>(v: &[Qpn; 2], s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeSeq;
-    let mut seq = s.serialize_seq(Some(v.len()))?;
-    for q in v {
-        seq.serialize_element(&AsQpn(*q))?;
-    }
-    seq.end()
+    s.collect_seq(v.iter().copied().map(AsQpn))
 }
 
+/// A QPN that serializes as its text ([`qpn`]).
 struct AsQpn(Qpn);
 
 impl serde::Serialize for AsQpn {
